@@ -1,0 +1,469 @@
+/**
+ * @file train.h
+ * @brief Training on GPUs: the mesh that joins hosts, the trainer, its steps and checkpoints.
+ *
+ * Training is GPU-only: every function here takes a VRAM executor, and builds without a GPU residency
+ * answer `uform_status_unsupported_k`. A trainer borrows its mesh, so the mesh must outlive every trainer
+ * made over it. Argument structs mirror the configuration field by field: a field left at zero is derived
+ * by the library, as each field's comment says.
+ */
+#ifndef UFORM_TRAIN_H
+#define UFORM_TRAIN_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Enumerations of the objectives                                                                              */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief What a trainer optimises.
+ * @uform enum
+ */
+typedef enum uform_objective_t {
+    /** The weighted sum of every term the batch has data for, each normalised by its count over the mesh. */
+    uform_objective_joint_k = 0,
+    /** Masked-byte cross-entropy alone. */
+    uform_objective_masking_k = 1,
+    /** The contrastive term alone. */
+    uform_objective_contrastive_k = 2,
+    /** Late-interaction MaxSim InfoNCE alone. */
+    uform_objective_late_interaction_k = 3,
+    /** Choice cross-entropy alone. */
+    uform_objective_choices_k = 4,
+} uform_objective_t;
+
+/** @brief The name of an objective, such as `"late-interaction"`; `NULL` for an unknown value. */
+char const *uform_objective_name(uform_objective_t objective);
+/** @brief Parses an objective name; answers `uform_status_invalid_argument_k` for an unknown name. */
+uform_status_t uform_objective_parse(char const *name, uform_objective_t *objective);
+
+/**
+ * @brief Which items serve as a contrastive term's negatives.
+ * @uform enum
+ */
+typedef enum uform_negatives_t {
+    /** The other items on the same device. */
+    uform_negatives_device_k = 0,
+    /** The items of every device, gathered across the mesh. */
+    uform_negatives_mesh_k = 1,
+    /** The `repel` edges alone. */
+    uform_negatives_hard_k = 2,
+    /** The gathered items and the `repel` edges, weighted up. */
+    uform_negatives_mesh_and_hard_k = 3,
+} uform_negatives_t;
+
+/** @brief The name of a negatives choice, such as `"mesh-and-hard"`; `NULL` for an unknown value. */
+char const *uform_negatives_name(uform_negatives_t negatives);
+/** @brief Parses a negatives name; answers `uform_status_invalid_argument_k` for an unknown name. */
+uform_status_t uform_negatives_parse(char const *name, uform_negatives_t *negatives);
+
+/**
+ * @brief The pair loss of a contrastive term.
+ * @uform enum
+ */
+typedef enum uform_pair_loss_form_t {
+    /** InfoNCE with multiple positives and a learned temperature. */
+    uform_pair_loss_form_info_nce_k = 0,
+    /** SigLIP's sigmoid loss with a learned scale and bias. */
+    uform_pair_loss_form_sigmoid_k = 1,
+} uform_pair_loss_form_t;
+
+/** @brief The name of a pair-loss form, such as `"info-nce"`; `NULL` for an unknown value. */
+char const *uform_pair_loss_form_name(uform_pair_loss_form_t form);
+/** @brief Parses a pair-loss form name; answers `uform_status_invalid_argument_k` for an unknown name. */
+uform_status_t uform_pair_loss_form_parse(char const *name, uform_pair_loss_form_t *form);
+
+/**
+ * @brief The side an item takes in late interaction.
+ * @uform enum
+ */
+typedef enum uform_late_interaction_side_t {
+    /** The item takes no part in late interaction. */
+    uform_late_interaction_side_none_k = 0,
+    /** The item is a query: its token vectors take the max over a document's. */
+    uform_late_interaction_side_query_k = 1,
+    /** The item is a document scored against the queries of the batch. */
+    uform_late_interaction_side_document_k = 2,
+} uform_late_interaction_side_t;
+
+/** @brief The name of a side, such as `"query"`; `NULL` for an unknown value. */
+char const *uform_late_interaction_side_name(uform_late_interaction_side_t side);
+/** @brief Parses a side name; answers `uform_status_invalid_argument_k` for an unknown name. */
+uform_status_t uform_late_interaction_side_parse(char const *name, uform_late_interaction_side_t *side);
+
+/**
+ * @brief The in-switch reduction tier a mesh reached; reported only, never chosen.
+ * @uform enum print-only
+ */
+typedef enum uform_multimem_tier_t {
+    /** Reductions run over plain rings and trees. */
+    uform_multimem_tier_none_k = 0,
+    /** NVLink SHARP multimem reductions within a host. */
+    uform_multimem_tier_nvls_k = 1,
+    /** NVLink SHARP within hosts and trees across them. */
+    uform_multimem_tier_nvls_tree_k = 2,
+    /** In-network reductions across hosts (CollNet, InfiniBand SHARP). */
+    uform_multimem_tier_collnet_k = 3,
+} uform_multimem_tier_t;
+
+/** @brief The name of a multimem tier, such as `"nvls"`; `NULL` for an unknown value. There is no parse. */
+char const *uform_multimem_tier_name(uform_multimem_tier_t tier);
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* The mesh                                                                                                    */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/** @brief An opaque mesh: the devices of every host of a run, joined for collectives. */
+typedef struct uform_mesh_s *uform_mesh_t;
+
+/**
+ * @brief How a mesh finds its peers: through a directory every host sees; all-zero is a one-host mesh in the
+ * working directory.
+ */
+typedef struct uform_mesh_options_t {
+    /** This host's index among the hosts of the run, below `host_domain_count`. */
+    size_t host_domain_index;
+    /** Hosts in the run; zero means one. */
+    size_t host_domain_count;
+    /** The shared directory where host 0 publishes the run's identity atomically and the others poll,
+     *  as the OS's bytes; empty takes the working directory.
+     *  @uform path directory_length */
+    char const *directory;
+    /** Bytes in `directory`. */
+    size_t directory_length;
+    /** The run's name, UTF-8, naming its files in the directory; empty takes `"uform"`.
+     *  @uform str job_length */
+    char const *job;
+    /** Bytes in `job`. */
+    size_t job_length;
+    /** Seconds to wait for the peers; zero takes 600. */
+    size_t timeout_seconds;
+} uform_mesh_options_t;
+
+/** @brief What a mesh is. */
+typedef struct uform_mesh_description_t {
+    /** This host's index. */
+    size_t host_domain_index;
+    /** Hosts in the run. */
+    size_t host_domain_count;
+    /** Devices this host contributes. */
+    size_t local_devices;
+    /** Devices in the whole run. */
+    size_t world_devices;
+    /** The rank of this host's first device. */
+    size_t first_rank;
+    /** The in-switch reduction tier reached. */
+    uform_multimem_tier_t multimem_tier;
+    /** The GPU class every GPU of the run dispatches as. */
+    uform_gpu_class_t gpu_class;
+} uform_mesh_description_t;
+
+/**
+ * @brief Joins the hosts of a run over the devices of a VRAM executor. Blocks until every host has joined
+ * or `timeout_seconds` pass (`uform_status_timeout_k`).
+ */
+uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options,
+                                    uform_mesh_t *mesh, char const **message);
+
+/** @brief Describes a mesh. */
+uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description, char const **message);
+
+/** @brief Frees a mesh; every trainer made over it must be freed first. */
+void uform_mesh_free(uform_mesh_t mesh);
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* The trainer's configuration                                                                                 */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/** @brief The image front-end a trainer builds; all-zero leaves images out. */
+typedef struct uform_image_shape_t {
+    /** Patch side in pixels; zero leaves images out. */
+    size_t patch_side;
+    /** Channels; zero takes 3. */
+    size_t channels;
+    /** Patches per image at most; zero takes 256. */
+    size_t max_patches;
+} uform_image_shape_t;
+
+/** @brief The video front-end a trainer builds; all-zero leaves video out. */
+typedef struct uform_video_shape_t {
+    /** Frames per tubelet; zero leaves video out. */
+    size_t tubelet_frames;
+    /** Frames sampled per second; zero takes 1. */
+    float fps;
+    /** Frames per clip at most; zero takes 16. */
+    size_t max_frames;
+    /** Patches per frame at most; zero takes 64. */
+    size_t max_patches_per_frame;
+} uform_video_shape_t;
+
+/** @brief The audio front-end a trainer builds; all-zero leaves audio out. */
+typedef struct uform_audio_shape_t {
+    /** Sample rate audio is resampled to; zero leaves audio out. */
+    size_t sample_rate;
+    /** Mel bins; zero takes 80. */
+    size_t mel_bins;
+    /** Log-mel frames per patch; zero takes 4. */
+    size_t frames_per_patch;
+    /** Patches per recording at most; zero takes 1500. */
+    size_t max_patches;
+} uform_audio_shape_t;
+
+/** @brief The most a step's batch holds per device, which sizes the trainer's buffers once. */
+typedef struct uform_batch_shape_t {
+    /** Packed token rows per device; zero takes 64. */
+    size_t max_rows_per_device;
+    /** Items (segments) per device; zero takes `max_rows_per_device * 4`. */
+    size_t max_segments_per_device;
+    /** Tokens per packed row; zero takes 1024. */
+    size_t max_columns_per_row;
+    /** Bags per device; zero takes `max_segments_per_device`. */
+    size_t max_bags_per_device;
+    /** The image front-end. */
+    uform_image_shape_t image;
+    /** The video front-end. */
+    uform_video_shape_t video;
+    /** The audio front-end. */
+    uform_audio_shape_t audio;
+} uform_batch_shape_t;
+
+/** @brief The masked-byte objective. */
+typedef struct uform_masking_t {
+    /** Fraction of text bytes masked; zero takes 0.15. */
+    float ratio;
+    /** Mean span length in bytes; zero takes 3. */
+    float mean_span;
+    /** Weight in the joint loss; zero takes 1. */
+    float weight;
+} uform_masking_t;
+
+/** @brief The contrastive objective. */
+typedef struct uform_contrastive_t {
+    /** The pair loss. */
+    uform_pair_loss_form_t form;
+    /** Which items are negatives. */
+    uform_negatives_t negatives;
+    /** Multiplier of `repel` edges' terms; zero takes 2. */
+    float hard_negative_weight;
+    /** Weight in the joint loss; zero takes 1. */
+    float weight;
+} uform_contrastive_t;
+
+/** @brief The late-interaction objective. */
+typedef struct uform_late_interaction_t {
+    /** Columns of token vectors; zero takes 128. */
+    size_t token_width;
+    /** Weight in the joint loss; zero takes 1. */
+    float weight;
+} uform_late_interaction_t;
+
+/** @brief The choice objective. */
+typedef struct uform_choices_t {
+    /** Temperature groups fitted after training; zero takes 1. */
+    size_t groups;
+    /** Weight in the joint loss; zero takes 1. */
+    float weight;
+} uform_choices_t;
+
+/** @brief The optimiser's schedule: AdamW, linear warm-up then cosine decay, gradient clipping. */
+typedef struct uform_schedule_t {
+    /** Steps in all; zero takes 10000. */
+    size_t steps;
+    /** Warm-up steps; zero takes `steps / 100`. */
+    size_t warmup_steps;
+    /** Peak learning rate; zero takes 1e-3. */
+    float learning_rate;
+    /** Final learning rate; zero takes `learning_rate / 100`. */
+    float min_learning_rate;
+    /** Decoupled weight decay; zero takes 0.01. */
+    float weight_decay;
+    /** Gradient norm to clip at; zero takes 1. */
+    float clip_norm;
+} uform_schedule_t;
+
+/** @brief An opaque trainer. */
+typedef struct uform_trainer_s *uform_trainer_t;
+
+/**
+ * @brief The knobs of `uform_trainer_init_vram`; all-zero is the default.
+ * @uform config TrainerInitVram
+ */
+typedef struct uform_trainer_init_vram_args_t {
+    /** The mesh to train across; `NULL` trains on the executor's devices alone. */
+    uform_mesh_t mesh;
+    /** A checkpoint to start from, as the OS's bytes; empty starts from seeded weights, and then the
+     *  geometry fields below apply. @uform path checkpoint_length */
+    char const *checkpoint;
+    /** Bytes in `checkpoint`. */
+    size_t checkpoint_length;
+    /** Trunk blocks; zero takes 12. */
+    size_t depth;
+    /** Trunk width; zero takes 512. */
+    size_t hidden;
+    /** Attention heads; zero takes `hidden / 64`. */
+    size_t heads;
+    /** Feed-forward width; zero takes `hidden * 3`. */
+    size_t ffn_hidden;
+    /** Embedding columns; zero takes `hidden`. */
+    size_t dimensions;
+    /** The objective. */
+    uform_objective_t objective;
+    /** The batch's bounds and the front-ends. */
+    uform_batch_shape_t batch;
+    /** The masked-byte term. */
+    uform_masking_t masking;
+    /** The contrastive term. */
+    uform_contrastive_t contrastive;
+    /** The late-interaction term. */
+    uform_late_interaction_t late_interaction;
+    /** The choice term. */
+    uform_choices_t choices;
+    /** The optimiser's schedule. */
+    uform_schedule_t schedule;
+    /** Seed of the weights, the masking and the sampling; the same seed gives the same run. */
+    uint64_t seed;
+} uform_trainer_init_vram_args_t;
+
+/** @brief Makes a trainer on a VRAM executor's devices. */
+uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
+                                       uform_trainer_t *trainer, char const **message);
+
+/** @brief Frees a trainer, waiting for its calls. */
+void uform_trainer_free(uform_trainer_t trainer);
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Steps                                                                                                       */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/**
+ * @brief A set of weighted edges between a step's items, as compressed sparse rows: item `i`'s neighbours
+ * are `ids[offsets[i]]` up to `ids[offsets[i + 1]]`. All-zero is no edges.
+ */
+typedef struct uform_edges_t {
+    /** Ascending positions in `ids`, one per item plus one; empty for no edges. */
+    size_t const *offsets;
+    /** Entries in `offsets`: zero or the step's items plus one. */
+    size_t offsets_count;
+    /** Neighbour item indices, each below the step's items and never the item itself. */
+    size_t const *ids;
+    /** Entries in `ids`: `offsets[offsets_count - 1]`. */
+    size_t ids_count;
+    /** Per-edge weights, finite and positive; empty weighs every edge 1. */
+    float const *weights;
+    /** Entries in `weights`: zero or `ids_count`. */
+    size_t weights_count;
+} uform_edges_t;
+
+/** @brief The relations of a step's items beyond their bags. */
+typedef struct uform_relations_t {
+    /** Positives with graded strength. */
+    uform_edges_t attract;
+    /** Hard negatives. */
+    uform_edges_t repel;
+    /** Pairs left out of the loss. */
+    uform_edges_t ignore;
+} uform_relations_t;
+
+/** @brief What `uform_trainer_step` did, filled once the call is final. */
+typedef struct uform_trainer_step_stats_t {
+    /** The step's index, counted from zero. */
+    size_t step;
+    /** The joint loss. */
+    float loss;
+    /** The masked-byte term, zero when absent. */
+    float masking_loss;
+    /** The contrastive term, zero when absent. */
+    float contrastive_loss;
+    /** The late-interaction term, zero when absent. */
+    float late_interaction_loss;
+    /** The choice term, zero when absent. */
+    float choices_loss;
+    /** The gradient norm before clipping. */
+    float gradient_norm;
+    /** The learning rate applied. */
+    float learning_rate;
+    /** Items in the step. */
+    size_t items;
+    /** Tokens through the trunk. */
+    size_t tokens;
+    /** Wall time of the step in nanoseconds. */
+    uint64_t nanoseconds;
+} uform_trainer_step_stats_t;
+
+/**
+ * @brief The knobs of `uform_trainer_step`; all-zero is a step whose items are all in separate bags.
+ * @uform config TrainerStep
+ */
+typedef struct uform_trainer_step_args_t {
+    /** Each item's bag: items in the same bag are positives; empty puts each item in its own. */
+    size_t const *bags;
+    /** Entries in `bags`: zero or the step's items. */
+    size_t bags_count;
+    /** Edges between the items. */
+    uform_relations_t relations;
+    /** Each item's late-interaction side; empty takes none for all. */
+    uform_late_interaction_side_t const *sides;
+    /** Entries in `sides`: zero or the step's items. */
+    size_t sides_count;
+    /** Each item's legal choice bytes, a tape of one item per step item (empty for items without choices),
+     *  or all-empty for no choices. @uform tape choices */
+    char const *choices;
+    /** Bytes in `choices`. */
+    size_t choices_length;
+    /** `choices_count + 1` offsets into `choices`. */
+    size_t const *choices_offsets;
+    /** Items of the `choices` tape: zero or the step's items. */
+    size_t choices_count;
+    /** Each item's target probabilities, one per legal choice, summing to one, a tape shaped as `choices`.
+     *  @uform tape choice_targets */
+    float const *choice_targets;
+    /** Values in `choice_targets`. */
+    size_t choice_targets_length;
+    /** `choice_targets_count + 1` offsets into `choice_targets`, equal to `choices_offsets`. */
+    size_t const *choice_targets_offsets;
+    /** Items of the `choice_targets` tape: equal to `choices_count`. */
+    size_t choice_targets_count;
+    /** Nullable; receives what the step did. */
+    uform_trainer_step_stats_t *stats;
+    /** Nullable: the arena that receives the pooled embeddings the loss scored, in F32. */
+    uform_arena_t arena;
+    /** Nullable; called with micro-batches completed and micro-batches in all. */
+    uform_progress_t progress;
+    /** Passed to `progress` untouched. */
+    void *progress_context;
+} uform_trainer_step_args_t;
+
+/**
+ * @brief Runs one optimiser step over a batch of items: `modalities[i]` says what item `i` of `contents`
+ * holds (text bytes, or the path of a media file).
+ * @param embeddings Nullable; receives the scored embeddings when `args->arena` is set, else empty rows.
+ * @uform verb TrainVerbs
+ * @uform per-item modalities
+ * @uform tape contents
+ * @uform result embeddings
+ */
+uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t executor,
+                                  uform_modality_t const *modalities, char const *contents, size_t contents_length,
+                                  size_t const *contents_offsets, size_t contents_count,
+                                  uform_trainer_step_args_t const *args, uform_rows_t *embeddings,
+                                  uform_outcome_t *outcome, char const **message);
+
+/**
+ * @brief Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
+ * atomically: to a temporary file renamed into place.
+ * @uform verb TrainVerbs
+ * @uform path path_length
+ */
+uform_status_t uform_trainer_save(uform_trainer_t trainer, uform_executor_t executor, char const *path,
+                                  size_t path_length, uform_outcome_t *outcome, char const **message);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* UFORM_TRAIN_H */
