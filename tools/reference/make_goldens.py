@@ -1,0 +1,387 @@
+#!/usr/bin/env python3
+"""Writes the numerics goldens of `tests/data/goldens/` from `tests/data/tiny.safetensors` with the
+independent PyTorch reference (`uform_reference.py`).
+
+    /opt/uform-ref/bin/python tools/reference/make_goldens.py            # write
+    /opt/uform-ref/bin/python tools/reference/make_goldens.py --check    # regenerate in memory, compare
+
+Every golden is a safetensors file of little-endian U8 / I64 / F32 / F64 tensors (inputs beside the
+outputs), readable without Python or JSON libraries beyond a safetensors header reader. The layout of
+each file is in tools/reference/README.md and in each file's `__metadata__["layout"]`.
+All inputs are generated here deterministically (a 64-bit LCG, no numpy random streams).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import uform_reference as ref  # noqa: E402
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+CHECKPOINT = os.path.join(ROOT, "tests", "data", "tiny.safetensors")
+OUT = os.path.join(ROOT, "tests", "data", "goldens")
+GOLDENS_VERSION = "1"
+
+
+class Lcg:
+    """x <- x * 6364136223846793005 + 1442695040888963407 (mod 2^64); outputs the high 32 bits."""
+
+    def __init__(self, seed: int):
+        self.x = seed & 0xFFFFFFFFFFFFFFFF
+
+    def next32(self) -> int:
+        self.x = (self.x * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
+        return self.x >> 32
+
+    def bytes(self, n: int, lo: int = 0, hi: int = 255) -> bytes:
+        return bytes(lo + self.next32() % (hi - lo + 1) for _ in range(n))
+
+    def uniform(self, n: int) -> np.ndarray:
+        return np.array([self.next32() / 2**32 for _ in range(n)], dtype=np.float64)
+
+
+def printable_text(n: int, seed: int) -> bytes:
+    return Lcg(seed).bytes(n, 32, 126)
+
+
+def test_image(h: int, w: int, c: int, seed: int) -> np.ndarray:
+    """A smooth gradient per channel plus LCG noise of +-24, so resizing has structure to keep."""
+    rng = Lcg(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    planes = []
+    for ch in range(c):
+        base = (x * (97 + 31 * ch) / max(w - 1, 1) + y * (151 - 40 * ch) / max(h - 1, 1) + 60 * ch) % 256
+        noise = np.array([rng.next32() % 49 for _ in range(h * w)], dtype=np.float64).reshape(h, w) - 24
+        planes.append(np.clip(np.round(base + noise), 0, 255))
+    return np.stack(planes, axis=2).astype(np.uint8)
+
+
+def offsets(lengths) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def f32(t) -> np.ndarray:
+    return t.detach().to(torch.float32).numpy() if isinstance(t, torch.Tensor) else np.asarray(t, np.float32)
+
+
+def cat_rows(parts, width) -> np.ndarray:
+    parts = [f32(p).reshape(-1, width) for p in parts]
+    return np.concatenate(parts, axis=0) if parts else np.zeros((0, width), np.float32)
+
+
+def common_metadata(model: ref.Model, kind: str, layout: str) -> dict:
+    return {
+        "uform.goldens": kind,
+        "uform.goldens.version": GOLDENS_VERSION,
+        "uform.version": ref.MODEL_VERSION,
+        "checkpoint": "tests/data/tiny.safetensors",
+        "checkpoint.sha256": model.sha256,
+        "generator": "tools/reference/make_goldens.py (uform_reference.py " + ref.REFERENCE_VERSION + ")",
+        "torch": torch.__version__,
+        "precision": "F32 compute; every matrix product's inputs rounded to BF16 (nearest even)",
+        "layout": layout,
+    }
+
+
+# ------------------------------------------------------------------------------------------- cases
+
+
+TEXTS = [
+    b"",
+    b"x",
+    b"a cat on a mat",
+    "Größe: 大きい猫 🐈 naïve café".encode("utf-8"),
+    printable_text(300, 1),
+    printable_text(2048, 2),
+]
+TEXT_TOKEN_VECTOR_ITEMS = 5  # token vectors of the first 5 texts; the 2048-byte one left out for size
+
+CHOOSE = [  # (prompt, legal bytes, group)
+    (b"Is the sky blue? Answer y or n: ", b"yn", 0),
+    (b"Is the sky blue? Answer y or n: ", b"yn", 1),
+    (b"Pick one of A, B, C, D: ", b"ABCD", 0),
+    (b"Pick one of A, B, C, D: ", b"ABCD", 1),
+    (b"", b"01", 0),
+    (b"bytes at the edges ", bytes([0, 128, 255]), 1),
+    ("Größe? ".encode("utf-8") + printable_text(200, 3), b"DCBA", 0),
+]
+
+IMAGES = [  # (height, width, channels, seed)
+    (37, 53, 3, 11),  # non-square, sides not multiples of 8: upsampled to a 6x9 grid
+    (8, 8, 3, 12),  # one patch of pixels, upsampled to the full 8x8 grid
+    (77, 77, 1, 13),  # grayscale; the grid is 8x8 only thanks to floor(x + 1e-6); downsampled
+    (45, 100, 4, 14),  # RGBA (alpha dropped), downsampled to a 5x11 grid
+]
+IMAGE_PATCH_ITEMS = (0, 3)  # items whose patch vectors (the front-end's output) are stored
+
+VIDEOS = [  # (height, width, timestamps, duration, seed)
+    (24, 32, [0.0, 0.5, 1.0, 1.5, 2.0, 2.5], 3.0, 21),  # 1 fps over 3 s: frames 1, 3, 5; 3x4 grid as is
+    (20, 28, [0.0, 0.9, 1.2, 2.6, 3.3, 4.4], 5.0, 22),  # irregular times: frames 0, 2, 2, 4 (max_frames 4)
+    (16, 16, [0.0], 0.3, 23),  # shorter than the first sampling time: its first frame, one tubelet
+]
+
+AUDIO_RATE = 16000
+
+
+def audio_cases():
+    n = np.arange(AUDIO_RATE // 2, dtype=np.float64)
+    tone = (0.5 * np.sin(2.0 * math.pi * 440.0 * n / AUDIO_RATE)).astype(np.float32)
+    short = ((Lcg(31).uniform(100) - 0.5) * 0.6).astype(np.float32)
+    return [tone, short, np.zeros(0, np.float32)]
+
+
+# ------------------------------------------------------------------------------------------- files
+
+
+def text_golden(m: ref.Model):
+    out = m.encode_texts(TEXTS)
+    offs = offsets([len(t) for t in TEXTS])
+    tv_rows = int(offs[TEXT_TOKEN_VECTOR_ITEMS])
+    layout = (
+        "bytes U8[B]: the texts concatenated; offsets I64[n+1]: text i is bytes[offsets[i]:offsets[i+1]] "
+        "and its tokens are the same rows of states; states F32[B,hidden]; "
+        f"token_vectors F32[R,token_width]: the first R rows of the packed token vectors (R = offsets[{TEXT_TOKEN_VECTOR_ITEMS}], "
+        "the last text left out for size); embeddings F32[n,dimensions] (an empty text's is exactly zero)"
+    )
+    tensors = [
+        ("bytes", np.frombuffer(b"".join(TEXTS), np.uint8)),
+        ("offsets", offs),
+        ("states", cat_rows(out["states"], m.cfg.hidden)),
+        ("token_vectors", cat_rows(out["token_vectors"], m.cfg.token_width)[:tv_rows]),
+        ("embeddings", f32(out["embeddings"])),
+    ]
+    return "text.safetensors", tensors, common_metadata(m, "text", layout)
+
+
+def choose_golden(m: ref.Model):
+    prompts = [c[0] for c in CHOOSE]
+    legal = [c[1] for c in CHOOSE]
+    groups = [c[2] for c in CHOOSE]
+    probs = m.text_choose(prompts, legal, groups)
+    # the raw logits at the CHOOSE position, for debugging
+    states = m.trunk([m.text_segment(p, choose=True) for p in prompts])
+    logits = [m.byte_logits(s[-1:])[0][torch.tensor(list(lb))] for s, lb in zip(states, legal)]
+    layout = (
+        "prompt_bytes U8, prompt_offsets I64[n+1]; legal_bytes U8, legal_offsets I64[n+1]; groups I64[n]; "
+        "temperatures F32[groups] (a copy of head.choice.temperatures); logits F32[L]: the byte head's logits "
+        "at the CHOOSE position for each legal byte, before the temperature; probabilities F32[L], aligned "
+        "with legal_bytes"
+    )
+    tensors = [
+        ("prompt_bytes", np.frombuffer(b"".join(prompts), np.uint8)),
+        ("prompt_offsets", offsets([len(p) for p in prompts])),
+        ("legal_bytes", np.frombuffer(b"".join(legal), np.uint8)),
+        ("legal_offsets", offsets([len(lb) for lb in legal])),
+        ("groups", np.array(groups, np.int64)),
+        ("temperatures", f32(m.temperatures)),
+        ("logits", np.concatenate([f32(x) for x in logits])),
+        ("probabilities", np.concatenate([f32(p) for p in probs])),
+    ]
+    return "choose.safetensors", tensors, common_metadata(m, "text_choose", layout)
+
+
+def image_golden(m: ref.Model):
+    imgs = [test_image(h, w, c, seed) for h, w, c, seed in IMAGES]
+    out = m.encode_images(imgs)
+    segs = out["segments"]
+    layout = (
+        "pixels U8: the images concatenated, each row-major HxWxC interleaved; pixel_offsets I64[n+1]; "
+        "shapes I64[n,3]: (H, W, C), C = 1 gray, 3 RGB, 4 RGBA; grids I64[n,2]: (gh, gw); "
+        "token_offsets I64[n+1]; states F32[N,hidden], tokens of an image in row-major grid order; "
+        "embeddings F32[n,dimensions]; patches.I F32[gh*gw, p*p*3] for some items I: the normalised "
+        "patch vectors fed to embed.image"
+    )
+    tensors = [
+        ("pixels", np.concatenate([im.reshape(-1) for im in imgs])),
+        ("pixel_offsets", offsets([im.size for im in imgs])),
+        ("shapes", np.array([[h, w, c] for h, w, c, _ in IMAGES], np.int64)),
+        ("grids", np.array([s.extras["grid"] for s in segs], np.int64)),
+        ("token_offsets", offsets([s.tokens.shape[0] for s in segs])),
+        ("states", cat_rows(out["states"], m.cfg.hidden)),
+        ("embeddings", f32(out["embeddings"])),
+    ]
+    for i in IMAGE_PATCH_ITEMS:
+        tensors.append((f"patches.{i}", f32(segs[i].extras["patches"])))
+    return "image.safetensors", tensors, common_metadata(m, "image_encode_pixels", layout)
+
+
+def video_golden(m: ref.Model):
+    clips, all_frames, shapes, stamps, counts = [], [], [], [], []
+    for h, w, ts, dur, seed in VIDEOS:
+        frames = [test_image(h, w, 3, seed * 100 + k) for k in range(len(ts))]
+        clips.append((frames, ts, dur))
+        all_frames += frames
+        shapes += [[h, w, 3]] * len(frames)
+        stamps += ts
+        counts.append(len(frames))
+    out = m.encode_videos(clips)
+    segs = out["segments"]
+    layout = (
+        "frames U8: every clip's decoded frames concatenated, each row-major HxWx3; frame_offsets I64[F+1] "
+        "(bytes); frame_shapes I64[F,3]; timestamps F64[F]: presentation times in seconds; "
+        "clip_frame_offsets I64[n+1]: clip i owns frames clip_frame_offsets[i]..[i+1]; durations F64[n]; "
+        "taken I64, taken_offsets I64[n+1]: the indices (within the clip) of the sampled frames; "
+        "grids I64[n,2]; token_offsets I64[n+1]; states F32[N,hidden], tokens ordered tubelet, row, col; "
+        "embeddings F32[n,dimensions]"
+    )
+    tensors = [
+        ("frames", np.concatenate([f.reshape(-1) for f in all_frames])),
+        ("frame_offsets", offsets([f.size for f in all_frames])),
+        ("frame_shapes", np.array(shapes, np.int64)),
+        ("timestamps", np.array(stamps, np.float64)),
+        ("clip_frame_offsets", offsets(counts)),
+        ("durations", np.array([v[3] for v in VIDEOS], np.float64)),
+        ("taken", np.concatenate([np.array(s.extras["taken"], np.int64) for s in segs])),
+        ("taken_offsets", offsets([len(s.extras["taken"]) for s in segs])),
+        ("grids", np.array([s.extras["grid"] for s in segs], np.int64)),
+        ("token_offsets", offsets([s.tokens.shape[0] for s in segs])),
+        ("states", cat_rows(out["states"], m.cfg.hidden)),
+        ("embeddings", f32(out["embeddings"])),
+    ]
+    return "video.safetensors", tensors, common_metadata(m, "video (frames given)", layout)
+
+
+def audio_golden(m: ref.Model):
+    clips = audio_cases()
+    out = m.encode_audio([(c, AUDIO_RATE) for c in clips])
+    segs = out["segments"]
+    mb = m.cfg.audio["mel_bins"]
+    layout = (
+        "samples F32: the mono clips concatenated; sample_offsets I64[n+1]; sample_rates I64[n]; "
+        "log_mel F32[M,mel_bins], log_mel_offsets I64[n+1]: every clip's normalised log-mel frames "
+        "(after zero-extension, before patching); token_offsets I64[n+1]; states F32[N,hidden]; "
+        "embeddings F32[n,dimensions] (the empty clip's is exactly zero)"
+    )
+    tensors = [
+        ("samples", np.concatenate(clips)),
+        ("sample_offsets", offsets([len(c) for c in clips])),
+        ("sample_rates", np.full(len(clips), AUDIO_RATE, np.int64)),
+        ("log_mel", cat_rows([s.extras["log_mel"] for s in segs], mb)),
+        ("log_mel_offsets", offsets([s.extras["log_mel"].shape[0] for s in segs])),
+        ("token_offsets", offsets([s.tokens.shape[0] for s in segs])),
+        ("states", cat_rows(out["states"], m.cfg.hidden)),
+        ("embeddings", f32(out["embeddings"])),
+    ]
+    return "audio.safetensors", tensors, common_metadata(m, "audio_encode_samples", layout)
+
+
+GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden]
+
+
+def verify(checkpoint: str, folder: str) -> int:
+    """Reads the goldens with the `safetensors` package (not our reader), rebuilds every input from the
+    stored tensors alone, recomputes with the F64 variant of the reference, and applies MODEL.md's
+    agreement rules, as a C++ test would."""
+    from safetensors.numpy import load_file
+
+    m = ref.Model(checkpoint, dtype=torch.float64)
+    failures = 0
+
+    def report(name, ok, detail):
+        nonlocal failures
+        failures += not ok
+        print(f"  [{'ok' if ok else 'FAIL'}] {name}: {detail}")
+
+    def split(data, offs):
+        return [data[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+
+    def rows(name, got, want_list, offs, limit=None):
+        want = [torch.from_numpy(x) for x in split(got, offs)]
+        for i, (a, b) in enumerate(zip(want, want_list)):
+            if limit is not None and offs[i + 1] > limit:
+                break
+            ok, det = ref.rows_agree(b, a)
+            report(f"{name} item {i}", ok, det)
+
+    g = load_file(os.path.join(folder, "text.safetensors"))
+    texts = [x.tobytes() for x in split(g["bytes"], g["offsets"])]
+    out = m.encode_texts(texts)
+    rows("text states", g["states"], out["states"], g["offsets"])
+    rows("text token_vectors", g["token_vectors"], out["token_vectors"], g["offsets"], g["token_vectors"].shape[0])
+    report("text embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
+
+    g = load_file(os.path.join(folder, "choose.safetensors"))
+    probs = m.text_choose([x.tobytes() for x in split(g["prompt_bytes"], g["prompt_offsets"])],
+                          [x.tobytes() for x in split(g["legal_bytes"], g["legal_offsets"])], list(g["groups"]))
+    d = float(np.abs(np.concatenate([p.numpy() for p in probs]) - g["probabilities"]).max())
+    report("choice probabilities", d <= 2e-3, f"max abs {d:.1e}")
+
+    g = load_file(os.path.join(folder, "image.safetensors"))
+    imgs = [x.reshape(tuple(s)) for x, s in zip(split(g["pixels"], g["pixel_offsets"]), g["shapes"])]
+    out = m.encode_images(imgs)
+    report("image grids", [list(s.extras["grid"]) for s in out["segments"]] == g["grids"].tolist(), str(g["grids"].tolist()))
+    rows("image states", g["states"], out["states"], g["token_offsets"])
+    report("image embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
+    for k in g:
+        if k.startswith("patches."):
+            d = float(np.abs(out["segments"][int(k.split(".")[1])].extras["patches"].numpy() - g[k]).max())
+            report(f"image {k}", d <= 1e-5, f"max abs {d:.1e}")
+
+    g = load_file(os.path.join(folder, "video.safetensors"))
+    frames = [x.reshape(tuple(s)) for x, s in zip(split(g["frames"], g["frame_offsets"]), g["frame_shapes"])]
+    cfo = g["clip_frame_offsets"]
+    clips = [(frames[cfo[i] : cfo[i + 1]], list(g["timestamps"][cfo[i] : cfo[i + 1]]), float(g["durations"][i]))
+             for i in range(len(cfo) - 1)]
+    out = m.encode_videos(clips)
+    taken = [list(map(int, x)) for x in split(g["taken"], g["taken_offsets"])]
+    report("video sampled frames", [s.extras["taken"] for s in out["segments"]] == taken, str(taken))
+    rows("video states", g["states"], out["states"], g["token_offsets"])
+    report("video embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
+
+    g = load_file(os.path.join(folder, "audio.safetensors"))
+    clips = list(zip(split(g["samples"], g["sample_offsets"]), map(int, g["sample_rates"])))
+    out = m.encode_audio(clips)
+    lm = np.concatenate([s.extras["log_mel"].numpy() for s in out["segments"]])
+    d = float(np.abs(lm - g["log_mel"]).max())
+    report("audio log_mel", d <= 1e-5, f"max abs {d:.1e}")
+    rows("audio states", g["states"], out["states"], g["token_offsets"])
+    report("audio embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
+    print(f"verify: {'all agree' if not failures else str(failures) + ' FAILED'}")
+    return 1 if failures else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--checkpoint", default=CHECKPOINT)
+    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--check", action="store_true", help="regenerate into a temporary folder and compare bytes")
+    ap.add_argument("--verify", action="store_true",
+                    help="read the goldens back and hold the F64 variant to MODEL.md's agreement rules")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)  # one summation order, so the files are reproducible
+    if args.verify:
+        return verify(args.checkpoint, args.out)
+    m = ref.Model(args.checkpoint)
+    target = tempfile.mkdtemp() if args.check else args.out
+    os.makedirs(target, exist_ok=True)
+    total, differ = 0, []
+    for make in GOLDENS:
+        name, tensors, meta = make(m)
+        size = ref.write_safetensors(os.path.join(target, name), tensors, meta)
+        total += size
+        desc = ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in tensors)
+        print(f"{name}: {size} bytes: {desc}")
+        if args.check:
+            with open(os.path.join(target, name), "rb") as f1, open(os.path.join(args.out, name), "rb") as f2:
+                a, b = f1.read(), f2.read()
+            if a != b:
+                differ.append(name)
+                print(f"  differs from {args.out}/{name} (sha256 {hashlib.sha256(a).hexdigest()[:12]} vs {hashlib.sha256(b).hexdigest()[:12]})")
+    print(f"total {total} bytes ({total / 2**20:.3f} MiB)")
+    if total >= 2**20:
+        print("goldens exceed 1 MiB", file=sys.stderr)
+        return 1
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
