@@ -1,0 +1,435 @@
+/**
+ * @file train.c
+ * @brief The mesh and the trainer over the stub's simulated GPUs (`UFORM_STUB_GPUS`, 2 by default): bootstrap,
+ * describe, init, steps with bags and relations, stats, embeddings in arenas, save and load back.
+ *
+ * Builds without a GPU residency answer `unsupported` for all of it, which is what this test checks there.
+ */
+#include "common.h"
+
+static char directory[4096];
+static uform_executor_t vram = NULL;
+static size_t width = 0;
+
+static char const *const contents[] = {"a cat", "a kitten", "a dog", "a puppy"};
+static uform_modality_t const texts_only[4] = {uform_modality_text_k, uform_modality_text_k, uform_modality_text_k,
+                                               uform_modality_text_k};
+static test_tape_t content_tape;
+static size_t bags[4] = {0, 0, 1, 1};
+static size_t attract_offsets[5] = {0, 1, 2, 3, 4};
+static size_t attract_ids[4] = {1, 0, 3, 2};
+
+static void without_gpus(void) {
+    uform_executor_t ram = NULL;
+    uform_mesh_t mesh = NULL;
+    uform_mesh_options_t options;
+    uform_trainer_t trainer = NULL;
+    uform_trainer_init_vram_args_t init;
+    size_t device = 0;
+    memset(&options, 0, sizeof(options));
+    memset(&init, 0, sizeof(init));
+    init.depth = 2;
+    init.hidden = 64;
+    CHECK_STATUS(uform_executor_init_vram(&device, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &vram, MSG),
+                 uform_status_unsupported_k);
+    if (CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) {
+        CHECK_STATUS(uform_mesh_bootstrap(ram, &options, &mesh, MSG), uform_status_unsupported_k);
+        CHECK_STATUS(uform_trainer_init_vram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
+        uform_executor_free(ram);
+    }
+}
+
+static int finite_stats(uform_trainer_step_stats_t const *stats) {
+    return isfinite(stats->loss) && isfinite(stats->masking_loss) && isfinite(stats->contrastive_loss) &&
+           isfinite(stats->late_interaction_loss) && isfinite(stats->choices_loss) &&
+           isfinite(stats->gradient_norm) && stats->gradient_norm >= 0 && isfinite(stats->learning_rate) &&
+           stats->learning_rate >= 0;
+}
+
+static uform_trainer_step_args_t base_step(uform_trainer_step_stats_t *stats) {
+    uform_trainer_step_args_t args;
+    memset(&args, 0, sizeof(args));
+    args.bags = bags;
+    args.bags_count = 4;
+    args.relations.attract.offsets = attract_offsets;
+    args.relations.attract.offsets_count = 5;
+    args.relations.attract.ids = attract_ids;
+    args.relations.attract.ids_count = 4;
+    args.stats = stats;
+    return args;
+}
+
+static uform_status_t step(uform_trainer_t trainer, uform_modality_t const *modalities, test_tape_t const *tape,
+                           uform_trainer_step_args_t const *args, uform_rows_t *embeddings) {
+    return uform_trainer_step(trainer, vram, modalities, tape->data, tape->length, tape->offsets, tape->count, args,
+                              embeddings, NULL, MSG);
+}
+
+static void mesh_and_trainer(void) {
+    uform_mesh_t mesh = NULL, lonely = NULL;
+    uform_mesh_options_t options;
+    uform_mesh_description_t description;
+    uform_trainer_t trainer = NULL;
+    uform_trainer_init_vram_args_t init;
+    uform_trainer_step_args_t args;
+    uform_trainer_step_stats_t stats;
+    uform_rows_t embeddings;
+    uform_arena_t device_arena = NULL, host_arena = NULL;
+    uform_outcome_t outcome = NULL;
+    uform_executor_t ram = NULL;
+    size_t next_step = 0;
+    char saved[4200];
+
+    /* A one-host mesh through a fresh directory. */
+    memset(&options, 0, sizeof(options));
+    options.host_domain_index = 0;
+    options.host_domain_count = 1;
+    options.directory = directory;
+    options.directory_length = strlen(directory);
+    options.job = "ctest";
+    options.job_length = 5;
+    options.timeout_seconds = 5;
+    if (!CHECK_OK(uform_mesh_bootstrap(vram, &options, &mesh, MSG))) return;
+    memset(&description, 0xEE, sizeof(description));
+    if (CHECK_OK(uform_mesh_describe(mesh, &description, MSG))) {
+        CHECK_SIZE(description.host_domain_index, 0);
+        CHECK_SIZE(description.host_domain_count, 1);
+        CHECK_SIZE(description.local_devices, width);
+        CHECK_SIZE(description.world_devices, width);
+        CHECK_SIZE(description.first_rank, 0);
+        CHECK(uform_multimem_tier_name(description.multimem_tier) != NULL);
+        CHECK(description.gpu_class != uform_gpu_class_auto_k && uform_gpu_class_name(description.gpu_class));
+    }
+    CHECK_STATUS(uform_mesh_describe(NULL, &description, MSG), uform_status_invalid_argument_k);
+    CHECK_STATUS(uform_mesh_describe(mesh, NULL, MSG), uform_status_invalid_argument_k);
+
+    /* A host index past the hosts; a RAM executor. */
+    options.host_domain_index = 1;
+    CHECK_STATUS(uform_mesh_bootstrap(vram, &options, &lonely, MSG), uform_status_invalid_argument_k);
+    options.host_domain_index = 0;
+    if (CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) {
+        CHECK_STATUS(uform_mesh_bootstrap(ram, &options, &lonely, MSG), uform_status_unsupported_k);
+    }
+    CHECK_STATUS(uform_mesh_bootstrap(NULL, &options, &lonely, MSG), uform_status_invalid_argument_k);
+    CHECK_STATUS(uform_mesh_bootstrap(vram, &options, NULL, MSG), uform_status_invalid_argument_k);
+
+    /* The spec's configuration, shrunk to depth 2 and hidden 64 for speed. */
+    memset(&init, 0, sizeof(init));
+    init.mesh = mesh;
+    init.depth = 2;
+    init.hidden = 64;
+    init.objective = uform_objective_joint_k;
+    init.batch.max_rows_per_device = 64;
+    init.batch.max_segments_per_device = 256;
+    init.batch.max_columns_per_row = 1024;
+    init.batch.max_bags_per_device = 128;
+    init.batch.image.patch_side = 16;
+    init.schedule.steps = 100000;
+    init.seed = 42;
+    if (ram) {
+        CHECK_STATUS(uform_trainer_init_vram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
+        uform_executor_free(ram);
+    }
+    init.objective = (uform_objective_t)5;
+    CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.objective = uform_objective_joint_k;
+    init.contrastive.form = (uform_pair_loss_form_t)2;
+    CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.contrastive.form = uform_pair_loss_form_info_nce_k;
+    init.contrastive.negatives = (uform_negatives_t)4;
+    CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.contrastive.negatives = uform_negatives_device_k;
+    CHECK_STATUS(uform_trainer_init_vram(NULL, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    trainer = NULL;
+    if (!CHECK_OK(uform_trainer_init_vram(vram, &init, &trainer, MSG))) {
+        uform_mesh_free(mesh);
+        return;
+    }
+
+    /* A step with bags and relations: the stats are filled, the index counts from zero. */
+    memset(&stats, 0xEE, sizeof(stats));
+    args = base_step(&stats);
+    memset(&embeddings, 0x5A, sizeof(embeddings));
+    if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, &embeddings))) {
+        CHECK_SIZE(stats.step, next_step);
+        CHECK(finite_stats(&stats));
+        CHECK_SIZE(stats.items, 4);
+        CHECK(stats.tokens >= content_tape.length);
+        /* Without an arena, the embeddings are empty rows. */
+        CHECK(rows_empty(&embeddings));
+        ++next_step;
+    }
+    if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, NULL))) {
+        CHECK_SIZE(stats.step, next_step);
+        ++next_step;
+    }
+
+    /* With a VRAM arena: device rows, one per item, F32, of the embedding's columns. */
+    if (CHECK_OK(uform_arena_init(vram, &device_arena, MSG))) {
+        args.arena = device_arena;
+        memset(&embeddings, 0, sizeof(embeddings));
+        if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, &embeddings))) {
+            CHECK_SIZE(stats.step, next_step);
+            ++next_step;
+            CHECK(embeddings.data != NULL && embeddings.offsets == NULL);
+            CHECK_SIZE(embeddings.count, 4);
+            CHECK_SIZE(embeddings.items, 4);
+            CHECK_SIZE(embeddings.columns, 64);
+            CHECK(embeddings.scalar == uform_scalar_f32_k);
+            CHECK(embeddings.residency == uform_residency_vram_k);
+            CHECK(embeddings.device < width);
+            CHECK(embeddings.stride >= 64 * sizeof(float));
+        }
+    }
+    /* With a host arena: rows the host reads, unit rows as every pooled embedding. */
+    if (CHECK_OK(uform_arena_init(NULL, &host_arena, MSG))) {
+        args.arena = host_arena;
+        memset(&embeddings, 0, sizeof(embeddings));
+        if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, &embeddings))) {
+            CHECK_SIZE(stats.step, next_step);
+            ++next_step;
+            CHECK(embeddings.residency == uform_residency_ram_k);
+            if (CHECK_ROWS_PER_ITEM(&embeddings, 4, 64)) CHECK_UNIT_ROWS(&embeddings, 1e-3);
+        }
+    }
+    args.arena = NULL;
+
+    /* Every relation, sides, choices and their targets. */
+    {
+        static size_t repel_offsets[5] = {0, 1, 1, 1, 1}, repel_ids[1] = {2};
+        static float repel_weights[1] = {2.0f};
+        static size_t ignore_offsets[5] = {0, 0, 0, 0, 1}, ignore_ids[1] = {0};
+        static uform_late_interaction_side_t sides[4] = {
+            uform_late_interaction_side_query_k, uform_late_interaction_side_document_k,
+            uform_late_interaction_side_query_k, uform_late_interaction_side_document_k};
+        static char const *const options_per_item[] = {"yn", "", "", "ABC"};
+        static float targets[5] = {0.9f, 0.1f, 0.2f, 0.3f, 0.5f};
+        test_tape_t choices;
+        tape_of(&choices, options_per_item, 4);
+        args = base_step(&stats);
+        args.relations.repel.offsets = repel_offsets;
+        args.relations.repel.offsets_count = 5;
+        args.relations.repel.ids = repel_ids;
+        args.relations.repel.ids_count = 1;
+        args.relations.repel.weights = repel_weights;
+        args.relations.repel.weights_count = 1;
+        args.relations.ignore.offsets = ignore_offsets;
+        args.relations.ignore.offsets_count = 5;
+        args.relations.ignore.ids = ignore_ids;
+        args.relations.ignore.ids_count = 1;
+        args.sides = sides;
+        args.sides_count = 4;
+        args.choices = choices.data;
+        args.choices_length = choices.length;
+        args.choices_offsets = choices.offsets;
+        args.choices_count = 4;
+        args.choice_targets = targets;
+        args.choice_targets_length = 5;
+        args.choice_targets_offsets = choices.offsets;
+        args.choice_targets_count = 4;
+        if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, NULL))) {
+            CHECK_SIZE(stats.step, next_step);
+            CHECK(finite_stats(&stats));
+            ++next_step;
+        }
+    }
+
+    /* A deferred step. */
+    args = base_step(&stats);
+    outcome = NULL;
+    if (CHECK_STATUS(uform_trainer_step(trainer, vram, texts_only, content_tape.data, content_tape.length,
+                                        content_tape.offsets, content_tape.count, &args, NULL, &outcome, MSG),
+                     uform_status_deferred_k)) {
+        CHECK_OK(uform_outcome_wait(outcome, MSG));
+        uform_outcome_release(outcome);
+        CHECK_SIZE(stats.step, next_step);
+        ++next_step;
+    }
+
+    /* A cancelled step publishes nothing and does not count. */
+    {
+        test_progress_t progress;
+        memset(&progress, 0, sizeof(progress));
+        progress.stop_at_call = 1;
+        args = base_step(&stats);
+        args.progress = test_progress;
+        args.progress_context = &progress;
+        args.arena = host_arena;
+        memset(&embeddings, 0, sizeof(embeddings));
+        CHECK_STATUS(step(trainer, texts_only, &content_tape, &args, &embeddings), uform_status_cancelled_k);
+        CHECK(progress.calls == 1 && rows_empty(&embeddings));
+        args = base_step(&stats);
+        if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, NULL))) {
+            CHECK_SIZE(stats.step, next_step);
+            ++next_step;
+        }
+    }
+
+    /* Media items: an image file (the trainer has the image front-end), a video (it has none), a missing file. */
+    {
+        char image[4200], missing[4200];
+        char const *paths[4];
+        test_tape_t mixed;
+        uform_modality_t with_image[4] = {uform_modality_text_k, uform_modality_image_k, uform_modality_text_k,
+                                          uform_modality_text_k};
+        uform_modality_t with_video[4] = {uform_modality_text_k, uform_modality_video_k, uform_modality_text_k,
+                                          uform_modality_text_k};
+        unsigned char bytes[256];
+        size_t i;
+        for (i = 0; i != sizeof(bytes); ++i) bytes[i] = (unsigned char)(i * 29);
+        memcpy(bytes, "\x89PNG\r\n\x1a\n", 8);
+        snprintf(image, sizeof(image), "%s/kitten.png", directory);
+        snprintf(missing, sizeof(missing), "%s/no-such-kitten.png", directory);
+        if (CHECK(write_whole_file(image, bytes, sizeof(bytes)))) {
+            paths[0] = contents[0], paths[1] = image, paths[2] = contents[2], paths[3] = contents[3];
+            tape_of(&mixed, paths, 4);
+            args = base_step(&stats);
+            if (build_is_stub() && CHECK_OK(step(trainer, with_image, &mixed, &args, NULL))) {
+                CHECK_SIZE(stats.step, next_step);
+                ++next_step;
+            }
+            CHECK_STATUS(step(trainer, with_video, &mixed, &args, NULL), uform_status_unsupported_k);
+            paths[1] = missing;
+            tape_of(&mixed, paths, 4);
+            CHECK_STATUS(step(trainer, with_image, &mixed, &args, NULL), uform_status_not_found_k);
+            remove(image);
+        }
+    }
+
+    /* Save, then load the checkpoint back into host memory and describe it. */
+    snprintf(saved, sizeof(saved), "%s/trained.safetensors", directory);
+    if (CHECK_OK(uform_trainer_save(trainer, vram, saved, strlen(saved), NULL, MSG))) {
+        uform_model_load_ram_args_t load;
+        uform_model_t model = NULL;
+        uform_model_description_t d;
+        memset(&load, 0, sizeof(load));
+        load.path = saved;
+        load.path_length = strlen(saved);
+        if (CHECK_OK(uform_model_load_ram(&load, &model, MSG))) {
+            if (CHECK_OK(uform_model_describe(model, &d, MSG))) {
+                CHECK_SIZE(d.version, 1);
+                CHECK_SIZE(d.depth, 2);
+                CHECK_SIZE(d.hidden, 64);
+                CHECK_SIZE(d.heads, 1);
+                CHECK_SIZE(d.head_dim, 64);
+                CHECK_SIZE(d.ffn_hidden, 192);
+                CHECK_SIZE(d.dimensions, 64);
+                CHECK_SIZE(d.token_width, 128);
+                CHECK_SIZE(d.choice_temperature_groups, 1);
+                CHECK_SIZE(d.image_patch_side, 16);
+                CHECK_SIZE(d.image_channels, 3);
+                CHECK_SIZE(d.image_max_patches, 256);
+                CHECK_SIZE(d.video_tubelet_frames, 0);
+                CHECK_SIZE(d.audio_sample_rate, 0);
+            }
+            uform_model_free(model);
+        }
+        remove(saved);
+    }
+    /* A deferred save. */
+    outcome = NULL;
+    if (CHECK_STATUS(uform_trainer_save(trainer, vram, saved, strlen(saved), &outcome, MSG), uform_status_deferred_k)) {
+        CHECK_OK(uform_outcome_wait(outcome, MSG));
+        uform_outcome_release(outcome);
+        {
+            FILE *file = fopen(saved, "rb");
+            CHECK(file != NULL);
+            if (file) fclose(file);
+        }
+        remove(saved);
+    }
+    /* A save into a directory that does not exist. */
+    {
+        char nowhere[4200];
+        snprintf(nowhere, sizeof(nowhere), "%s/no/such/dir/x.safetensors", directory);
+        CHECK_STATUS(uform_trainer_save(trainer, vram, nowhere, strlen(nowhere), NULL, MSG), uform_status_io_k);
+    }
+
+    uform_arena_free(device_arena);
+    uform_arena_free(host_arena);
+    uform_trainer_free(trainer);
+    uform_mesh_free(mesh);
+}
+
+/** A trainer without a mesh, starting from the tiny checkpoint: its geometry comes from the file. */
+static void from_checkpoint(void) {
+    uform_trainer_init_vram_args_t init;
+    uform_trainer_t trainer = NULL;
+    uform_trainer_step_stats_t stats;
+    uform_trainer_step_args_t args;
+    char saved[4200], missing[4200];
+    memset(&init, 0, sizeof(init));
+    init.checkpoint = tiny_path();
+    init.checkpoint_length = strlen(tiny_path());
+    init.batch.max_rows_per_device = 8;
+    init.batch.max_columns_per_row = 64;
+    if (!CHECK_OK(uform_trainer_init_vram(vram, &init, &trainer, MSG))) return;
+    args = base_step(&stats);
+    if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, NULL))) {
+        CHECK_SIZE(stats.step, 0);
+        CHECK(finite_stats(&stats));
+    }
+    snprintf(saved, sizeof(saved), "%s/fine-tuned.safetensors", directory);
+    if (CHECK_OK(uform_trainer_save(trainer, vram, saved, strlen(saved), NULL, MSG))) {
+        uform_model_load_ram_args_t load;
+        uform_model_t model = NULL;
+        uform_model_description_t d;
+        memset(&load, 0, sizeof(load));
+        load.path = saved;
+        load.path_length = strlen(saved);
+        if (CHECK_OK(uform_model_load_ram(&load, &model, MSG))) {
+            if (CHECK_OK(uform_model_describe(model, &d, MSG))) {
+                CHECK(d.depth == 2 && d.hidden == 64 && d.heads == 2 && d.head_dim == 32 && d.ffn_hidden == 192);
+                CHECK(d.dimensions == 64 && d.token_width == 32 && d.choice_temperature_groups == 2);
+                CHECK(d.image_patch_side == 8 && d.video_tubelet_frames == 2 && d.audio_sample_rate == 16000);
+            }
+            uform_model_free(model);
+        }
+        remove(saved);
+    }
+    uform_trainer_free(trainer);
+
+    snprintf(missing, sizeof(missing), "%s.missing", tiny_path());
+    init.checkpoint = missing;
+    init.checkpoint_length = strlen(missing);
+    trainer = NULL;
+    CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_not_found_k);
+}
+
+/** Host 0 of two waits for a peer that never comes. */
+static void timeout(void) {
+    uform_mesh_options_t options;
+    uform_mesh_t mesh = NULL;
+    memset(&options, 0, sizeof(options));
+    options.host_domain_index = 0;
+    options.host_domain_count = 2;
+    options.directory = directory;
+    options.directory_length = strlen(directory);
+    options.job = "lonely";
+    options.job_length = 6;
+    options.timeout_seconds = 1;
+    CHECK_STATUS(uform_mesh_bootstrap(vram, &options, &mesh, MSG), uform_status_timeout_k);
+}
+
+int main(void) {
+    size_t count = 0, devices[2] = {0, 1};
+    if (!CHECK_OK(uform_gpu_devices(NULL, 0, &count, MSG))) return test_report("train");
+    if (build_is_stub()) CHECK_SIZE(count, stub_gpu_count());
+    if (count == 0) {
+        without_gpus();
+        return test_report("train");
+    }
+    width = count < 2 ? count : 2;
+    tape_of(&content_tape, contents, 4);
+    if (!CHECK_OK(uform_executor_init_vram(devices, width, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &vram,
+                                           MSG)))
+        return test_report("train");
+    if (CHECK(make_temp_directory(directory, sizeof(directory), "train"))) {
+        mesh_and_trainer();
+        from_checkpoint();
+        timeout();
+        remove(directory); /* succeeds only when the mesh left nothing behind; harmless otherwise */
+    }
+    uform_executor_free(vram);
+    return test_report("train");
+}
