@@ -2,30 +2,34 @@
  * @file bad_input.c
  * @brief Every class of bad input of issue 2, each asserting the exact status the headers document.
  *
- * Where the headers leave the status open, these tests choose, and the ABI layer (`c/`) aligns:
+ * Where the headers leave the status open, these tests choose, and the ABI layer (`c/`) aligns. The rule
+ * (the one `c/checks.hpp` states): null handles, pointers and counted arrays, unknown enumerators and single
+ * values out of range are `invalid-argument`; offsets that fall or leave their data, and counts that disagree
+ * with each other, are `shape-mismatch` (types.h: "sizes disagree"). In detail:
  *  1. Tape offsets that fall (descend) are `shape-mismatch`, as are offsets past `data_length`: both are
  *     "offsets against data" (types.h, `uform_status_shape_mismatch_k`).
  *  2. A `NULL` `data` with a nonzero `data_length`, and `NULL` offsets with a nonzero count, are
  *     `invalid-argument` (null pointers).
  *  3. An empty batch (`count == 0`, offsets `{0}`) is legal and answers empty rows; offsets need not start at
- *     zero (a tape may skip a prefix of its data).
+ *     zero (a tape may skip a prefix of its data). (text.c)
  *  4. A zero height or width whose span is consistent (zero bytes) is `invalid-argument`, as encode.h says;
  *     a span disagreeing with `heights[i] * widths[i] * 3` is `shape-mismatch`.
- *  5. Unknown `outputs` bits, unknown scalars, and `i8` or `b1` for STATES are `invalid-argument`.
- *  6. `choices_count` differing from `texts_count` is `invalid-argument` (a count out of range), as are
- *     groups counts other than zero or the items, and groups at or past the model's.
- *  7. Edge sets: an id at or past the step's items, a self loop, `offsets_count` other than zero or items + 1,
- *     `weights_count` other than zero or `ids_count`, a weight not finite and positive, and `NULL` arrays with
- *     nonzero counts are `invalid-argument`; `ids_count` differing from the last offset, and falling edge
- *     offsets, are `shape-mismatch` (offsets against data, as for tapes).
- *  8. Bags, sides, choices: counts other than zero or the step's items, and unknown sides or modalities,
- *     are `invalid-argument`; choice targets shaped unlike the choices (another count, other offsets, or
- *     targets without choices) are `shape-mismatch`; targets negative, NaN or not summing to one (within
- *     1e-3) are `invalid-argument`, as are repeated choice bytes.
+ *  5. Unknown `outputs` bits, unknown scalars, and `i8` or `b1` for STATES are `invalid-argument`, as are
+ *     paths that are empty or hold a NUL byte.
+ *  6. Counts that disagree are `shape-mismatch`: `choices_count` against `texts_count`, temperature groups
+ *     neither zero nor one per item, an edge set's `offsets_count` neither zero nor items + 1, `weights_count`
+ *     neither zero nor `ids_count`, `ids_count` against the last offset, bags, sides and choices counts
+ *     neither zero nor the step's items, choice targets shaped unlike the choices (another count, other
+ *     offsets, or targets without choices), streams or scratch sizes neither zero nor one per device.
+ *  7. Single values out of range are `invalid-argument`: a temperature group at or past the model's, an edge
+ *     id at or past the step's items, a self loop, a weight not finite and positive, an unknown side or
+ *     modality, an empty or repeated choice byte, choice targets negative, NaN or not summing to one
+ *     (within 1e-3).
+ *  8. Falling edge offsets are `shape-mismatch`, as for tapes.
  *  9. A RAM model on a VRAM executor is `invalid-argument` (handles that do not belong together).
  * 10. A refusal found before a call starts leaves the arena's previous rows untouched, and a deferred
  *     call refused that way answers the status itself, writing no outcome.
- * 11. A trainer step refused before it starts does not count as a step: the next good step is step 0.
+ * 11. A trainer step refused before it starts does not count as a step.
  */
 #include "common.h"
 
@@ -347,6 +351,22 @@ static void file_tapes(void) {
     CHECK_STATUS(uform_video_encode(model, ram, paths, 2 * length, offsets, 2, uform_outputs_states_k, &video_args,
                                     arena, &encoded, NULL, MSG),
                  uform_status_invalid_argument_k);
+    /* Paths that cannot name a file: empty, or holding a NUL byte. */
+    {
+        size_t empty_second[3];
+        char with_nul[8] = {'a', '.', 'p', 'n', 'g', '\0', 'x', 'y'};
+        size_t nul_offsets[2] = {0, 8};
+        empty_second[0] = 0, empty_second[1] = length, empty_second[2] = length;
+        CHECK_STATUS(uform_image_encode(model, ram, paths, 2 * length, empty_second, 2, uform_outputs_embeddings_k,
+                                        NULL, arena, &encoded, NULL, MSG),
+                     uform_status_invalid_argument_k);
+        CHECK_STATUS(uform_audio_encode(model, ram, with_nul, 8, nul_offsets, 1, uform_outputs_embeddings_k, NULL,
+                                        arena, &encoded, NULL, MSG),
+                     uform_status_invalid_argument_k);
+        CHECK_STATUS(uform_video_encode(model, ram, with_nul, 8, nul_offsets, 1, uform_outputs_embeddings_k, NULL,
+                                        arena, &encoded, NULL, MSG),
+                     uform_status_invalid_argument_k);
+    }
     audio_args.scalar = uform_scalar_i8_k;
     CHECK_STATUS(uform_audio_encode(model, ram, paths, 2 * length, offsets, 2,
                                     (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k), &audio_args,
@@ -380,7 +400,7 @@ static void choices(void) {
     groups[3] = 1;
     CHECK_OK(CHOOSE(c.data, c.length, c.offsets, c.count, &args));
     args.temperature_groups_count = 2;
-    CHECK_STATUS(CHOOSE(c.data, c.length, c.offsets, c.count, &args), uform_status_invalid_argument_k);
+    CHECK_STATUS(CHOOSE(c.data, c.length, c.offsets, c.count, &args), uform_status_shape_mismatch_k);
     args.temperature_groups = NULL;
     args.temperature_groups_count = 4;
     CHECK_STATUS(CHOOSE(c.data, c.length, c.offsets, c.count, &args), uform_status_invalid_argument_k);
@@ -391,7 +411,7 @@ static void choices(void) {
     CHECK_STATUS(CHOOSE(c.data, c.length, c.offsets, c.count, NULL), uform_status_invalid_argument_k);
     /* A choices count unlike the texts'. */
     tape_of(&c, three, 3);
-    CHECK_STATUS(CHOOSE(c.data, c.length, c.offsets, c.count, NULL), uform_status_invalid_argument_k);
+    CHECK_STATUS(CHOOSE(c.data, c.length, c.offsets, c.count, NULL), uform_status_shape_mismatch_k);
     /* Choice offsets that fall or leave the data; null pointers. */
     tape_of(&c, options, 4);
     CHECK_STATUS(CHOOSE(c.data, c.length, falling, 4, NULL), uform_status_shape_mismatch_k);
@@ -514,7 +534,7 @@ static void training(void) {
         ids[2] = 3;
         /* An offsets count neither zero nor the items plus one. */
         e->offsets = short_offsets, e->offsets_count = 4, e->ids_count = 3, e->weights_count = 3;
-        CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
+        CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);
         e->offsets = offsets, e->offsets_count = 5, e->ids_count = 4, e->weights_count = 4;
         /* Offsets that fall, and ids unlike the last offset. */
         e->offsets = falling;
@@ -525,7 +545,7 @@ static void training(void) {
         e->ids_count = 4, e->weights_count = 4;
         /* Weights: a count neither zero nor the ids', and values not finite and positive. */
         e->weights_count = 2;
-        CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
+        CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);
         e->weights_count = 4;
         e->weights = bad_weights;
         bad_weights[1] = 0.0f;
@@ -552,15 +572,15 @@ static void training(void) {
     /* Bags and sides: counts neither zero nor the items, missing arrays, unknown sides. */
     args = good;
     args.bags_count = 3;
-    CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
+    CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);
     args.bags_count = 5;
-    CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
+    CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);
     args.bags_count = 4;
     args.bags = NULL;
     CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
     args = good;
     args.sides_count = 2;
-    CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
+    CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);
     args.sides_count = 4;
     args.sides = NULL;
     CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
@@ -572,7 +592,7 @@ static void training(void) {
     /* Choices and their targets. */
     args = good;
     args.choices_count = 3, args.choice_targets_count = 3;
-    CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
+    CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);
     args = good;
     args.choice_targets_count = 3;
     CHECK_STATUS(step(&args), uform_status_shape_mismatch_k);

@@ -141,13 +141,13 @@ static void refusals(void) {
     CHECK_STATUS(choose(ram, 0, &text_tape, &choice_tape, &args, arena, &probabilities),
                  uform_status_invalid_argument_k);
     groups[2] = 1;
-    /* Groups for some items only, and a missing array. */
+    /* Groups for some items only (counts that disagree), and a missing array. */
     args.temperature_groups_count = items_k - 1;
     CHECK_STATUS(choose(NULL, 0, &text_tape, &choice_tape, &args, arena, &probabilities),
-                 uform_status_invalid_argument_k);
+                 uform_status_shape_mismatch_k);
     args.temperature_groups_count = items_k + 1;
     CHECK_STATUS(choose(NULL, 0, &text_tape, &choice_tape, &args, arena, &probabilities),
-                 uform_status_invalid_argument_k);
+                 uform_status_shape_mismatch_k);
     args.temperature_groups = NULL;
     args.temperature_groups_count = items_k;
     CHECK_STATUS(choose(NULL, 0, &text_tape, &choice_tape, &args, arena, &probabilities),
@@ -160,17 +160,17 @@ static void refusals(void) {
     CHECK_STATUS(choose(NULL, 0, &text_tape, &c, NULL, arena, &probabilities), uform_status_invalid_argument_k);
     tape_of(&c, duplicate_choice, items_k);
     CHECK_STATUS(choose(local, 0, &text_tape, &c, NULL, arena, &probabilities), uform_status_invalid_argument_k);
-    /* A choices tape with fewer items than texts, or more. */
+    /* A choices tape with fewer items than texts, or more: counts that disagree. */
     tape_of(&c, three_choices, 3);
-    CHECK_STATUS(choose(NULL, 0, &text_tape, &c, NULL, arena, &probabilities), uform_status_invalid_argument_k);
-    CHECK_STATUS(choose(NULL, 0, &c, &choice_tape, NULL, arena, &probabilities), uform_status_invalid_argument_k);
+    CHECK_STATUS(choose(NULL, 0, &text_tape, &c, NULL, arena, &probabilities), uform_status_shape_mismatch_k);
+    CHECK_STATUS(choose(NULL, 0, &c, &choice_tape, NULL, arena, &probabilities), uform_status_shape_mismatch_k);
     /* Deferred refusals are found before submission: the verb answers them and takes no outcome. */
     {
         uform_outcome_t outcome = NULL;
         CHECK_STATUS(uform_text_choose(model, ram, text_tape.data, text_tape.length, text_tape.offsets, text_tape.count,
                                        c.data, c.length, c.offsets, c.count, NULL, arena, &probabilities, &outcome,
                                        MSG),
-                     uform_status_invalid_argument_k);
+                     uform_status_shape_mismatch_k);
         CHECK(outcome == NULL);
     }
     /* Null handles and results. */

@@ -202,7 +202,8 @@ static void vram_executors(void) {
                  uform_status_not_found_k);
     devices[0] = 0;
 
-    /* Refusals: no devices, counts that are neither zero nor the devices', null arrays, unknown classes. */
+    /* Refusals: no devices, null arrays, unknown classes (invalid-argument); counts that are neither zero nor
+     * the devices' (counts that disagree: shape-mismatch). */
     CHECK_STATUS(uform_executor_init_vram(devices, 0, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor,
                                           MSG),
                  uform_status_invalid_argument_k);
@@ -210,13 +211,13 @@ static void vram_executors(void) {
                  uform_status_invalid_argument_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, streams, 2, NULL, NULL, 0, 0, &executor,
                                           MSG),
-                 uform_status_invalid_argument_k);
+                 uform_status_shape_mismatch_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 1, NULL, NULL, 0, 0, &executor,
                                           MSG),
                  uform_status_invalid_argument_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 2, 0, &executor,
                                           MSG),
-                 uform_status_invalid_argument_k);
+                 uform_status_shape_mismatch_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 1, 0, &executor,
                                           MSG),
                  uform_status_invalid_argument_k);
