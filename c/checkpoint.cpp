@@ -106,7 +106,7 @@ constexpr std::pair<std::string_view, dtype_t> dtype_names_k[] = {
 // region: metadata keys
 
 /** @brief A metadata key with its static messages. */
-struct key_t {
+struct metadata_key_t {
     std::string_view name;
     char const *missing;
     char const *malformed;
@@ -114,41 +114,43 @@ struct key_t {
 };
 
 #define UFORM_KEY(name)                                                                                             \
-    key_t { name, "checkpoint: metadata " name " is missing", "checkpoint: metadata " name " is malformed",         \
-            "checkpoint: metadata " name " is out of range" }
+    metadata_key_t {                                                                                                \
+        name, "checkpoint: metadata " name " is missing", "checkpoint: metadata " name " is malformed",             \
+            "checkpoint: metadata " name " is out of range"                                                         \
+    }
 
-constexpr key_t key_version_k = UFORM_KEY("uform.version");
-constexpr key_t key_depth_k = UFORM_KEY("uform.depth");
-constexpr key_t key_hidden_k = UFORM_KEY("uform.hidden");
-constexpr key_t key_heads_k = UFORM_KEY("uform.heads");
-constexpr key_t key_head_dim_k = UFORM_KEY("uform.head_dim");
-constexpr key_t key_ffn_hidden_k = UFORM_KEY("uform.ffn_hidden");
-constexpr key_t key_norm_eps_k = UFORM_KEY("uform.norm_eps");
-constexpr key_t key_rope_theta_k = UFORM_KEY("uform.rope.theta");
-constexpr key_t key_rope_sections_k = UFORM_KEY("uform.rope.sections");
-constexpr key_t key_dimensions_k = UFORM_KEY("uform.dimensions");
-constexpr key_t key_token_width_k = UFORM_KEY("uform.token_width");
-constexpr key_t key_choice_groups_k = UFORM_KEY("uform.choice.groups");
-constexpr key_t key_image_patch_side_k = UFORM_KEY("uform.image.patch_side");
-constexpr key_t key_image_channels_k = UFORM_KEY("uform.image.channels");
-constexpr key_t key_image_max_patches_k = UFORM_KEY("uform.image.max_patches");
-constexpr key_t key_image_mean_k = UFORM_KEY("uform.image.mean");
-constexpr key_t key_image_std_k = UFORM_KEY("uform.image.std");
-constexpr key_t key_video_tubelet_frames_k = UFORM_KEY("uform.video.tubelet_frames");
-constexpr key_t key_video_fps_k = UFORM_KEY("uform.video.fps");
-constexpr key_t key_video_max_frames_k = UFORM_KEY("uform.video.max_frames");
-constexpr key_t key_video_max_patches_per_frame_k = UFORM_KEY("uform.video.max_patches_per_frame");
-constexpr key_t key_audio_sample_rate_k = UFORM_KEY("uform.audio.sample_rate");
-constexpr key_t key_audio_n_fft_k = UFORM_KEY("uform.audio.n_fft");
-constexpr key_t key_audio_hop_k = UFORM_KEY("uform.audio.hop");
-constexpr key_t key_audio_mel_bins_k = UFORM_KEY("uform.audio.mel_bins");
-constexpr key_t key_audio_frames_per_patch_k = UFORM_KEY("uform.audio.frames_per_patch");
-constexpr key_t key_audio_max_patches_k = UFORM_KEY("uform.audio.max_patches");
+constexpr metadata_key_t key_version_k = UFORM_KEY("uform.version");
+constexpr metadata_key_t key_depth_k = UFORM_KEY("uform.depth");
+constexpr metadata_key_t key_hidden_k = UFORM_KEY("uform.hidden");
+constexpr metadata_key_t key_heads_k = UFORM_KEY("uform.heads");
+constexpr metadata_key_t key_head_dim_k = UFORM_KEY("uform.head_dim");
+constexpr metadata_key_t key_ffn_hidden_k = UFORM_KEY("uform.ffn_hidden");
+constexpr metadata_key_t key_norm_eps_k = UFORM_KEY("uform.norm_eps");
+constexpr metadata_key_t key_rope_theta_k = UFORM_KEY("uform.rope.theta");
+constexpr metadata_key_t key_rope_sections_k = UFORM_KEY("uform.rope.sections");
+constexpr metadata_key_t key_dimensions_k = UFORM_KEY("uform.dimensions");
+constexpr metadata_key_t key_token_width_k = UFORM_KEY("uform.token_width");
+constexpr metadata_key_t key_choice_groups_k = UFORM_KEY("uform.choice.groups");
+constexpr metadata_key_t key_image_patch_side_k = UFORM_KEY("uform.image.patch_side");
+constexpr metadata_key_t key_image_channels_k = UFORM_KEY("uform.image.channels");
+constexpr metadata_key_t key_image_max_patches_k = UFORM_KEY("uform.image.max_patches");
+constexpr metadata_key_t key_image_mean_k = UFORM_KEY("uform.image.mean");
+constexpr metadata_key_t key_image_std_k = UFORM_KEY("uform.image.std");
+constexpr metadata_key_t key_video_tubelet_frames_k = UFORM_KEY("uform.video.tubelet_frames");
+constexpr metadata_key_t key_video_fps_k = UFORM_KEY("uform.video.fps");
+constexpr metadata_key_t key_video_max_frames_k = UFORM_KEY("uform.video.max_frames");
+constexpr metadata_key_t key_video_max_patches_per_frame_k = UFORM_KEY("uform.video.max_patches_per_frame");
+constexpr metadata_key_t key_audio_sample_rate_k = UFORM_KEY("uform.audio.sample_rate");
+constexpr metadata_key_t key_audio_n_fft_k = UFORM_KEY("uform.audio.n_fft");
+constexpr metadata_key_t key_audio_hop_k = UFORM_KEY("uform.audio.hop");
+constexpr metadata_key_t key_audio_mel_bins_k = UFORM_KEY("uform.audio.mel_bins");
+constexpr metadata_key_t key_audio_frames_per_patch_k = UFORM_KEY("uform.audio.frames_per_patch");
+constexpr metadata_key_t key_audio_max_patches_k = UFORM_KEY("uform.audio.max_patches");
 
 #undef UFORM_KEY
 
 /** @brief Every key of the `uform.` namespace that version 1 knows. */
-constexpr key_t const *known_keys_k[] = {
+constexpr metadata_key_t const *known_keys_k[] = {
     &key_version_k,
     &key_depth_k,
     &key_hidden_k,
@@ -227,10 +229,10 @@ class metadata_t {
     }
 
     /** @brief Whether `key` is present. */
-    bool has(key_t const &key) const noexcept { return get(key.name) != nullptr; }
+    bool has(metadata_key_t const &key) const noexcept { return get(key.name) != nullptr; }
 
     /** @brief Reads an integer in `[min, max_count_k]`; an absent key is an error only when `required`. */
-    verdict_t count(key_t const &key, bool required, std::uint64_t min, std::size_t &out) const noexcept {
+    verdict_t count(metadata_key_t const &key, bool required, std::uint64_t min, std::size_t &out) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
         std::uint64_t value = 0;
@@ -242,7 +244,7 @@ class metadata_t {
     }
 
     /** @brief Reads a finite float, strictly positive when `positive`. */
-    verdict_t real(key_t const &key, bool required, bool positive, float &out) const noexcept {
+    verdict_t real(metadata_key_t const &key, bool required, bool positive, float &out) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
         float value = 0;
@@ -253,7 +255,7 @@ class metadata_t {
     }
 
     /** @brief Reads three integers `a,b,c`, each in `[0, max_count_k]`. */
-    verdict_t counts3(key_t const &key, bool required, std::size_t (&out)[3]) const noexcept {
+    verdict_t counts3(metadata_key_t const &key, bool required, std::size_t (&out)[3]) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
         std::string_view parts[3];
@@ -269,7 +271,7 @@ class metadata_t {
     }
 
     /** @brief Reads three finite floats `a,b,c`, strictly positive when `positive`. */
-    verdict_t reals3(key_t const &key, bool required, bool positive, float (&out)[3]) const noexcept {
+    verdict_t reals3(metadata_key_t const &key, bool required, bool positive, float (&out)[3]) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
         std::string_view parts[3];
@@ -292,35 +294,37 @@ class metadata_t {
 // region: tensors
 
 /** @brief A tensor MODEL.md lists, with its static messages; `N` stands for a block index. */
-struct kind_t {
+struct tensor_kind_t {
     char const *missing;
     char const *wrong_dtype;
     char const *wrong_shape;
 };
 
 #define UFORM_KIND(name)                                                                                            \
-    kind_t { "checkpoint: tensor " name " is missing", "checkpoint: tensor " name " has the wrong dtype",           \
-             "checkpoint: tensor " name " has the wrong shape" }
+    tensor_kind_t {                                                                                                 \
+        "checkpoint: tensor " name " is missing", "checkpoint: tensor " name " has the wrong dtype",                \
+            "checkpoint: tensor " name " has the wrong shape"                                                       \
+    }
 
-constexpr kind_t kind_embed_byte_k = UFORM_KIND("embed.byte.weight");
-constexpr kind_t kind_embed_image_k = UFORM_KIND("embed.image.weight");
-constexpr kind_t kind_embed_image_bias_k = UFORM_KIND("embed.image.bias");
-constexpr kind_t kind_embed_video_k = UFORM_KIND("embed.video.weight");
-constexpr kind_t kind_embed_video_bias_k = UFORM_KIND("embed.video.bias");
-constexpr kind_t kind_embed_audio_k = UFORM_KIND("embed.audio.weight");
-constexpr kind_t kind_embed_audio_bias_k = UFORM_KIND("embed.audio.bias");
-constexpr kind_t kind_mel_filters_k = UFORM_KIND("frontend.audio.mel_filters");
-constexpr kind_t kind_attn_norm_k = UFORM_KIND("blocks.N.attn_norm.weight");
-constexpr kind_t kind_qkv_k = UFORM_KIND("blocks.N.attn.qkv.weight");
-constexpr kind_t kind_out_k = UFORM_KIND("blocks.N.attn.out.weight");
-constexpr kind_t kind_mlp_norm_k = UFORM_KIND("blocks.N.mlp_norm.weight");
-constexpr kind_t kind_gate_up_k = UFORM_KIND("blocks.N.mlp.gate_up.weight");
-constexpr kind_t kind_down_k = UFORM_KIND("blocks.N.mlp.down.weight");
-constexpr kind_t kind_final_norm_k = UFORM_KIND("final_norm.weight");
-constexpr kind_t kind_head_embedding_k = UFORM_KIND("head.embedding.weight");
-constexpr kind_t kind_head_token_k = UFORM_KIND("head.token.weight");
-constexpr kind_t kind_head_byte_k = UFORM_KIND("head.byte.weight");
-constexpr kind_t kind_temperatures_k = UFORM_KIND("head.choice.temperatures");
+constexpr tensor_kind_t kind_embed_byte_k = UFORM_KIND("embed.byte.weight");
+constexpr tensor_kind_t kind_embed_image_k = UFORM_KIND("embed.image.weight");
+constexpr tensor_kind_t kind_embed_image_bias_k = UFORM_KIND("embed.image.bias");
+constexpr tensor_kind_t kind_embed_video_k = UFORM_KIND("embed.video.weight");
+constexpr tensor_kind_t kind_embed_video_bias_k = UFORM_KIND("embed.video.bias");
+constexpr tensor_kind_t kind_embed_audio_k = UFORM_KIND("embed.audio.weight");
+constexpr tensor_kind_t kind_embed_audio_bias_k = UFORM_KIND("embed.audio.bias");
+constexpr tensor_kind_t kind_mel_filters_k = UFORM_KIND("frontend.audio.mel_filters");
+constexpr tensor_kind_t kind_attn_norm_k = UFORM_KIND("blocks.N.attn_norm.weight");
+constexpr tensor_kind_t kind_qkv_k = UFORM_KIND("blocks.N.attn.qkv.weight");
+constexpr tensor_kind_t kind_out_k = UFORM_KIND("blocks.N.attn.out.weight");
+constexpr tensor_kind_t kind_mlp_norm_k = UFORM_KIND("blocks.N.mlp_norm.weight");
+constexpr tensor_kind_t kind_gate_up_k = UFORM_KIND("blocks.N.mlp.gate_up.weight");
+constexpr tensor_kind_t kind_down_k = UFORM_KIND("blocks.N.mlp.down.weight");
+constexpr tensor_kind_t kind_final_norm_k = UFORM_KIND("final_norm.weight");
+constexpr tensor_kind_t kind_head_embedding_k = UFORM_KIND("head.embedding.weight");
+constexpr tensor_kind_t kind_head_token_k = UFORM_KIND("head.token.weight");
+constexpr tensor_kind_t kind_head_byte_k = UFORM_KIND("head.byte.weight");
+constexpr tensor_kind_t kind_temperatures_k = UFORM_KIND("head.choice.temperatures");
 
 #undef UFORM_KIND
 
@@ -343,7 +347,9 @@ verdict_t read_entry(std::string const &name, json::value_t const &entry, std::u
     out.shape.clear();
     out.shape.reserve(shape->items.size());
     for (json::value_t const &dim : shape->items) {
-        if (dim.kind != json::kind_t::number || !dim.is_integer || dim.integer > std::numeric_limits<std::size_t>::max())
+        bool const fits = dim.kind == json::kind_t::number && dim.is_integer &&
+                          dim.integer <= std::numeric_limits<std::size_t>::max();
+        if (!fits)
             return corrupt("checkpoint: a tensor's shape is not a list of non-negative integers");
         if (!checked_mul(bytes, dim.integer, bytes)) return corrupt("checkpoint: a tensor's size overflows");
         out.shape.push_back(std::size_t(dim.integer));
@@ -382,7 +388,7 @@ class expectations_t {
     explicit expectations_t(checkpoint_t const &checkpoint) noexcept : checkpoint_(checkpoint) {}
 
     /** @brief Requires `name` with `dtype` and the shape `dims`; checks products for overflow on the way. */
-    verdict_t expect(std::string_view name, kind_t const &kind, dtype_t dtype,
+    verdict_t expect(std::string_view name, tensor_kind_t const &kind, dtype_t dtype,
                      std::initializer_list<std::uint64_t> dims) {
         tensor_entry_t const *tensor = checkpoint_.find(name);
         if (!tensor) return corrupt(kind.missing);
@@ -564,7 +570,7 @@ verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoin
     if (*version != "1") return unsupported("checkpoint: unsupported uform.version (this build reads version 1)");
     for (std::string const &key : metadata->keys)
         if (key.starts_with("uform.") && std::none_of(std::begin(known_keys_k), std::end(known_keys_k),
-                                                      [&](key_t const *known) { return known->name == key; }))
+                                                      [&](metadata_key_t const *known) { return known->name == key; }))
             return corrupt("checkpoint: metadata has an unknown key in the uform. namespace");
 
     // Each tensor on its own, then all together.
