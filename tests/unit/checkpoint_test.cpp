@@ -6,11 +6,12 @@
  * time, and asserts the exact status of each. Prints "N passed, M failed" and exits nonzero on a failure.
  * Build: clang++-22 -std=c++23 -fsanitize=address,undefined -Iinclude -Ic c/checkpoint.cpp c/json.cpp
  *        tests/unit/checkpoint_test.cpp
- * Reads tests/data/tiny.safetensors when run from the repository root, if it exists.
+ * Also reads $UFORM_TEST_DATA/tiny.safetensors (default tests/data/, from the repository root) if it exists.
  */
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -889,14 +890,16 @@ void test_files() {
 #endif
 
     // The checked-in checkpoint, when it exists.
-    if (std::filesystem::exists("tests/data/tiny.safetensors")) {
-        c = expect_file(ok, "tests/data/tiny.safetensors", "tests/data/tiny.safetensors");
+    char const *data_dir = std::getenv("UFORM_TEST_DATA"); // set by ctest; else run from the repository root
+    std::string const tiny_path = std::string(data_dir && *data_dir ? data_dir : "tests/data") + "/tiny.safetensors";
+    if (std::filesystem::exists(tiny_path)) {
+        c = expect_file(ok, tiny_path, tiny_path);
         CHECK(c.tensors.size() == 25 && c.geometry.depth == 2 && c.geometry.token_width == 32);
         CHECK(c.geometry.has_image && c.geometry.has_video && c.geometry.has_audio && c.geometry.has_byte_head);
-        std::printf("tests/data/tiny.safetensors: %zu tensors, data at %llu of %llu bytes\n", c.tensors.size(),
+        std::printf("%s: %zu tensors, data at %llu of %llu bytes\n", tiny_path.c_str(), c.tensors.size(),
                     (unsigned long long)c.data_offset, (unsigned long long)c.file_size);
     } else {
-        std::printf("tests/data/tiny.safetensors: absent, skipped\n");
+        std::printf("%s: absent, skipped\n", tiny_path.c_str());
     }
     std::error_code ignored;
     std::filesystem::remove_all(dir, ignored);
