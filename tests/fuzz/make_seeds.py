@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the checkpoint fuzz target into tests/fuzz/corpus/checkpoint/.
+
+The target reads each input twice: as a whole file (8-byte length, header, data) and as a header alone.
+So the seeds hold both: small whole checkpoints of a miniature geometry (a few KiB, data zeroed), the
+headers alone, and the first bytes of tests/data/tiny.safetensors when it exists. Standard library only.
+Run from anywhere: python3 tests/fuzz/make_seeds.py
+"""
+import json
+import pathlib
+import struct
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+OUT = ROOT / "tests/fuzz/corpus/checkpoint"
+
+SIZES = {"BF16": 2, "F32": 4}
+
+
+def mini(modalities=True, heads=True):
+    """Metadata and tensors of a miniature geometry (hidden 2, depth 1), optionally text only and headless."""
+    meta = {"format": "uform", "uform.version": "1", "uform.depth": "1", "uform.hidden": "2", "uform.heads": "1",
+            "uform.head_dim": "2", "uform.ffn_hidden": "1", "uform.norm_eps": "1e-06", "uform.rope.theta": "10000",
+            "uform.rope.sections": "1,0,0", "uform.dimensions": "1"}
+    tensors = [("embed.byte.weight", "BF16", [258, 2])]
+    if modalities:
+        meta.update({"uform.image.patch_side": "1", "uform.image.channels": "3", "uform.image.max_patches": "4",
+                     "uform.image.mean": "0.5,0.5,0.5", "uform.image.std": "0.5,0.5,0.5",
+                     "uform.video.tubelet_frames": "1", "uform.video.fps": "1", "uform.video.max_frames": "2",
+                     "uform.video.max_patches_per_frame": "2", "uform.audio.sample_rate": "16000",
+                     "uform.audio.n_fft": "2", "uform.audio.hop": "1", "uform.audio.mel_bins": "1",
+                     "uform.audio.frames_per_patch": "1", "uform.audio.max_patches": "2"})
+        tensors += [("embed.image.weight", "BF16", [2, 3]), ("embed.image.bias", "BF16", [2]),
+                    ("embed.video.weight", "BF16", [2, 3]), ("embed.video.bias", "BF16", [2]),
+                    ("embed.audio.weight", "BF16", [2, 1]), ("embed.audio.bias", "BF16", [2]),
+                    ("frontend.audio.mel_filters", "F32", [1, 2])]
+    tensors += [("blocks.0.attn_norm.weight", "BF16", [2]), ("blocks.0.attn.qkv.weight", "BF16", [6, 2]),
+                ("blocks.0.attn.out.weight", "BF16", [2, 2]), ("blocks.0.mlp_norm.weight", "BF16", [2]),
+                ("blocks.0.mlp.gate_up.weight", "BF16", [2, 2]), ("blocks.0.mlp.down.weight", "BF16", [2, 1]),
+                ("final_norm.weight", "BF16", [2]), ("head.embedding.weight", "BF16", [1, 2])]
+    if heads:
+        meta.update({"uform.token_width": "1", "uform.choice.groups": "1"})
+        tensors += [("head.token.weight", "BF16", [1, 2]), ("head.byte.weight", "BF16", [256, 2]),
+                    ("head.choice.temperatures", "F32", [1])]
+    return meta, tensors
+
+
+def header(meta, tensors):
+    """The header JSON padded with spaces to 8 bytes, and the data section's size."""
+    doc, cursor = {"__metadata__": meta}, 0
+    for name, dtype, shape in tensors:
+        size = SIZES[dtype]
+        for d in shape:
+            size *= d
+        doc[name] = {"dtype": dtype, "shape": shape, "data_offsets": [cursor, cursor + size]}
+        cursor += size
+    text = json.dumps(doc, separators=(",", ":")).encode()
+    return text + b" " * (-len(text) % 8), cursor
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    seeds = {}
+    for name, args in {"mini": (True, True), "mini_text": (False, False)}.items():
+        text, data = header(*mini(*args))
+        seeds[f"{name}.safetensors"] = struct.pack("<Q", len(text)) + text + bytes(data)
+        seeds[f"{name}_header.json"] = text
+    seeds["empty_object.json"] = b"{}"
+    seeds["escapes.json"] = ('{"__metadata__":{"format":"uform","uform.version":"1","n":"\\u00e9\\ud83d\\ude00'
+                             '\\n\\"\\\\\\/"},"x":[1,-2.5e+3,true,false,null,{}]}').encode()
+    tiny = ROOT / "tests/data/tiny.safetensors"
+    if tiny.exists():
+        raw = tiny.read_bytes()
+        (length,) = struct.unpack("<Q", raw[:8])
+        seeds["tiny_prefix.bin"] = raw[:8 + length]
+        seeds["tiny_header.json"] = raw[8:8 + length]
+    for name, data in seeds.items():
+        (OUT / name).write_bytes(data)
+        print(f"{OUT.relative_to(ROOT) / name}: {len(data)} bytes")
+
+
+if __name__ == "__main__":
+    main()

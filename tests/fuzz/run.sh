@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds a libFuzzer target with ASan and UBSan by hand and runs it: tests/fuzz/run.sh TARGET SECONDS
+#   TARGET   the name before _fuzz.cpp, e.g. checkpoint
+#   SECONDS  how long to fuzz (default 60)
+# Environment: CXX (default clang++-22), BUILD_DIR (default build/fuzz), JOBS (default 1), FUZZ_ARGS (extra).
+# New inputs go to $BUILD_DIR/corpus-TARGET; the checked-in seeds in tests/fuzz/corpus/TARGET are only read.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+target=${1:?usage: tests/fuzz/run.sh TARGET [SECONDS]}
+seconds=${2:-60}
+cxx=${CXX:-clang++-22}
+build=${BUILD_DIR:-build/fuzz}
+jobs=${JOBS:-1}
+
+case "$target" in
+checkpoint) sources=(c/checkpoint.cpp c/json.cpp) ;;
+*) echo "unknown fuzz target: $target" >&2; exit 2 ;;
+esac
+
+mkdir -p "$build/corpus-$target" "$build/artifacts-$target"
+binary="$build/${target}_fuzz"
+"$cxx" -std=c++23 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+    -fno-sanitize-recover=undefined -Iinclude -Ic "${sources[@]}" "tests/fuzz/${target}_fuzz.cpp" -o "$binary"
+
+dict=()
+[[ -f "tests/fuzz/$target.dict" ]] && dict=(-dict="tests/fuzz/$target.dict")
+parallel=()
+((jobs > 1)) && parallel=(-jobs="$jobs" -workers="$jobs") # libFuzzer then logs to fuzz-N.log
+exec "$binary" "${dict[@]}" "${parallel[@]}" -max_total_time="$seconds" -max_len=8192 -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts-$target/" ${FUZZ_ARGS:-} \
+    "$build/corpus-$target" "tests/fuzz/corpus/$target"
