@@ -1,0 +1,125 @@
+/**
+ * @file call.cpp
+ * @brief `call_t`: progress reporting, parallel loops, scratch and arena allocation for one call.
+ */
+#include "call.hpp"
+
+#include <algorithm>
+
+#include "internal.hpp"
+#include "scalars.hpp"
+
+namespace uform {
+
+namespace {
+/** Scratch of calls without an executor: one buffer per calling thread, grown to its high-water mark. */
+thread_local buffer_t thread_scratch;
+} // namespace
+
+call_t::call_t(uform_executor_s *executor, uform_arena_s *arena, uform_residency_t residency,
+               std::span<std::size_t const> devices, uform_progress_t progress, void *progress_context) noexcept
+    : executor_(executor), arena_(arena), residency_(residency), devices_(devices), progress_(progress),
+      progress_context_(progress_context), self_(executor_self(executor)) {}
+
+bool call_t::report(std::size_t completed, std::size_t total) noexcept {
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    if (!progress_) return false;
+    std::lock_guard lock(progress_mutex_);
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    if (reported_any_ && completed <= reported_) return false;
+    reported_any_ = true;
+    reported_ = completed;
+    if (progress_(progress_context_, completed, total)) cancelled_.store(true, std::memory_order_relaxed);
+    return cancelled_.load(std::memory_order_relaxed);
+}
+
+bool call_t::advance(std::size_t units, std::size_t total) noexcept {
+    std::size_t const completed = completed_.fetch_add(units, std::memory_order_relaxed) + units;
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    if (!progress_) return false;
+    std::lock_guard lock(progress_mutex_);
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    std::size_t const now = std::max(completed, completed_.load(std::memory_order_relaxed));
+    if (reported_any_ && now <= reported_) return false;
+    reported_any_ = true;
+    reported_ = now;
+    if (progress_(progress_context_, now, total)) cancelled_.store(true, std::memory_order_relaxed);
+    return cancelled_.load(std::memory_order_relaxed);
+}
+
+std::size_t call_t::width() const noexcept { return executor_width(executor_); }
+
+void call_t::parallel_for_raw(std::size_t count, parallel_body_t body, void *context) noexcept {
+    executor_parallel_for(executor_, self_, count, body, context);
+}
+
+bool call_t::reserve_scratch(std::size_t bytes, std::size_t shared) noexcept {
+    std::size_t const stride = round_up_64(bytes);
+    std::size_t total;
+    if (!multiply(stride, width(), total)) return false;
+    if (total > SIZE_MAX - round_up_64(shared)) return false;
+    total += round_up_64(shared);
+    buffer_t &buffer = executor_ ? executor_->scratch : thread_scratch;
+    if (!buffer.reserve(total)) return false;
+    scratch_ = buffer.data;
+    scratch_stride_ = stride;
+    return true;
+}
+
+void *call_t::scratch(std::size_t worker) const noexcept { return scratch_ + worker * scratch_stride_; }
+
+void *call_t::shared_scratch() const noexcept { return scratch_ + width() * scratch_stride_; }
+
+void *call_t::device_state() const noexcept { return executor_ ? executor_->device_state : nullptr; }
+
+void *call_t::allocate(std::size_t bytes) noexcept { return arena_ ? arena_allocate(arena_, bytes) : nullptr; }
+
+uform_residency_t call_t::output_residency() const noexcept {
+    return arena_ ? arena_->residency : uform_residency_ram_k;
+}
+
+std::size_t call_t::output_device() const noexcept { return arena_ ? arena_->device : 0; }
+
+bool call_t::allocate_rows(uform_rows_t &rows, std::size_t count, std::size_t items, std::size_t columns,
+                           uform_scalar_t scalar, bool tape) noexcept {
+    std::size_t const stride = scalar_bytes(scalar, columns);
+    std::size_t bytes;
+    if (stride == SIZE_MAX || !multiply(stride, count, bytes)) return false;
+    void *data = allocate(bytes);
+    if (!data) return false;
+    std::size_t *offsets = nullptr;
+    if (tape) {
+        std::size_t offsets_bytes;
+        if (!multiply(items + 1, sizeof(std::size_t), offsets_bytes)) return false;
+        offsets = static_cast<std::size_t *>(allocate(offsets_bytes));
+        if (!offsets) return false;
+    }
+    rows.data = data;
+    rows.offsets = offsets;
+    rows.count = count;
+    rows.items = tape ? items : count;
+    rows.columns = columns;
+    rows.stride = stride;
+    rows.scalar = scalar;
+    rows.residency = output_residency();
+    rows.device = output_device();
+    return true;
+}
+
+bool call_t::allocate_tape(uform_tape_t &tape, std::size_t values, std::size_t items, uform_scalar_t scalar) noexcept {
+    std::size_t const bytes = scalar_bytes(scalar, values);
+    std::size_t offsets_bytes;
+    if (bytes == SIZE_MAX || !multiply(items + 1, sizeof(std::size_t), offsets_bytes)) return false;
+    void *data = allocate(bytes);
+    auto *offsets = static_cast<std::size_t *>(allocate(offsets_bytes));
+    if (!data || !offsets) return false;
+    tape.data = data;
+    tape.offsets = offsets;
+    tape.items = items;
+    tape.scalar = scalar;
+    tape.residency = output_residency();
+    tape.device = output_device();
+    return true;
+}
+
+} // namespace uform

@@ -1,0 +1,663 @@
+/**
+ * @file train.cpp
+ * @brief The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, and the
+ * two verbs `step` and `save`.
+ *
+ * Mesh bootstrap, for a run of `host_domain_count` hosts over a directory every host sees:
+ * - host 0 asks the backend for a fresh identity and publishes `<directory>/<job>.mesh` atomically (a
+ *   temporary file renamed into place): a version line, the host count, the identity in hex, the GPU class;
+ * - every host polls until that file appears (re-reading it each poll, so a stale file from an earlier run
+ *   is followed by the fresh one), then publishes `<directory>/<job>.mesh.<index>` atomically with the
+ *   identity it read and its device count;
+ * - every host polls until all hosts' files carry the same identity, then joins through the backend.
+ * Past `timeout_seconds` a host gives up with `timeout`. A one-host mesh writes nothing and returns at once.
+ * Files are left in place; give each run a fresh job name.
+ */
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "checks.hpp"
+
+namespace uform {
+
+void trainer_enter(uform_trainer_s *trainer) noexcept {
+    std::lock_guard lock(trainer->mutex);
+    ++trainer->uses;
+}
+
+void trainer_leave(uform_trainer_s *trainer) noexcept {
+    std::lock_guard lock(trainer->mutex);
+    if (--trainer->uses == 0) trainer->idle.notify_all();
+}
+
+namespace {
+
+constexpr std::size_t max_job_bytes_k = 200;
+
+void mesh_unreference(uform_mesh_s *mesh) noexcept {
+    if (mesh->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    backend::mesh_free(mesh->backend);
+    mesh->magic = 0;
+    delete mesh;
+}
+
+bool valid_utf8(char const *text, std::size_t length) noexcept {
+    auto const *bytes = reinterpret_cast<unsigned char const *>(text);
+    for (std::size_t i = 0; i < length;) {
+        std::uint32_t code = bytes[i];
+        std::size_t extra;
+        std::uint32_t least;
+        if (code < 0x80) {
+            ++i;
+            continue;
+        } else if ((code & 0xE0) == 0xC0) extra = 1, least = 0x80, code &= 0x1F;
+        else if ((code & 0xF0) == 0xE0) extra = 2, least = 0x800, code &= 0x0F;
+        else if ((code & 0xF8) == 0xF0) extra = 3, least = 0x10000, code &= 0x07;
+        else return false;
+        if (length - i <= extra) return false;
+        for (std::size_t j = 1; j <= extra; ++j) {
+            if ((bytes[i + j] & 0xC0) != 0x80) return false;
+            code = (code << 6) | (bytes[i + j] & 0x3F);
+        }
+        if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+        i += extra + 1;
+    }
+    return true;
+}
+
+std::string hex_of(unsigned char const *bytes, std::size_t length) {
+    static char const digits[] = "0123456789abcdef";
+    std::string text(length * 2, '0');
+    for (std::size_t i = 0; i != length; ++i) {
+        text[2 * i] = digits[bytes[i] >> 4];
+        text[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    return text;
+}
+
+/** @brief Reads a small file whole; `false` when it is absent or unreadable. */
+bool read_small(std::string const &path, std::string &contents) {
+    std::FILE *file = std::fopen(path.c_str(), "rb");
+    if (!file) return false;
+    char buffer[1024];
+    contents.clear();
+    for (std::size_t got; (got = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) contents.append(buffer, got);
+    bool const ok = !std::ferror(file);
+    std::fclose(file);
+    return ok;
+}
+
+/** @brief Writes a small file through a temporary renamed into place. */
+bool write_atomically(std::string const &path, std::string const &contents, std::size_t host) {
+    std::string const temporary = path + ".tmp-" + std::to_string(host);
+    std::FILE *file = std::fopen(temporary.c_str(), "wb");
+    if (!file) return false;
+    bool ok = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
+    ok = std::fclose(file) == 0 && ok;
+    if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
+    if (!ok) std::remove(temporary.c_str());
+    return ok;
+}
+
+/** @brief Splits `text` into its lines. */
+std::vector<std::string> lines_of(std::string const &text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+        lines.push_back(text.substr(start, end - start));
+    return lines;
+}
+
+struct bootstrap_t {
+    std::size_t index, count;
+    std::string directory, job;
+    std::chrono::steady_clock::time_point deadline;
+    std::span<std::size_t const> devices;
+    uform_gpu_class_t gpu_class;
+};
+
+/** @brief The file protocol: answers the identity, the class of the run, and each host's device count. */
+uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[backend::mesh_identity_bytes_k],
+                               uform_gpu_class_t &gpu_class, std::vector<std::size_t> &host_devices,
+                               char const **message) {
+    std::string const base = b.directory + "/" + b.job + ".mesh";
+    if (b.index == 0) {
+        if (uform_status_t status = backend::mesh_identity(identity, message)) return status;
+        std::string const contents = "uform-mesh 1\n" + std::to_string(b.count) + "\n" +
+                                     hex_of(identity, sizeof(identity)) + "\n" + uform_gpu_class_name(b.gpu_class) +
+                                     "\n";
+        if (!write_atomically(base, contents, b.index))
+            return fail(message, uform_status_io_k, "cannot publish the mesh's identity in its directory");
+    }
+    std::string marked; // the identity this host's file carries
+    std::string contents;
+    for (;;) {
+        std::string identity_hex;
+        if (read_small(base, contents)) {
+            std::vector<std::string> const lines = lines_of(contents);
+            if (lines.size() >= 4 && lines[0] == "uform-mesh 1" && lines[1] == std::to_string(b.count) &&
+                lines[2].size() == 2 * backend::mesh_identity_bytes_k &&
+                uform_gpu_class_parse(lines[3].c_str(), &gpu_class) == uform_status_ok_k)
+                identity_hex = lines[2];
+        }
+        if (!identity_hex.empty() && identity_hex != marked) {
+            std::string const mine = identity_hex + "\n" + std::to_string(b.devices.size()) + "\n";
+            if (!write_atomically(base + "." + std::to_string(b.index), mine, b.index))
+                return fail(message, uform_status_io_k, "cannot publish this host's part of the mesh");
+            marked = identity_hex;
+        }
+        if (!marked.empty()) {
+            bool all = true;
+            host_devices.assign(b.count, 0);
+            for (std::size_t host = 0; all && host != b.count; ++host) {
+                std::vector<std::string> lines;
+                all = read_small(base + "." + std::to_string(host), contents) &&
+                      (lines = lines_of(contents)).size() >= 2 && lines[0] == marked;
+                if (all) host_devices[host] = std::strtoull(lines[1].c_str(), nullptr, 10);
+            }
+            if (all) {
+                for (std::size_t i = 0; i != sizeof(identity); ++i)
+                    identity[i] = static_cast<unsigned char>(std::stoul(marked.substr(2 * i, 2), nullptr, 16));
+                return uform_status_ok_k;
+            }
+        }
+        if (std::chrono::steady_clock::now() >= b.deadline)
+            return fail(message, uform_status_timeout_k, "the mesh's peers did not all join in time");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+bool finite_nonnegative(float value) noexcept { return std::isfinite(value) && value >= 0; }
+
+/** @brief Checks an edge set against a step of `items`. */
+uform_status_t check_edges(uform_edges_t const &edges, std::size_t items, char const **message) noexcept {
+    if (!edges.offsets && edges.offsets_count)
+        return fail(message, uform_status_invalid_argument_k, "an edge set's offsets are null but counted");
+    if (!edges.ids && edges.ids_count)
+        return fail(message, uform_status_invalid_argument_k, "an edge set's ids are null but counted");
+    if (!edges.weights && edges.weights_count)
+        return fail(message, uform_status_invalid_argument_k, "an edge set's weights are null but counted");
+    if (edges.offsets_count == 0) {
+        if (edges.ids_count || edges.weights_count)
+            return fail(message, uform_status_shape_mismatch_k, "an edge set has ids but no offsets");
+        return uform_status_ok_k;
+    }
+    if (edges.offsets_count != items + 1)
+        return fail(message, uform_status_shape_mismatch_k, "an edge set's offsets are not one per item plus one");
+    for (std::size_t i = 0; i != items; ++i)
+        if (edges.offsets[i] > edges.offsets[i + 1])
+            return fail(message, uform_status_shape_mismatch_k, "an edge set's offsets fall");
+    if (edges.offsets[items] != edges.ids_count)
+        return fail(message, uform_status_shape_mismatch_k, "an edge set's ids do not match its last offset");
+    if (edges.weights_count != 0 && edges.weights_count != edges.ids_count)
+        return fail(message, uform_status_shape_mismatch_k, "an edge set's weights are neither zero nor one per id");
+    for (std::size_t i = 0; i != items; ++i)
+        for (std::size_t e = edges.offsets[i]; e != edges.offsets[i + 1]; ++e) {
+            if (edges.ids[e] >= items)
+                return fail(message, uform_status_invalid_argument_k, "an edge leads outside the step's items");
+            if (edges.ids[e] == i) return fail(message, uform_status_invalid_argument_k, "an edge leads to its own item");
+        }
+    for (std::size_t e = 0; e != edges.weights_count; ++e)
+        if (!std::isfinite(edges.weights[e]) || edges.weights[e] <= 0)
+            return fail(message, uform_status_invalid_argument_k, "an edge's weight is not finite and positive");
+    return uform_status_ok_k;
+}
+
+bool modality_built(geometry_t const &g, uform_modality_t modality) noexcept {
+    switch (modality) {
+    case uform_modality_text_k: return true;
+    case uform_modality_image_k: return g.has_image;
+    case uform_modality_video_k: return g.has_video;
+    case uform_modality_audio_k: return g.has_audio;
+    }
+    return false;
+}
+
+uform_status_t check_training_executor(uform_executor_s const *executor, char const **message) noexcept {
+    if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
+    if (executor->kind != executor_kind_t::vram)
+        return fail(message, uform_status_unsupported_k, "training runs on a VRAM executor only");
+    return uform_status_ok_k;
+}
+
+struct step_params_t {
+    uform_trainer_s *trainer;
+    backend::trainer_step_t step;
+    uform_trainer_step_stats_t *stats;
+    uform_progress_t progress;
+    void *progress_context;
+    uform_rows_t *embeddings;
+
+    static uform_status_t run(step_params_t const &p, holds_t const &holds, char const **message) noexcept {
+        if (p.embeddings) *p.embeddings = uform_rows_t{};
+        if (holds.arena) arena_rewind(holds.arena);
+        call_t call(holds.executor, holds.arena, uform_residency_vram_k, p.trainer->devices, p.progress,
+                    p.progress_context);
+        auto const start = std::chrono::steady_clock::now();
+        uform_trainer_step_stats_t stats{};
+        uform_rows_t rows{};
+        uform_status_t status = backend::trainer_step(*p.trainer->backend, call, p.step, stats, rows, message);
+        if (status == uform_status_ok_k && call.cancelled())
+            status = fail(message, uform_status_cancelled_k, "a progress handler stopped the step");
+        if (status) return status;
+        stats.nanoseconds = std::uint64_t(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+        if (p.stats) *p.stats = stats;
+        if (p.embeddings) *p.embeddings = rows;
+        return uform_status_ok_k;
+    }
+};
+
+struct save_params_t {
+    uform_trainer_s *trainer;
+    char const *path;
+    std::size_t path_length;
+
+    static uform_status_t run(save_params_t const &p, holds_t const &holds, char const **message) noexcept {
+        call_t call(holds.executor, nullptr, uform_residency_vram_k, p.trainer->devices, nullptr, nullptr);
+        return backend::trainer_save(*p.trainer->backend, call, p.path, p.path_length, message);
+    }
+};
+
+} // namespace
+
+} // namespace uform
+
+using namespace uform;
+
+extern "C" {
+
+uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
+                                    char const **message) {
+    if (!mesh) return fail(message, uform_status_invalid_argument_k, "the mesh out-pointer is null");
+    if (uform_status_t status = check_training_executor(executor, message)) return status;
+    uform_mesh_options_t const o = options ? *options : uform_mesh_options_t{};
+    std::size_t const count = o.host_domain_count ? o.host_domain_count : 1;
+    if (o.host_domain_index >= count)
+        return fail(message, uform_status_invalid_argument_k, "the host's index is not below the hosts' count");
+    if (!o.directory && o.directory_length)
+        return fail(message, uform_status_invalid_argument_k, "the directory is null but has a length");
+    if (o.directory_length > max_path_bytes_k)
+        return fail(message, uform_status_invalid_argument_k, "the directory is longer than 4095 bytes");
+    if (o.directory && std::memchr(o.directory, 0, o.directory_length))
+        return fail(message, uform_status_invalid_argument_k, "the directory holds a NUL byte");
+    if (!o.job && o.job_length) return fail(message, uform_status_invalid_argument_k, "the job is null but has a length");
+    if (o.job_length > max_job_bytes_k)
+        return fail(message, uform_status_invalid_argument_k, "the job's name is longer than 200 bytes");
+    if (o.job) {
+        if (!valid_utf8(o.job, o.job_length))
+            return fail(message, uform_status_invalid_argument_k, "the job's name is not UTF-8");
+        for (std::size_t i = 0; i != o.job_length; ++i)
+            if (o.job[i] == '/' || o.job[i] == '\\' || o.job[i] == '\0')
+                return fail(message, uform_status_invalid_argument_k, "the job's name holds a slash or a NUL");
+    }
+    if (uform_status_t status = executor_acquire(executor, true, message)) return status;
+    struct release_t {
+        uform_executor_s *executor;
+        ~release_t() { executor_release(executor); }
+    } release{executor};
+
+    try {
+        auto made = std::make_unique<uform_mesh_s>();
+        made->devices = executor->devices;
+        std::vector<std::size_t> host_devices(count, executor->devices.size());
+        unsigned char identity[backend::mesh_identity_bytes_k] = {};
+        uform_gpu_class_t gpu_class = executor->gpu_class;
+        if (count == 1) {
+            if (uform_status_t status = backend::mesh_identity(identity, message)) return status;
+        } else {
+            bootstrap_t b;
+            b.index = o.host_domain_index;
+            b.count = count;
+            b.directory = o.directory_length ? std::string(o.directory, o.directory_length) : std::string(".");
+            b.job = o.job_length ? std::string(o.job, o.job_length) : std::string("uform");
+            b.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_seconds ? o.timeout_seconds : 600);
+            b.devices = executor->devices;
+            b.gpu_class = executor->gpu_class;
+            if (uform_status_t status = bootstrap_files(b, identity, gpu_class, host_devices, message)) return status;
+        }
+        std::size_t first_rank = 0, world = 0;
+        for (std::size_t host = 0; host != count; ++host) {
+            if (host < o.host_domain_index) first_rank += host_devices[host];
+            world += host_devices[host];
+        }
+        backend::mesh_join_t join{identity, o.host_domain_index, count, first_rank, world, made->devices, gpu_class};
+        uform_multimem_tier_t tier = uform_multimem_tier_none_k;
+        if (uform_status_t status = backend::mesh_join(join, made->backend, tier, message)) return status;
+        made->description = {o.host_domain_index, count, executor->devices.size(), world, first_rank, tier, gpu_class};
+        *mesh = made.release();
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory joining the mesh");
+    } catch (...) {
+        return fail(message, uform_status_internal_k, "joining the mesh threw");
+    }
+}
+
+uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description, char const **message) {
+    if (!mesh_valid(mesh)) return fail(message, uform_status_invalid_argument_k, "the mesh is null");
+    if (!description) return fail(message, uform_status_invalid_argument_k, "the description out-pointer is null");
+    *description = mesh->description;
+    return uform_status_ok_k;
+}
+
+void uform_mesh_free(uform_mesh_t mesh) {
+    if (!mesh_valid(mesh)) return;
+    mesh_unreference(mesh); // a trainer still made over it frees it with its own free
+}
+
+uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
+                                       uform_trainer_t *trainer, char const **message) {
+    if (!trainer) return fail(message, uform_status_invalid_argument_k, "the trainer out-pointer is null");
+    if (uform_status_t status = check_training_executor(executor, message)) return status;
+    uform_trainer_init_vram_args_t a = args ? *args : uform_trainer_init_vram_args_t{};
+    if (a.mesh) {
+        if (!mesh_valid(a.mesh)) return fail(message, uform_status_invalid_argument_k, "the mesh is not a live mesh");
+        if (a.mesh->devices != executor->devices)
+            return fail(message, uform_status_invalid_argument_k, "the mesh was joined over other devices");
+    }
+    if (!a.checkpoint && a.checkpoint_length)
+        return fail(message, uform_status_invalid_argument_k, "the checkpoint's path is null but has a length");
+    if (a.checkpoint && std::memchr(a.checkpoint, 0, a.checkpoint_length))
+        return fail(message, uform_status_invalid_argument_k, "the checkpoint's path holds a NUL byte");
+    if (!uform_objective_name(a.objective)) return fail(message, uform_status_invalid_argument_k, "unknown objective");
+    if (!uform_pair_loss_form_name(a.contrastive.form))
+        return fail(message, uform_status_invalid_argument_k, "unknown pair-loss form");
+    if (!uform_negatives_name(a.contrastive.negatives))
+        return fail(message, uform_status_invalid_argument_k, "unknown negatives");
+    float const reals[] = {a.masking.ratio,        a.masking.mean_span,        a.masking.weight,
+                           a.contrastive.hard_negative_weight, a.contrastive.weight, a.late_interaction.weight,
+                           a.choices.weight,       a.schedule.learning_rate,   a.schedule.min_learning_rate,
+                           a.schedule.weight_decay, a.schedule.clip_norm,      a.batch.video.fps};
+    for (float value : reals)
+        if (!finite_nonnegative(value))
+            return fail(message, uform_status_invalid_argument_k, "a rate, weight or ratio is negative or not finite");
+    if (a.masking.ratio >= 1) return fail(message, uform_status_invalid_argument_k, "the masking ratio is not below 1");
+
+    // Derived defaults, as train.h documents them.
+    if (!a.depth) a.depth = 12;
+    if (!a.hidden) a.hidden = 512;
+    if (!a.heads) a.heads = a.hidden / 64;
+    if (!a.ffn_hidden) a.ffn_hidden = a.hidden * 3;
+    if (!a.dimensions) a.dimensions = a.hidden;
+    uform_batch_shape_t &b = a.batch;
+    if (!b.max_rows_per_device) b.max_rows_per_device = 64;
+    if (!b.max_segments_per_device) b.max_segments_per_device = b.max_rows_per_device * 4;
+    if (!b.max_columns_per_row) b.max_columns_per_row = 1024;
+    if (!b.max_bags_per_device) b.max_bags_per_device = b.max_segments_per_device;
+    if (b.image.patch_side) {
+        if (!b.image.channels) b.image.channels = 3;
+        if (!b.image.max_patches) b.image.max_patches = 256;
+    }
+    if (b.video.tubelet_frames) {
+        if (b.video.fps == 0) b.video.fps = 1;
+        if (!b.video.max_frames) b.video.max_frames = 16;
+        if (!b.video.max_patches_per_frame) b.video.max_patches_per_frame = 64;
+    }
+    if (b.audio.sample_rate) {
+        if (!b.audio.mel_bins) b.audio.mel_bins = 80;
+        if (!b.audio.frames_per_patch) b.audio.frames_per_patch = 4;
+        if (!b.audio.max_patches) b.audio.max_patches = 1500;
+    }
+    if (a.masking.ratio == 0) a.masking.ratio = 0.15f;
+    if (a.masking.mean_span == 0) a.masking.mean_span = 3;
+    if (a.masking.weight == 0) a.masking.weight = 1;
+    if (a.contrastive.hard_negative_weight == 0) a.contrastive.hard_negative_weight = 2;
+    if (a.contrastive.weight == 0) a.contrastive.weight = 1;
+    if (!a.late_interaction.token_width) a.late_interaction.token_width = 128;
+    if (a.late_interaction.weight == 0) a.late_interaction.weight = 1;
+    if (!a.choices.groups) a.choices.groups = 1;
+    if (a.choices.weight == 0) a.choices.weight = 1;
+    uform_schedule_t &s = a.schedule;
+    if (!s.steps) s.steps = 10000;
+    if (!s.warmup_steps) s.warmup_steps = s.steps / 100;
+    if (s.learning_rate == 0) s.learning_rate = 1e-3f;
+    if (s.min_learning_rate == 0) s.min_learning_rate = s.learning_rate / 100;
+    if (s.weight_decay == 0) s.weight_decay = 0.01f;
+    if (s.clip_norm == 0) s.clip_norm = 1;
+    if (s.warmup_steps > s.steps)
+        return fail(message, uform_status_invalid_argument_k, "warm-up steps exceed the steps");
+    if (s.min_learning_rate > s.learning_rate)
+        return fail(message, uform_status_invalid_argument_k, "the final learning rate exceeds the peak");
+    constexpr std::size_t big_k = std::size_t(1) << 20;
+    if (b.max_rows_per_device > big_k || b.max_segments_per_device > big_k || b.max_columns_per_row > big_k ||
+        b.max_bags_per_device > big_k || a.late_interaction.token_width > 65536 || a.choices.groups > 65536)
+        return fail(message, uform_status_invalid_argument_k, "a batch bound or head width is out of range");
+
+    geometry_t g{};
+    checkpoint_t start;
+    bool const from_checkpoint = a.checkpoint_length != 0;
+    if (from_checkpoint) {
+        if (uform_status_t status = checkpoint_read_file(a.checkpoint, a.checkpoint_length, start, message))
+            return status;
+        g = start.geometry;
+    } else {
+        if (a.heads == 0 || a.hidden % a.heads != 0 || (a.hidden / a.heads) % 2 != 0)
+            return fail(message, uform_status_invalid_argument_k, "heads must split hidden into even head widths");
+        if (a.depth > 1024 || a.hidden > 65536 || a.ffn_hidden > big_k || a.dimensions > 65536)
+            return fail(message, uform_status_invalid_argument_k, "a geometry field is out of range");
+        if (b.video.tubelet_frames && !b.image.patch_side)
+            return fail(message, uform_status_invalid_argument_k, "video needs the image front-end's patch side");
+        g.version = 1;
+        g.depth = a.depth;
+        g.hidden = a.hidden;
+        g.heads = a.heads;
+        g.head_dim = a.hidden / a.heads;
+        g.ffn_hidden = a.ffn_hidden;
+        g.norm_eps = 1e-6f;
+        g.rope_theta = 10000;
+        std::size_t const pairs = g.head_dim / 2;
+        g.rope_sections[0] = pairs / 4;
+        g.rope_sections[1] = (pairs - pairs / 4) / 2;
+        g.rope_sections[2] = pairs - g.rope_sections[0] - g.rope_sections[1];
+        g.dimensions = a.dimensions;
+        g.has_token_head = g.has_byte_head = true;
+        g.token_width = a.late_interaction.token_width;
+        g.choice_groups = a.choices.groups;
+        g.has_image = b.image.patch_side != 0;
+        g.has_video = b.video.tubelet_frames != 0;
+        g.has_audio = b.audio.sample_rate != 0;
+        if (g.has_image || g.has_video) {
+            g.image_patch_side = b.image.patch_side;
+            g.image_channels = b.image.channels;
+            g.image_max_patches = b.image.max_patches;
+            for (int i = 0; i != 3; ++i) g.image_mean[i] = g.image_std[i] = 0.5f;
+        }
+        if (g.has_video) {
+            g.video_tubelet_frames = b.video.tubelet_frames;
+            g.video_fps = b.video.fps;
+            g.video_max_frames = b.video.max_frames;
+            g.video_max_patches_per_frame = b.video.max_patches_per_frame;
+        }
+        if (g.has_audio) {
+            g.audio_sample_rate = b.audio.sample_rate;
+            g.audio_n_fft = 400;
+            g.audio_hop = 160;
+            g.audio_mel_bins = b.audio.mel_bins;
+            g.audio_frames_per_patch = b.audio.frames_per_patch;
+            g.audio_max_patches = b.audio.max_patches;
+        }
+    }
+
+    if (uform_status_t status = executor_acquire(executor, true, message)) return status;
+    struct release_t {
+        uform_executor_s *executor;
+        ~release_t() { executor_release(executor); }
+    } release{executor};
+    try {
+        auto made = std::make_unique<uform_trainer_s>();
+        made->args = a;
+        made->geometry = g;
+        made->devices = executor->devices;
+        made->gpu_class = executor->gpu_class;
+        made->mesh = a.mesh;
+        made->world_devices = a.mesh ? a.mesh->description.world_devices : executor->devices.size();
+        backend::trainer_config_t config{a,
+                                         g,
+                                         from_checkpoint ? &start : nullptr,
+                                         made->devices,
+                                         made->gpu_class,
+                                         a.mesh ? a.mesh->backend : nullptr,
+                                         made->world_devices};
+        call_t call(executor, nullptr, uform_residency_vram_k, made->devices, nullptr, nullptr);
+        if (uform_status_t status = backend::trainer_init(config, call, made->backend, message)) return status;
+        if (a.mesh) a.mesh->references.fetch_add(1, std::memory_order_relaxed);
+        *trainer = made.release();
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory making a trainer");
+    }
+}
+
+void uform_trainer_free(uform_trainer_t trainer) {
+    if (!trainer_valid(trainer)) return;
+    {
+        std::unique_lock lock(trainer->mutex);
+        trainer->idle.wait(lock, [&] { return trainer->uses == 0; });
+    }
+    backend::trainer_free(trainer->backend);
+    uform_mesh_s *mesh = trainer->mesh;
+    trainer->magic = 0;
+    delete trainer;
+    if (mesh) mesh_unreference(mesh);
+}
+
+uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t executor,
+                                  uform_modality_t const *modalities, char const *contents, size_t contents_length,
+                                  size_t const *contents_offsets, size_t contents_count,
+                                  uform_trainer_step_args_t const *args, uform_rows_t *embeddings,
+                                  uform_outcome_t *outcome, char const **message) {
+    if (!trainer_valid(trainer)) return fail(message, uform_status_invalid_argument_k, "the trainer is null");
+    if (uform_status_t status = check_training_executor(executor, message)) return status;
+    if (executor->devices != trainer->devices)
+        return fail(message, uform_status_invalid_argument_k, "the executor's devices differ from the trainer's");
+    uform_trainer_step_args_t const a = args ? *args : uform_trainer_step_args_t{};
+    if (a.arena) {
+        if (!arena_valid(a.arena)) return fail(message, uform_status_invalid_argument_k, "the arena is not a live arena");
+        if (a.arena->residency != uform_residency_vram_k)
+            return fail(message, uform_status_invalid_argument_k, "the step's arena must hold device memory");
+    }
+    if (uform_status_t status = check_tape(contents, contents_length, contents_offsets, contents_count,
+                                           UFORM_TAPE_MESSAGES("the contents tape"), message))
+        return status;
+    std::size_t const n = contents_offsets ? contents_count : 0;
+    if (n && !modalities) return fail(message, uform_status_invalid_argument_k, "modalities are null but items counted");
+    for (std::size_t i = 0; i != n; ++i)
+        if (!uform_modality_name(modalities[i])) return fail(message, uform_status_invalid_argument_k, "unknown modality");
+    for (std::size_t i = 0; i != n; ++i)
+        if (modalities[i] != uform_modality_text_k) {
+            std::size_t const offsets[2] = {contents_offsets[i], contents_offsets[i + 1]};
+            std::size_t const relative[2] = {0, offsets[1] - offsets[0]};
+            if (uform_status_t status = check_paths(contents + offsets[0], relative, 1, message)) return status;
+        }
+    if (!a.bags && a.bags_count) return fail(message, uform_status_invalid_argument_k, "bags are null but counted");
+    if (a.bags_count != 0 && a.bags_count != n)
+        return fail(message, uform_status_shape_mismatch_k, "bags are neither zero nor one per item");
+    for (uform_edges_t const *edges : {&a.relations.attract, &a.relations.repel, &a.relations.ignore})
+        if (uform_status_t status = check_edges(*edges, n, message)) return status;
+    if (!a.sides && a.sides_count) return fail(message, uform_status_invalid_argument_k, "sides are null but counted");
+    if (a.sides_count != 0 && a.sides_count != n)
+        return fail(message, uform_status_shape_mismatch_k, "sides are neither zero nor one per item");
+    for (std::size_t i = 0; i != a.sides_count; ++i)
+        if (!uform_late_interaction_side_name(a.sides[i]))
+            return fail(message, uform_status_invalid_argument_k, "unknown late-interaction side");
+    if (uform_status_t status = check_tape(a.choices, a.choices_length, a.choices_offsets, a.choices_count,
+                                           UFORM_TAPE_MESSAGES("the choices tape"), message))
+        return status;
+    if (uform_status_t status =
+            check_tape(a.choice_targets, a.choice_targets_length, a.choice_targets_offsets, a.choice_targets_count,
+                       UFORM_TAPE_MESSAGES("the choice targets tape"), message))
+        return status;
+    std::size_t const choices = a.choices_offsets ? a.choices_count : 0;
+    std::size_t const targets = a.choice_targets_offsets ? a.choice_targets_count : 0;
+    if (choices != 0 && choices != n)
+        return fail(message, uform_status_shape_mismatch_k, "the choices tape is neither empty nor one per item");
+    if (targets != choices)
+        return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
+    for (std::size_t i = 0; i != choices; ++i)
+        if (a.choice_targets_offsets[i + 1] - a.choice_targets_offsets[i] !=
+            a.choices_offsets[i + 1] - a.choices_offsets[i])
+            return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
+    for (std::size_t i = 0; i != choices; ++i) {
+        std::size_t const begin = a.choices_offsets[i], end = a.choices_offsets[i + 1];
+        if (begin != end && modalities[i] != uform_modality_text_k)
+            return fail(message, uform_status_invalid_argument_k, "only text items take choices");
+        bool seen[256] = {};
+        for (std::size_t j = begin; j != end; ++j) {
+            auto const byte = static_cast<unsigned char>(a.choices[j]);
+            if (seen[byte]) return fail(message, uform_status_invalid_argument_k, "an item's choices repeat a byte");
+            seen[byte] = true;
+        }
+        double sum = 0;
+        for (std::size_t j = a.choice_targets_offsets[i]; j != a.choice_targets_offsets[i + 1]; ++j) {
+            if (!finite_nonnegative(a.choice_targets[j]))
+                return fail(message, uform_status_invalid_argument_k, "a choice target is negative or not finite");
+            sum += a.choice_targets[j];
+        }
+        if (begin != end && std::fabs(sum - 1.0) > 1e-3)
+            return fail(message, uform_status_invalid_argument_k, "an item's choice targets do not sum to one");
+    }
+
+    // Bounds of the batch, as the trainer's buffers were sized.
+    uform_batch_shape_t const &b = trainer->args.batch;
+    std::size_t const devices = trainer->devices.size();
+    if (n > b.max_segments_per_device * devices)
+        return fail(message, uform_status_limit_exceeded_k, "the step holds more items than the batch's bound");
+    std::size_t text_tokens = 0;
+    for (std::size_t i = 0; i != n; ++i)
+        if (modalities[i] == uform_modality_text_k) {
+            std::size_t const length = contents_offsets[i + 1] - contents_offsets[i];
+            if (length > b.max_columns_per_row)
+                return fail(message, uform_status_limit_exceeded_k, "a text is longer than a packed row");
+            text_tokens += length;
+        }
+    if (text_tokens > b.max_rows_per_device * b.max_columns_per_row * devices)
+        return fail(message, uform_status_limit_exceeded_k, "the step's texts exceed the packed rows");
+    if (a.bags_count) {
+        std::size_t distinct = 0;
+        for (std::size_t i = 0; i != n; ++i) {
+            bool first = true;
+            for (std::size_t j = 0; first && j != i; ++j) first = a.bags[j] != a.bags[i];
+            distinct += first;
+        }
+        if (distinct > b.max_bags_per_device * devices)
+            return fail(message, uform_status_limit_exceeded_k, "the step holds more bags than the batch's bound");
+    }
+    for (std::size_t i = 0; i != n; ++i)
+        if (!modality_built(trainer->geometry, modalities[i]))
+            return fail(message, uform_status_unsupported_k, "the trainer has no front-end for an item's modality");
+
+    step_params_t p{};
+    p.trainer = trainer;
+    p.stats = a.stats;
+    p.progress = a.progress;
+    p.progress_context = a.progress_context;
+    p.embeddings = embeddings;
+    p.step.modalities = modalities;
+    p.step.contents = {contents, contents_offsets, n};
+    p.step.bags = {a.bags, a.bags ? a.bags_count : 0};
+    p.step.relations = a.relations;
+    p.step.sides = {a.sides, a.sides ? a.sides_count : 0};
+    p.step.choices = {a.choices, a.choices_offsets, choices};
+    p.step.choice_targets = {a.choice_targets, a.choice_targets_offsets, targets};
+    return dispatch(p, holds_t{executor, a.arena, nullptr, trainer}, outcome, message);
+}
+
+uform_status_t uform_trainer_save(uform_trainer_t trainer, uform_executor_t executor, char const *path,
+                                  size_t path_length, uform_outcome_t *outcome, char const **message) {
+    if (!trainer_valid(trainer)) return fail(message, uform_status_invalid_argument_k, "the trainer is null");
+    if (uform_status_t status = check_training_executor(executor, message)) return status;
+    if (executor->devices != trainer->devices)
+        return fail(message, uform_status_invalid_argument_k, "the executor's devices differ from the trainer's");
+    if (!path || path_length == 0) return fail(message, uform_status_invalid_argument_k, "the path is empty");
+    if (path_length > max_path_bytes_k)
+        return fail(message, uform_status_invalid_argument_k, "the path is longer than 4095 bytes");
+    if (std::memchr(path, 0, path_length)) return fail(message, uform_status_invalid_argument_k, "the path holds a NUL byte");
+    save_params_t const p{trainer, path, path_length};
+    return dispatch(p, holds_t{executor, nullptr, nullptr, trainer}, outcome, message);
+}
+
+} // extern "C"
