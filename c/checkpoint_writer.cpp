@@ -108,7 +108,7 @@ std::string metadata_of(geometry_t const &g) {
 
 uform_status_t open_failure(char const **message) noexcept {
     if (errno == ENOENT || errno == ENOTDIR)
-        return fail(message, uform_status_not_found_k, "the checkpoint's directory does not exist");
+        return fail(message, uform_status_io_k, "the checkpoint's directory does not exist");
     return fail(message, uform_status_io_k, "the checkpoint could not be created");
 }
 

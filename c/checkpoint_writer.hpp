@@ -33,8 +33,8 @@ using tensor_fill_t = void (*)(void *context, tensor_plan_t const &plan, std::by
 
 /**
  * @brief Writes a safetensors file of `plan` with `geometry`'s `__metadata__` to `path` (the OS's bytes),
- * through a temporary file beside it renamed into place. Answers `not-found` when the directory does not
- * exist, `io` when writing fails, `out-of-memory` when staging a tensor fails.
+ * through a temporary file beside it renamed into place. Answers `io` when the file cannot be created (its
+ * directory missing, say) or written, `out-of-memory` when staging a tensor fails.
  */
 uform_status_t checkpoint_write(char const *path, std::size_t path_length, geometry_t const &geometry,
                                 std::span<tensor_plan_t const> plan, tensor_fill_t fill, void *context,

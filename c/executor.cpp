@@ -323,11 +323,11 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
     if (uform_gpu_class_name(gpu_class) == nullptr)
         return fail(message, uform_status_invalid_argument_k, "unknown GPU class");
     if (streams_count != 0 && streams_count != devices_count)
-        return fail(message, uform_status_invalid_argument_k, "streams must be zero or one per device");
+        return fail(message, uform_status_shape_mismatch_k, "streams must be zero or one per device");
     if (!streams && streams_count)
         return fail(message, uform_status_invalid_argument_k, "streams are null but counted");
     if (scratch_bytes_count != 0 && scratch_bytes_count != devices_count)
-        return fail(message, uform_status_invalid_argument_k, "scratch sizes must be zero or one per device");
+        return fail(message, uform_status_shape_mismatch_k, "scratch sizes must be zero or one per device");
     if (!scratch_bytes && scratch_bytes_count)
         return fail(message, uform_status_invalid_argument_k, "scratch sizes are null but counted");
     if (devices_count > max_threads_k)

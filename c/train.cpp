@@ -535,11 +535,8 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     if (executor->devices != trainer->devices)
         return fail(message, uform_status_invalid_argument_k, "the executor's devices differ from the trainer's");
     uform_trainer_step_args_t const a = args ? *args : uform_trainer_step_args_t{};
-    if (a.arena) {
-        if (!arena_valid(a.arena)) return fail(message, uform_status_invalid_argument_k, "the arena is not a live arena");
-        if (a.arena->residency != uform_residency_vram_k)
-            return fail(message, uform_status_invalid_argument_k, "the step's arena must hold device memory");
-    }
+    if (a.arena && !arena_valid(a.arena))
+        return fail(message, uform_status_invalid_argument_k, "the arena is not a live arena");
     if (uform_status_t status = check_tape(contents, contents_length, contents_offsets, contents_count,
                                            UFORM_TAPE_MESSAGES("the contents tape"), message))
         return status;
