@@ -1,0 +1,50 @@
+# What a program that links libuform_static.a with a plain C driver (`cc`) must add after `-luform_static`:
+# the C++ runtime the archive was compiled against, libm, the threads library, and the sanitizer runtimes
+# when UFORM_SANITIZE is set. CMake consumers get the same through uform::uform_static's link interface
+# (C++ as a link language, Threads::Threads, the -fsanitize= link option).
+
+include_guard(GLOBAL)
+include(CheckCXXSourceCompiles)
+
+function(uform_system_link_flags out)
+    set(flags "")
+
+    if(UFORM_CUDA)
+        # The static CUDA runtime; cuda/ extends this list (cuBLASLt, NCCL) with the libraries it adds.
+        list(APPEND flags "-L${CUDAToolkit_LIBRARY_DIR}" -lcudart_static -lrt)
+        if(CMAKE_DL_LIBS)
+            list(APPEND flags -l${CMAKE_DL_LIBS})
+        endif()
+    endif()
+
+    set(CMAKE_REQUIRED_QUIET ON)
+    check_cxx_source_compiles("
+        #include <version>
+        #if !defined(_LIBCPP_VERSION)
+        #error not libc++
+        #endif
+        int main() { return 0; }" UFORM_CXX_RUNTIME_IS_LIBCXX)
+    if(UFORM_CXX_RUNTIME_IS_LIBCXX)
+        list(APPEND flags -lc++)
+    elseif(NOT MSVC)
+        list(APPEND flags -lstdc++)
+    endif()
+
+    if(UNIX)
+        list(APPEND flags -lm)
+    endif()
+    if(CMAKE_THREAD_LIBS_INIT)
+        list(APPEND flags ${CMAKE_THREAD_LIBS_INIT})
+    elseif(CMAKE_USE_PTHREADS_INIT AND NOT APPLE)
+        # glibc 2.34+ keeps pthreads in libc and FindThreads then names no flag; -lpthread stays harmless
+        # there and is needed by older C libraries.
+        list(APPEND flags -lpthread)
+    endif()
+    if(UFORM_SANITIZE)
+        list(APPEND flags -fsanitize=${UFORM_SANITIZE})
+    endif()
+
+    list(REMOVE_DUPLICATES flags)
+    list(JOIN flags " " flags)
+    set(${out} "${flags}" PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,75 @@
+# Run by ctest (see UformTests.cmake) as `cmake -P`: installs the build tree into a scratch prefix, then builds
+# and runs tests/cmake-consumer/ against that prefix, through find_package(uform) (UFORM_MODE=find_package) or
+# through pkg-config with a plain C compiler driver (UFORM_MODE=pkg_config).
+
+cmake_minimum_required(VERSION 3.27)
+
+foreach(required UFORM_BINARY_DIR UFORM_CONSUMER_DIR UFORM_C_COMPILER UFORM_MODE)
+    if(NOT DEFINED ${required})
+        message(FATAL_ERROR "UformPackageTest.cmake needs -D${required}=")
+    endif()
+endforeach()
+
+set(work "${UFORM_BINARY_DIR}/package-tests/${UFORM_MODE}")
+set(prefix "${work}/prefix")
+file(REMOVE_RECURSE "${work}")
+file(MAKE_DIRECTORY "${work}")
+
+function(run)
+    execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(NOT status EQUAL 0)
+        list(JOIN ARGN " " command)
+        message(FATAL_ERROR "failed (${status}): ${command}\n${out}\n${err}")
+    endif()
+    set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+set(config_args "")
+if(UFORM_CONFIG)
+    set(config_args --config "${UFORM_CONFIG}")
+endif()
+run("${CMAKE_COMMAND}" --install "${UFORM_BINARY_DIR}" --prefix "${prefix}" ${config_args})
+
+if(UFORM_MODE STREQUAL "find_package")
+    set(configure_args -S "${UFORM_CONSUMER_DIR}" -B "${work}/build" "-DCMAKE_PREFIX_PATH=${prefix}"
+        "-DCMAKE_C_COMPILER=${UFORM_C_COMPILER}" "-DCMAKE_CXX_COMPILER=${UFORM_CXX_COMPILER}")
+    if(UFORM_GENERATOR)
+        list(APPEND configure_args -G "${UFORM_GENERATOR}")
+    endif()
+    if(UFORM_MAKE_PROGRAM)
+        list(APPEND configure_args "-DCMAKE_MAKE_PROGRAM=${UFORM_MAKE_PROGRAM}")
+    endif()
+    if(UFORM_CONFIG)
+        list(APPEND configure_args "-DCMAKE_BUILD_TYPE=${UFORM_CONFIG}")
+    endif()
+    run("${CMAKE_COMMAND}" ${configure_args})
+    run("${CMAKE_COMMAND}" --build "${work}/build" ${config_args})
+    file(GLOB_RECURSE programs "${work}/build/uform_consumer" "${work}/build/*/uform_consumer"
+        "${work}/build/uform_consumer.exe" "${work}/build/*/uform_consumer.exe")
+    list(GET programs 0 program)
+elseif(UFORM_MODE STREQUAL "pkg_config")
+    file(GLOB_RECURSE pc_files "${prefix}/*/uform.pc")
+    if(NOT pc_files)
+        message(FATAL_ERROR "the install into ${prefix} left no uform.pc")
+    endif()
+    list(GET pc_files 0 pc_file)
+    cmake_path(GET pc_file PARENT_PATH pc_dir)
+    set(ENV{PKG_CONFIG_PATH} "${pc_dir}")
+    run("${UFORM_PKG_CONFIG}" --cflags uform)
+    separate_arguments(cflags UNIX_COMMAND "${run_output}")
+    run("${UFORM_PKG_CONFIG}" --libs uform)
+    separate_arguments(libs UNIX_COMMAND "${run_output}")
+    set(program "${work}/uform_consumer")
+    set(sanitize "")
+    if(UFORM_SANITIZE)
+        set(sanitize "-fsanitize=${UFORM_SANITIZE}")
+    endif()
+    # The C driver, not the C++ one: uform.pc must name every system library the archive needs.
+    run("${UFORM_C_COMPILER}" -std=c99 -Wall -Wextra -Werror -pedantic ${sanitize} ${cflags}
+        "${UFORM_CONSUMER_DIR}/main.c" -o "${program}" ${libs})
+else()
+    message(FATAL_ERROR "UFORM_MODE must be find_package or pkg_config, not ${UFORM_MODE}")
+endif()
+
+run("${program}")
+message(STATUS "${UFORM_MODE}: ${program} printed: ${run_output}")
