@@ -80,17 +80,17 @@ inline void path_terminated(char const *path, std::size_t length, char (&buffer)
 
 /** @brief Resolves and checks the outputs flags: unknown bits are refused; zero means embeddings. */
 inline uform_status_t check_outputs(uform_outputs_t &outputs, char const **message) noexcept {
-    unsigned const known = uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k;
-    if (static_cast<unsigned>(outputs) & ~known)
-        return fail(message, uform_status_invalid_argument_k, "unknown bits in the outputs");
-    if (static_cast<unsigned>(outputs) == 0) outputs = uform_outputs_embeddings_k;
+    std::uint64_t const known = uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k;
+    std::uint64_t const bits = raw_enum(outputs);
+    if (bits & ~known) return fail(message, uform_status_invalid_argument_k, "unknown bits in the outputs");
+    if (bits == 0) outputs = uform_outputs_embeddings_k;
     return uform_status_ok_k;
 }
 
 /** @brief Resolves and checks an output scalar against the surfaces asked for. */
 inline uform_status_t check_output_scalar(uform_scalar_t &scalar, uform_outputs_t outputs,
                                           char const **message) noexcept {
-    if (uform_scalar_name(scalar) == nullptr)
+    if (!known_enum(scalar, uform_scalar_b1_k))
         return fail(message, uform_status_invalid_argument_k, "unknown output scalar");
     if (scalar == uform_scalar_auto_k) scalar = uform_scalar_f32_k;
     if ((scalar == uform_scalar_i8_k || scalar == uform_scalar_b1_k) && (outputs & uform_outputs_states_k))

@@ -278,7 +278,7 @@ uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nod
     if (!executor) return fail(message, uform_status_invalid_argument_k, "the executor out-pointer is null");
     if (!numa_nodes && numa_nodes_count)
         return fail(message, uform_status_invalid_argument_k, "NUMA nodes are null but counted");
-    if (uform_cpu_class_name(cpu_class) == nullptr)
+    if (!known_enum(cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
     if (threads > max_threads_k)
         return fail(message, uform_status_invalid_argument_k, "more than 1024 threads asked for");
@@ -320,7 +320,7 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
     if (!executor) return fail(message, uform_status_invalid_argument_k, "the executor out-pointer is null");
     if (!devices || devices_count == 0)
         return fail(message, uform_status_invalid_argument_k, "a VRAM executor needs at least one device");
-    if (uform_gpu_class_name(gpu_class) == nullptr)
+    if (!known_enum(gpu_class, uform_gpu_class_amd_cdna3_k))
         return fail(message, uform_status_invalid_argument_k, "unknown GPU class");
     if (streams_count != 0 && streams_count != devices_count)
         return fail(message, uform_status_shape_mismatch_k, "streams must be zero or one per device");
@@ -384,7 +384,7 @@ uform_status_t uform_executor_init_pool(size_t const *numa_nodes, size_t numa_no
     if (!pool) return fail(message, uform_status_invalid_argument_k, "the pool is null");
     if (!numa_nodes && numa_nodes_count)
         return fail(message, uform_status_invalid_argument_k, "NUMA nodes are null but counted");
-    if (uform_cpu_class_name(cpu_class) == nullptr)
+    if (!known_enum(cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
     return fail(message, uform_status_unsupported_k, "borrowing a ForkUnion pool is not designed yet");
 }
@@ -417,7 +417,7 @@ uform_status_t uform_executor_width(uform_executor_t executor, size_t *width, ch
 
 uform_status_t uform_executor_drain(uform_executor_t executor, uform_mood_t mood, char const **message) {
     if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
-    if (uform_mood_name(mood) == nullptr) return fail(message, uform_status_invalid_argument_k, "unknown mood");
+    if (!known_enum(mood, uform_mood_sleeping_k)) return fail(message, uform_status_invalid_argument_k, "unknown mood");
     uform_status_t const status = executor_settle(executor, message);
     if (executor->pool) executor->pool->mood.store(mood, std::memory_order_relaxed);
     return status;

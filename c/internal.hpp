@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include <uform/uform.h>
@@ -52,6 +54,24 @@ struct buffer_t {
         size = 0;
     }
 };
+
+/**
+ * @brief The bits of an enumerator as the caller passed them. C callers may pass any `int` where a C enum is
+ * expected, while C++ may assume a value in the enum's range, so every enum that crosses the ABI is read
+ * through this before it is checked; once checked, it is used as is.
+ */
+template <typename enum_type_> std::uint64_t raw_enum(enum_type_ const &value) noexcept {
+    static_assert(std::is_enum_v<enum_type_>);
+    using bits_t = std::make_unsigned_t<std::underlying_type_t<enum_type_>>;
+    bits_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+
+/** @brief Whether an enumerator passed across the ABI is one of `0` up to `last`. */
+template <typename enum_type_> bool known_enum(enum_type_ const &value, enum_type_ last) noexcept {
+    return raw_enum(value) <= std::uint64_t(last);
+}
 
 /** @brief Rounds `bytes` up to a multiple of 64; saturates near `SIZE_MAX`. */
 inline std::size_t round_up_64(std::size_t bytes) noexcept {

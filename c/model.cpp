@@ -33,8 +33,9 @@ bool has_duplicates(std::size_t const *values, std::size_t count) noexcept {
     return false;
 }
 
-bool legal_quantization(uform_scalar_t scalar) noexcept {
-    return scalar == uform_scalar_auto_k || scalar == uform_scalar_bf16_k || scalar == uform_scalar_e4m3_k;
+bool legal_quantization(uform_scalar_t const &scalar) noexcept {
+    std::uint64_t const bits = raw_enum(scalar);
+    return bits == uform_scalar_auto_k || bits == uform_scalar_bf16_k || bits == uform_scalar_e4m3_k;
 }
 
 /** @brief What both residencies' loads share once their own arguments are checked. */
@@ -67,7 +68,7 @@ uform_status_t load(load_t &load, uform_model_t *model, char const **message) no
     made->geometry = checkpoint.geometry;
     made->residency = load.request.residency;
     made->placement_count = load.request.placement.size();
-    std::memcpy(made->placement, load.request.placement.data(), made->placement_count * sizeof(std::size_t));
+    std::copy(load.request.placement.begin(), load.request.placement.end(), made->placement);
     if (made->residency == uform_residency_ram_k && made->placement_count == 0) made->placement_count = 1; // node 0
     made->cpu_class = load.request.cpu_class;
     made->gpu_class = load.request.gpu_class;
@@ -99,7 +100,7 @@ uform_status_t check_ram(uform_model_load_ram_args_t const &args, load_t &load, 
         return fail(message, uform_status_invalid_argument_k, "more than 16 NUMA nodes named");
     if (has_duplicates(args.numa_nodes, args.numa_nodes_count))
         return fail(message, uform_status_invalid_argument_k, "a NUMA node is named twice");
-    if (uform_cpu_class_name(args.cpu_class) == nullptr)
+    if (!known_enum(args.cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
     if (!legal_quantization(args.quantization))
         return fail(message, uform_status_invalid_argument_k, "weights load as auto, bf16 or e4m3 only");
@@ -137,7 +138,7 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
         return fail(message, uform_status_invalid_argument_k, "more than 16 devices named");
     if (has_duplicates(args.devices, args.devices_count))
         return fail(message, uform_status_invalid_argument_k, "a device is named twice");
-    if (uform_gpu_class_name(args.gpu_class) == nullptr)
+    if (!known_enum(args.gpu_class, uform_gpu_class_amd_cdna3_k))
         return fail(message, uform_status_invalid_argument_k, "unknown GPU class");
     if (!legal_quantization(args.quantization))
         return fail(message, uform_status_invalid_argument_k, "weights load as auto, bf16 or e4m3 only");

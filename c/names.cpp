@@ -11,15 +11,15 @@
 #include <uform/uform.h>
 
 #include "backend.hpp"
+#include "internal.hpp"
 #include "scalars.hpp"
 
 namespace {
 
 template <typename enum_type_, std::size_t count_>
-char const *name_of(char const *const (&names)[count_], enum_type_ value) noexcept {
-    auto const index = static_cast<long long>(value);
-    if (index < 0 || index >= static_cast<long long>(count_)) return nullptr;
-    return names[index];
+char const *name_of(char const *const (&names)[count_], enum_type_ const &value) noexcept {
+    std::uint64_t const index = uform::raw_enum(value); // any int a C caller passed
+    return index < count_ ? names[index] : nullptr;
 }
 
 template <typename enum_type_, std::size_t count_>

@@ -183,9 +183,12 @@ inline void convert_row(float const *source, std::size_t columns, uform_scalar_t
 }
 
 /** @brief Bytes of `columns` values of `scalar`, as `uform_scalar_bytes` answers; `SIZE_MAX` on overflow. */
-inline std::size_t scalar_bytes(uform_scalar_t scalar, std::size_t columns) noexcept {
+inline std::size_t scalar_bytes(uform_scalar_t const &scalar, std::size_t columns) noexcept {
     std::size_t width;
-    switch (scalar) {
+    static_assert(sizeof(uform_scalar_t) == sizeof(std::uint32_t));
+    std::uint32_t bits; // any int a C caller passed
+    std::memcpy(&bits, &scalar, sizeof(bits));
+    switch (bits) {
     case uform_scalar_f32_k: width = 4; break;
     case uform_scalar_f16_k:
     case uform_scalar_bf16_k: width = 2; break;

@@ -363,10 +363,11 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
         return fail(message, uform_status_invalid_argument_k, "the checkpoint's path is null but has a length");
     if (a.checkpoint && std::memchr(a.checkpoint, 0, a.checkpoint_length))
         return fail(message, uform_status_invalid_argument_k, "the checkpoint's path holds a NUL byte");
-    if (!uform_objective_name(a.objective)) return fail(message, uform_status_invalid_argument_k, "unknown objective");
-    if (!uform_pair_loss_form_name(a.contrastive.form))
+    if (!known_enum(a.objective, uform_objective_choices_k))
+        return fail(message, uform_status_invalid_argument_k, "unknown objective");
+    if (!known_enum(a.contrastive.form, uform_pair_loss_form_sigmoid_k))
         return fail(message, uform_status_invalid_argument_k, "unknown pair-loss form");
-    if (!uform_negatives_name(a.contrastive.negatives))
+    if (!known_enum(a.contrastive.negatives, uform_negatives_mesh_and_hard_k))
         return fail(message, uform_status_invalid_argument_k, "unknown negatives");
     float const reals[] = {a.masking.ratio,        a.masking.mean_span,        a.masking.weight,
                            a.contrastive.hard_negative_weight, a.contrastive.weight, a.late_interaction.weight,
@@ -543,7 +544,7 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     std::size_t const n = contents_offsets ? contents_count : 0;
     if (n && !modalities) return fail(message, uform_status_invalid_argument_k, "modalities are null but items counted");
     for (std::size_t i = 0; i != n; ++i)
-        if (!uform_modality_name(modalities[i])) return fail(message, uform_status_invalid_argument_k, "unknown modality");
+        if (!known_enum(modalities[i], uform_modality_audio_k)) return fail(message, uform_status_invalid_argument_k, "unknown modality");
     for (std::size_t i = 0; i != n; ++i)
         if (modalities[i] != uform_modality_text_k) {
             std::size_t const offsets[2] = {contents_offsets[i], contents_offsets[i + 1]};
@@ -559,7 +560,7 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     if (a.sides_count != 0 && a.sides_count != n)
         return fail(message, uform_status_shape_mismatch_k, "sides are neither zero nor one per item");
     for (std::size_t i = 0; i != a.sides_count; ++i)
-        if (!uform_late_interaction_side_name(a.sides[i]))
+        if (!known_enum(a.sides[i], uform_late_interaction_side_document_k))
             return fail(message, uform_status_invalid_argument_k, "unknown late-interaction side");
     if (uform_status_t status = check_tape(a.choices, a.choices_length, a.choices_offsets, a.choices_count,
                                            UFORM_TAPE_MESSAGES("the choices tape"), message))
