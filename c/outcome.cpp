@@ -17,7 +17,7 @@ namespace {
 struct entry_t {
     std::atomic<std::uint32_t> generation{1};
     std::atomic<std::uint32_t> status{uform_status_ok_k};
-    char const *message = nullptr; // written before `status` is published
+    std::atomic<char const *> message{nullptr}; // stored before `status` is published
     entry_t *next_free = nullptr;
     std::uint32_t slot = 0;
     job_t job;
@@ -73,7 +73,7 @@ entry_t *decode(uform_outcome_t outcome) noexcept {
 entry_t *entry_of(job_t *job) noexcept { return static_cast<entry_t *>(job->owner); }
 
 void publish(entry_t *entry, uform_status_t status, char const *message) noexcept {
-    entry->message = message;
+    entry->message.store(message, std::memory_order_relaxed);
     entry->status.store(status, std::memory_order_release);
     entry->status.notify_all();
 }
@@ -89,7 +89,7 @@ uform_status_t settle(entry_t *entry, char const **message) noexcept {
             entry->status.wait(status, std::memory_order_acquire);
     }
     uform_status_t const status = static_cast<uform_status_t>(entry->status.load(std::memory_order_acquire));
-    if (status != uform_status_ok_k && message) *message = entry->message;
+    if (status != uform_status_ok_k && message) *message = entry->message.load(std::memory_order_relaxed);
     return status;
 }
 
@@ -118,7 +118,7 @@ uform_status_t outcome_take(job_t *&job, uform_outcome_t *handle, char const **m
         t.free_list = entry->next_free;
         entry->next_free = nullptr;
     }
-    entry->message = nullptr;
+    entry->message.store(nullptr, std::memory_order_relaxed);
     entry->status.store(uform_status_deferred_k, std::memory_order_relaxed);
     job = &entry->job;
     *handle = encode(entry);
@@ -137,8 +137,16 @@ void outcome_give_back(job_t *job) noexcept {
 uform_status_t job_execute(job_t *job, bool release_executor, char const **message) noexcept {
     char const *text = nullptr;
     uform_status_t const status = job->run(*job, &text);
-    holds_release(job->holds, release_executor);
-    publish(entry_of(job), status, text);
+    holds_release(job->holds, false);
+    uform_executor_s *executor = job->holds.executor;
+    if (release_executor && executor) {
+        // The executor falls idle and the outcome turns final at once for every observer: a waiter sees the
+        // executor free (so its next call is not contended), and a drain sees the outcome final.
+        std::lock_guard lock(executor->mutex);
+        executor->busy.store(false, std::memory_order_release);
+        publish(entry_of(job), status, text);
+        executor->idle.notify_all();
+    } else publish(entry_of(job), status, text);
     if (status != uform_status_ok_k && message) *message = text;
     return status;
 }
@@ -154,7 +162,7 @@ uform_status_t uform_outcome_status(uform_outcome_t outcome, char const **messag
     if (!entry) return fail(message, uform_status_invalid_argument_k, "the outcome is null, unknown or released");
     std::uint32_t const generation = entry->generation.load(std::memory_order_acquire);
     auto const status = static_cast<uform_status_t>(entry->status.load(std::memory_order_acquire));
-    char const *text = entry->message;
+    char const *text = status == uform_status_deferred_k ? nullptr : entry->message.load(std::memory_order_relaxed);
     if (entry->generation.load(std::memory_order_acquire) != generation)
         return fail(message, uform_status_invalid_argument_k, "the outcome was released meanwhile");
     if (status == uform_status_deferred_k)
