@@ -355,7 +355,8 @@ typedef struct test_progress_t {
     size_t total;
     int regressed;
     int overshot;
-    size_t stop_at_call; /**< Answer `true` (stop) from this call on, counted from 1; zero never stops. */
+    size_t stop_at_call;      /**< Answer `true` (stop) from this call on, counted from 1; zero: never. */
+    size_t stop_at_completed; /**< Answer `true` once `completed` reaches this; zero: never. */
 } test_progress_t;
 
 static inline bool test_progress(void *context, size_t completed, size_t total) {
@@ -365,7 +366,8 @@ static inline bool test_progress(void *context, size_t completed, size_t total) 
     ++progress->calls;
     progress->last_completed = completed;
     progress->total = total;
-    return progress->stop_at_call && progress->calls >= progress->stop_at_call;
+    return (progress->stop_at_call && progress->calls >= progress->stop_at_call) ||
+           (progress->stop_at_completed && completed >= progress->stop_at_completed);
 }
 
 #endif /* UFORM_TESTS_C_COMMON_H */
