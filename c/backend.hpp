@@ -37,7 +37,8 @@
 namespace uform {
 
 /** @brief An input tape as the ABI layer checked it: item `i` spans `data[offsets[i]]` to `data[offsets[i + 1]]`. */
-template <typename value_type_> struct tape_view_t {
+template <typename value_type_>
+struct tape_view_t {
     value_type_ const *data = nullptr;
     std::size_t const *offsets = nullptr; // `count + 1` entries, or `nullptr` when `count` is zero
     std::size_t count = 0;
@@ -96,14 +97,14 @@ void vram_free(std::size_t device, void *pointer, std::size_t bytes) noexcept;
 /** @brief A checked load request. Exactly one of `buffer` and `path` is set. */
 struct model_load_t {
     uform_residency_t residency;
-    void const *buffer;                   // the checkpoint's bytes, valid only during the load
-    std::size_t length;                   // bytes in `buffer`
-    char const *path;                     // the checkpoint's path, the OS's bytes, no NUL inside
-    std::size_t path_length;              // bytes in `path`
+    void const *buffer;                     // the checkpoint's bytes, valid only during the load
+    std::size_t length;                     // bytes in `buffer`
+    char const *path;                       // the checkpoint's path, the OS's bytes, no NUL inside
+    std::size_t path_length;                // bytes in `path`
     std::span<std::size_t const> placement; // NUMA nodes (RAM, may be empty) or device ordinals (VRAM, never empty)
-    uform_cpu_class_t cpu_class;          // resolved for RAM loads, `auto` for VRAM
-    uform_gpu_class_t gpu_class;          // resolved for VRAM loads, `auto` for RAM
-    uform_scalar_t quantization;          // `bf16` or `e4m3`
+    uform_cpu_class_t cpu_class;            // resolved for RAM loads, `auto` for VRAM
+    uform_gpu_class_t gpu_class;            // resolved for VRAM loads, `auto` for RAM
+    uform_scalar_t quantization;            // `bf16` or `e4m3`
 };
 
 /**
@@ -172,13 +173,13 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
 
 /** @brief A checked trainer configuration: every zero default resolved. */
 struct trainer_config_t {
-    uform_trainer_init_vram_args_t args;   // defaults resolved; `checkpoint` as given
-    geometry_t geometry;                   // the model's: from the checkpoint, or from `args`
-    checkpoint_t const *checkpoint;        // the starting checkpoint's header, or `nullptr` for seeded weights
-    std::span<std::size_t const> devices;  // this host's devices
-    uform_gpu_class_t gpu_class;           // resolved
-    mesh_t *mesh;                          // or `nullptr`
-    std::size_t world_devices;             // devices across the mesh (this host's without one)
+    uform_trainer_init_vram_args_t args;  // defaults resolved; `checkpoint` as given
+    geometry_t geometry;                  // the model's: from the checkpoint, or from `args`
+    checkpoint_t const *checkpoint;       // the starting checkpoint's header, or `nullptr` for seeded weights
+    std::span<std::size_t const> devices; // this host's devices
+    uform_gpu_class_t gpu_class;          // resolved
+    mesh_t *mesh;                         // or `nullptr`
+    std::size_t world_devices;            // devices across the mesh (this host's without one)
 };
 
 uform_status_t trainer_init(trainer_config_t const &config, call_t &call, trainer_t *&trainer,
@@ -187,13 +188,13 @@ void trainer_free(trainer_t *trainer) noexcept;
 
 /** @brief A checked step: counts agree, edges stay inside the batch, targets are distributions. */
 struct trainer_step_t {
-    uform_modality_t const *modalities; // one per item, each a front-end the trainer has
-    tape_view_t<char> contents;         // text bytes, or a media file's path
-    std::span<std::size_t const> bags;  // empty: each item in its own bag
-    uform_relations_t relations;        // each edge set empty or checked
+    uform_modality_t const *modalities;                   // one per item, each a front-end the trainer has
+    tape_view_t<char> contents;                           // text bytes, or a media file's path
+    std::span<std::size_t const> bags;                    // empty: each item in its own bag
+    uform_relations_t relations;                          // each edge set empty or checked
     std::span<uform_late_interaction_side_t const> sides; // empty: none for all
-    tape_view_t<char> choices;          // `count` zero or the items'
-    tape_view_t<float> choice_targets;  // shaped as `choices`
+    tape_view_t<char> choices;                            // `count` zero or the items'
+    tape_view_t<float> choice_targets;                    // shaped as `choices`
 };
 
 /**
@@ -219,7 +220,7 @@ uform_status_t mesh_identity(unsigned char (&identity)[mesh_identity_bytes_k], c
 
 /** @brief What the ABI layer's file bootstrap learned before the backend joins the communicator. */
 struct mesh_join_t {
-    unsigned char const *identity;        // `mesh_identity_bytes_k` bytes
+    unsigned char const *identity; // `mesh_identity_bytes_k` bytes
     std::size_t host_index, host_count;
     std::size_t first_rank, world_devices;
     std::span<std::size_t const> devices; // this host's devices

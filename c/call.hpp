@@ -55,7 +55,8 @@ class call_t {
     std::size_t width() const noexcept;
     /** @brief Runs `body(index, worker)` for every `index` below `count`, across the executor's threads and
      *  the calling one, returning when all are done. Nested loops run serially on the calling worker. */
-    template <typename body_type_> void parallel_for(std::size_t count, body_type_ &&body) noexcept {
+    template <typename body_type_>
+    void parallel_for(std::size_t count, body_type_ &&body) noexcept {
         using body_t = std::remove_reference_t<body_type_>;
         parallel_for_raw(
             count,

@@ -130,7 +130,8 @@ std::vector<tensor_plan_t> checkpoint_plan(geometry_t const &g) {
         plan.push_back(plan_of("embed.video.bias", dtype_t::bf16, hidden));
     }
     if (g.has_audio) {
-        plan.push_back(plan_of("embed.audio.weight", dtype_t::bf16, hidden, g.audio_frames_per_patch * g.audio_mel_bins));
+        plan.push_back(
+            plan_of("embed.audio.weight", dtype_t::bf16, hidden, g.audio_frames_per_patch * g.audio_mel_bins));
         plan.push_back(plan_of("embed.audio.bias", dtype_t::bf16, hidden));
         plan.push_back(plan_of("frontend.audio.mel_filters", dtype_t::f32, g.audio_mel_bins, g.audio_n_fft / 2 + 1));
     }
@@ -171,14 +172,15 @@ uform_status_t checkpoint_write(char const *path, std::size_t path_length, geome
             char text[256];
             std::uint64_t const end = offset + tensor.bytes();
             if (tensor.rank == 1)
-                std::snprintf(text, sizeof(text), "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%llu,%llu]},",
-                              tensor.name, dtype_name(tensor.dtype), tensor.shape[0], (unsigned long long)offset,
+                std::snprintf(text, sizeof(text),
+                              "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%llu,%llu]},", tensor.name,
+                              dtype_name(tensor.dtype), tensor.shape[0], (unsigned long long)offset,
                               (unsigned long long)end);
             else
                 std::snprintf(text, sizeof(text),
-                              "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu,%zu],\"data_offsets\":[%llu,%llu]},", tensor.name,
-                              dtype_name(tensor.dtype), tensor.shape[0], tensor.shape[1], (unsigned long long)offset,
-                              (unsigned long long)end);
+                              "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu,%zu],\"data_offsets\":[%llu,%llu]},",
+                              tensor.name, dtype_name(tensor.dtype), tensor.shape[0], tensor.shape[1],
+                              (unsigned long long)offset, (unsigned long long)end);
             json += text;
             offset = end;
         }

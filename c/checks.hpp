@@ -34,11 +34,9 @@ struct tape_messages_t {
     char const *leave;
 };
 
-#define UFORM_TAPE_MESSAGES(name)                                                                                   \
-    tape_messages_t {                                                                                               \
-        name "'s data is null but its length is not zero", name "'s offsets are null but it counts items",         \
-            name "'s offsets fall", name "'s offsets leave its data"                                                \
-    }
+#define UFORM_TAPE_MESSAGES(name)                                                                                      \
+    tape_messages_t{name "'s data is null but its length is not zero", name "'s offsets are null but it counts items", \
+                    name "'s offsets fall", name "'s offsets leave its data"}
 
 /** @brief Checks an input tape: `data` may be null only when `length` is zero; offsets ascend inside the data. */
 template <typename value_type_>

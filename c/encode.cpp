@@ -13,8 +13,8 @@ namespace {
 constexpr std::size_t default_max_pixels_k = 100'000'000;
 
 /** @brief Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer. */
-uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const *executor,
-                              uform_arena_s const *arena, void const *result, char const **message) noexcept {
+uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const *executor, uform_arena_s const *arena,
+                              void const *result, char const **message) noexcept {
     if (!model_valid(model)) return fail(message, uform_status_invalid_argument_k, "the model is null");
     if (executor && !executor_valid(executor))
         return fail(message, uform_status_invalid_argument_k, "the executor is not a live executor");
@@ -410,8 +410,8 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
 uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor, char const *texts, size_t texts_length,
                                  size_t const *texts_offsets, size_t texts_count, char const *choices,
                                  size_t choices_length, size_t const *choices_offsets, size_t choices_count,
-                                 uform_text_choose_args_t const *args, uform_arena_t arena,
-                                 uform_tape_t *probabilities, uform_outcome_t *outcome, char const **message) {
+                                 uform_text_choose_args_t const *args, uform_arena_t arena, uform_tape_t *probabilities,
+                                 uform_outcome_t *outcome, char const **message) {
     if (uform_status_t status = check_receiver(model, executor, arena, probabilities, message)) return status;
     text_choose_params_t p{};
     if (args) p.args = *args;

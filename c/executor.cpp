@@ -334,8 +334,7 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
         return fail(message, uform_status_invalid_argument_k, "more than 1024 devices named");
     if (has_duplicates(devices, devices_count))
         return fail(message, uform_status_invalid_argument_k, "a device is named twice");
-    if (backend::gpu_count() == 0)
-        return fail(message, uform_status_unsupported_k, "this build drives no GPUs");
+    if (backend::gpu_count() == 0) return fail(message, uform_status_unsupported_k, "this build drives no GPUs");
     if (streams) return fail(message, uform_status_unsupported_k, "borrowing streams is not designed yet");
     if (memory_pool) return fail(message, uform_status_unsupported_k, "borrowing memory pools is not designed yet");
     for (std::size_t i = 0; i != devices_count; ++i)
@@ -400,8 +399,7 @@ uform_status_t uform_executor_init_local(uform_executor_t *executor, char const 
     return uform_status_ok_k;
 }
 
-uform_status_t uform_executor_residency(uform_executor_t executor, uform_residency_t *residency,
-                                        char const **message) {
+uform_status_t uform_executor_residency(uform_executor_t executor, uform_residency_t *residency, char const **message) {
     if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
     if (!residency) return fail(message, uform_status_invalid_argument_k, "the residency out-pointer is null");
     *residency = executor->kind == executor_kind_t::vram ? uform_residency_vram_k : uform_residency_ram_k;

@@ -60,7 +60,8 @@ struct buffer_t {
  * expected, while C++ may assume a value in the enum's range, so every enum that crosses the ABI is read
  * through this before it is checked; once checked, it is used as is.
  */
-template <typename enum_type_> std::uint64_t raw_enum(enum_type_ const &value) noexcept {
+template <typename enum_type_>
+std::uint64_t raw_enum(enum_type_ const &value) noexcept {
     static_assert(std::is_enum_v<enum_type_>);
     using bits_t = std::make_unsigned_t<std::underlying_type_t<enum_type_>>;
     bits_t bits;
@@ -69,7 +70,8 @@ template <typename enum_type_> std::uint64_t raw_enum(enum_type_ const &value) n
 }
 
 /** @brief Whether an enumerator passed across the ABI is one of `0` up to `last`. */
-template <typename enum_type_> bool known_enum(enum_type_ const &value, enum_type_ last) noexcept {
+template <typename enum_type_>
+bool known_enum(enum_type_ const &value, enum_type_ last) noexcept {
     return raw_enum(value) <= std::uint64_t(last);
 }
 
@@ -126,13 +128,13 @@ struct uform_executor_s {
     std::size_t threads = 0;             // owned threads (RAM) or streams (VRAM); zero for local
     void *device_state = nullptr;        // the backend's, for VRAM
 
-    std::atomic<bool> busy{false};      // a call holds the executor
-    std::mutex mutex;                   // guards `held` and the waits on `busy`
-    std::condition_variable idle;       // notified, under `mutex`, when `busy` falls
-    uform::job_t *held = nullptr;       // local: the deferred call held until its wait, drain, ...
-    uform::pool_t *pool = nullptr;      // RAM and VRAM: the owned threads
+    std::atomic<bool> busy{false};          // a call holds the executor
+    std::mutex mutex;                       // guards `held` and the waits on `busy`
+    std::condition_variable idle;           // notified, under `mutex`, when `busy` falls
+    uform::job_t *held = nullptr;           // local: the deferred call held until its wait, drain, ...
+    uform::pool_t *pool = nullptr;          // RAM and VRAM: the owned threads
     std::atomic<std::size_t> references{1}; // the handle plus each VRAM arena made by it
-    uform::buffer_t scratch;            // per-worker scratch, grown to a high-water mark
+    uform::buffer_t scratch;                // per-worker scratch, grown to a high-water mark
 
     uform_executor_s *registry_previous = nullptr; // local executors, for frees that run held calls
     uform_executor_s *registry_next = nullptr;
@@ -324,8 +326,7 @@ uform_status_t dispatch(params_type_ const &params, holds_t const &holds, uform_
     ::new (static_cast<void *>(job->params)) params_type_(params);
     job->holds = holds;
     job->run = [](job_t &job, char const **message) noexcept {
-        return params_type_::run(*std::launder(reinterpret_cast<params_type_ const *>(job.params)), job.holds,
-                                 message);
+        return params_type_::run(*std::launder(reinterpret_cast<params_type_ const *>(job.params)), job.holds, message);
     };
     if (holds.executor) executor_submit(holds.executor, job);
     else job_execute(job, false, nullptr); // no executor: the calling thread runs it at once

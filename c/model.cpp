@@ -58,9 +58,8 @@ uform_status_t load(load_t &load, uform_model_t *model, char const **message) no
 
     checkpoint_t checkpoint;
     uform_status_t status =
-        load.request.buffer
-            ? checkpoint_read_buffer(load.request.buffer, load.request.length, checkpoint, message)
-            : checkpoint_read_file(load.request.path, load.request.path_length, checkpoint, message);
+        load.request.buffer ? checkpoint_read_buffer(load.request.buffer, load.request.length, checkpoint, message)
+                            : checkpoint_read_file(load.request.path, load.request.path_length, checkpoint, message);
     if (status) return status;
 
     auto *made = new (std::nothrow) uform_model_s;
@@ -78,8 +77,7 @@ uform_status_t load(load_t &load, uform_model_t *model, char const **message) no
                 load.request.residency == uform_residency_vram_k ? load.request.placement
                                                                  : std::span<std::size_t const>{},
                 load.progress, load.progress_context);
-    status = backend::model_load(load.request, std::move(checkpoint), call, made->backend, made->weight_bytes,
-                                 message);
+    status = backend::model_load(load.request, std::move(checkpoint), call, made->backend, made->weight_bytes, message);
     if (status == uform_status_ok_k && call.cancelled()) {
         backend::model_free(made->backend);
         status = fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
@@ -122,8 +120,7 @@ uform_status_t check_ram(uform_model_load_ram_args_t const &args, load_t &load, 
     load.request.placement = {args.numa_nodes, args.numa_nodes ? args.numa_nodes_count : 0};
     load.request.cpu_class = cpu_class;
     load.request.gpu_class = uform_gpu_class_auto_k;
-    load.request.quantization =
-        args.quantization == uform_scalar_e4m3_k ? uform_scalar_e4m3_k : uform_scalar_bf16_k;
+    load.request.quantization = args.quantization == uform_scalar_e4m3_k ? uform_scalar_e4m3_k : uform_scalar_bf16_k;
     load.executor = args.executor;
     load.progress = args.progress;
     load.progress_context = args.progress_context;
@@ -156,7 +153,8 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
         std::memcpy(devices, args.executor->devices.data(), count * sizeof(std::size_t));
     } else devices[count++] = 0;
     for (std::size_t i = 0; i != count; ++i)
-        if (devices[i] >= backend::gpu_count()) return fail(message, uform_status_not_found_k, "a device does not exist");
+        if (devices[i] >= backend::gpu_count())
+            return fail(message, uform_status_not_found_k, "a device does not exist");
     std::span<std::size_t const> const placement{devices, count};
     uform_gpu_class_t gpu_class = args.gpu_class;
     if (gpu_class == uform_gpu_class_auto_k) {
@@ -173,8 +171,7 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
     load.request.placement = placement;
     load.request.cpu_class = uform_cpu_class_auto_k;
     load.request.gpu_class = gpu_class;
-    load.request.quantization =
-        args.quantization == uform_scalar_e4m3_k ? uform_scalar_e4m3_k : uform_scalar_bf16_k;
+    load.request.quantization = args.quantization == uform_scalar_e4m3_k ? uform_scalar_e4m3_k : uform_scalar_bf16_k;
     load.executor = args.executor;
     load.progress = args.progress;
     load.progress_context = args.progress_context;
@@ -233,9 +230,8 @@ uform_status_t uform_model_load_vram(uform_model_load_vram_args_t const *args, u
     return load(request, model, message);
 }
 
-uform_status_t uform_model_load_vram_buffer(void const *buffer, size_t length,
-                                            uform_model_load_vram_args_t const *args, uform_model_t *model,
-                                            char const **message) {
+uform_status_t uform_model_load_vram_buffer(void const *buffer, size_t length, uform_model_load_vram_args_t const *args,
+                                            uform_model_t *model, char const **message) {
     if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
     if (!buffer) return fail(message, uform_status_invalid_argument_k, "the buffer is null");
     uform_model_load_vram_args_t const defaults{};
@@ -247,8 +243,7 @@ uform_status_t uform_model_load_vram_buffer(void const *buffer, size_t length,
     return load(request, model, message);
 }
 
-uform_status_t uform_model_describe(uform_model_t model, uform_model_description_t *description,
-                                    char const **message) {
+uform_status_t uform_model_describe(uform_model_t model, uform_model_description_t *description, char const **message) {
     if (!model_valid(model)) return fail(message, uform_status_invalid_argument_k, "the model is null");
     if (!description) return fail(message, uform_status_invalid_argument_k, "the description out-pointer is null");
     geometry_t const &g = model->geometry;

@@ -34,19 +34,18 @@ uform_status_t parse_of(char const *const (&names)[count_], char const *name, en
 }
 
 char const *const status_names[] = {
-    "ok",          "deferred",         "contended",     "cancelled", "device",    "unsupported",    "shape-mismatch",
-    "invalid-argument", "out-of-memory", "io",          "corrupt",   "not-found", "limit-exceeded", "timeout",
-    "internal",
+    "ok",          "deferred",       "contended",        "cancelled",     "device",
+    "unsupported", "shape-mismatch", "invalid-argument", "out-of-memory", "io",
+    "corrupt",     "not-found",      "limit-exceeded",   "timeout",       "internal",
 };
 char const *const scalar_names[] = {"auto", "f32", "f16", "bf16", "e4m3", "e5m2", "i8", "b1"};
 char const *const mood_names[] = {"spinning", "sleeping"};
 char const *const cpu_class_names[] = {
-    "auto",       "serial",   "intel-haswell", "intel-skylake", "intel-icelake",   "intel-sapphire-rapids",
-    "amd-genoa",  "amd-turin", "arm-neon",     "arm-sve",       "arm-sve2",        "arm-sme",
-    "wasm-v128-relaxed",
+    "auto",      "serial",   "intel-haswell", "intel-skylake", "intel-icelake", "intel-sapphire-rapids", "amd-genoa",
+    "amd-turin", "arm-neon", "arm-sve",       "arm-sve2",      "arm-sme",       "wasm-v128-relaxed",
 };
-char const *const gpu_class_names[] = {"auto",           "nvidia-ampere",     "nvidia-ada",
-                                       "nvidia-hopper",  "nvidia-blackwell",  "amd-cdna3"};
+char const *const gpu_class_names[] = {"auto",          "nvidia-ampere",    "nvidia-ada",
+                                       "nvidia-hopper", "nvidia-blackwell", "amd-cdna3"};
 char const *const residency_names[] = {"ram", "vram"};
 char const *const modality_names[] = {"text", "image", "video", "audio"};
 char const *const objective_names[] = {"joint", "masking", "contrastive", "late-interaction", "choices"};

@@ -165,8 +165,7 @@ uform_status_t uform_outcome_status(uform_outcome_t outcome, char const **messag
     char const *text = status == uform_status_deferred_k ? nullptr : entry->message.load(std::memory_order_relaxed);
     if (entry->generation.load(std::memory_order_acquire) != generation)
         return fail(message, uform_status_invalid_argument_k, "the outcome was released meanwhile");
-    if (status == uform_status_deferred_k)
-        return fail(message, uform_status_deferred_k, "the call is not final yet");
+    if (status == uform_status_deferred_k) return fail(message, uform_status_deferred_k, "the call is not final yet");
     if (status != uform_status_ok_k && message) *message = text;
     return status;
 }

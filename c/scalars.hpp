@@ -82,8 +82,8 @@ inline std::uint8_t f32_to_fp8(float value, int mantissa_bits, int bias, std::ui
     std::uint32_t result;
     if (exponent >= min_exponent) {
         if (exponent > 15 + bias) return std::uint8_t(sign | max_bits); // far past the range
-        std::uint32_t const kept = (std::uint32_t(exponent + bias) << mantissa_bits) |
-                                   ((significand & 0x7FFFFFu) >> shift);
+        std::uint32_t const kept =
+            (std::uint32_t(exponent + bias) << mantissa_bits) | ((significand & 0x7FFFFFu) >> shift);
         std::uint32_t const remainder = significand & ((1u << shift) - 1u);
         std::uint32_t const half = 1u << (shift - 1);
         result = kept + ((remainder > half || (remainder == half && (kept & 1u))) ? 1u : 0u);
@@ -126,9 +126,9 @@ inline std::uint8_t f32_to_e5m2(float value) noexcept { return detail::f32_to_fp
 /** @brief E5M2 bits to F32, exactly. */
 inline float e5m2_to_f32(std::uint8_t bits) noexcept {
     if ((bits & 0x7Cu) == 0x7Cu)
-        return (bits & 0x03u) ? std::bit_cast<float>(0x7FC00000u)
-                              : ((bits & 0x80u) ? -std::bit_cast<float>(0x7F800000u)
-                                                : std::bit_cast<float>(0x7F800000u));
+        return (bits & 0x03u)
+                   ? std::bit_cast<float>(0x7FC00000u)
+                   : ((bits & 0x80u) ? -std::bit_cast<float>(0x7F800000u) : std::bit_cast<float>(0x7F800000u));
     return detail::fp8_to_f32(bits, 2, 15);
 }
 

@@ -198,7 +198,8 @@ uform_status_t check_edges(uform_edges_t const &edges, std::size_t items, char c
         for (std::size_t e = edges.offsets[i]; e != edges.offsets[i + 1]; ++e) {
             if (edges.ids[e] >= items)
                 return fail(message, uform_status_invalid_argument_k, "an edge leads outside the step's items");
-            if (edges.ids[e] == i) return fail(message, uform_status_invalid_argument_k, "an edge leads to its own item");
+            if (edges.ids[e] == i)
+                return fail(message, uform_status_invalid_argument_k, "an edge leads to its own item");
         }
     for (std::size_t e = 0; e != edges.weights_count; ++e)
         if (!std::isfinite(edges.weights[e]) || edges.weights[e] <= 0)
@@ -284,7 +285,8 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
         return fail(message, uform_status_invalid_argument_k, "the directory is longer than 4095 bytes");
     if (o.directory && std::memchr(o.directory, 0, o.directory_length))
         return fail(message, uform_status_invalid_argument_k, "the directory holds a NUL byte");
-    if (!o.job && o.job_length) return fail(message, uform_status_invalid_argument_k, "the job is null but has a length");
+    if (!o.job && o.job_length)
+        return fail(message, uform_status_invalid_argument_k, "the job is null but has a length");
     if (o.job_length > max_job_bytes_k)
         return fail(message, uform_status_invalid_argument_k, "the job's name is longer than 200 bytes");
     if (o.job) {
@@ -314,7 +316,8 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
             b.count = count;
             b.directory = o.directory_length ? std::string(o.directory, o.directory_length) : std::string(".");
             b.job = o.job_length ? std::string(o.job, o.job_length) : std::string("uform");
-            b.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_seconds ? o.timeout_seconds : 600);
+            b.deadline =
+                std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_seconds ? o.timeout_seconds : 600);
             b.devices = executor->devices;
             b.gpu_class = executor->gpu_class;
             if (uform_status_t status = bootstrap_files(b, identity, gpu_class, host_devices, message)) return status;
@@ -369,10 +372,18 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
         return fail(message, uform_status_invalid_argument_k, "unknown pair-loss form");
     if (!known_enum(a.contrastive.negatives, uform_negatives_mesh_and_hard_k))
         return fail(message, uform_status_invalid_argument_k, "unknown negatives");
-    float const reals[] = {a.masking.ratio,        a.masking.mean_span,        a.masking.weight,
-                           a.contrastive.hard_negative_weight, a.contrastive.weight, a.late_interaction.weight,
-                           a.choices.weight,       a.schedule.learning_rate,   a.schedule.min_learning_rate,
-                           a.schedule.weight_decay, a.schedule.clip_norm,      a.batch.video.fps};
+    float const reals[] = {a.masking.ratio,
+                           a.masking.mean_span,
+                           a.masking.weight,
+                           a.contrastive.hard_negative_weight,
+                           a.contrastive.weight,
+                           a.late_interaction.weight,
+                           a.choices.weight,
+                           a.schedule.learning_rate,
+                           a.schedule.min_learning_rate,
+                           a.schedule.weight_decay,
+                           a.schedule.clip_norm,
+                           a.batch.video.fps};
     for (float value : reals)
         if (!finite_nonnegative(value))
             return fail(message, uform_status_invalid_argument_k, "a rate, weight or ratio is negative or not finite");
@@ -542,9 +553,11 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
                                            UFORM_TAPE_MESSAGES("the contents tape"), message))
         return status;
     std::size_t const n = contents_offsets ? contents_count : 0;
-    if (n && !modalities) return fail(message, uform_status_invalid_argument_k, "modalities are null but items counted");
+    if (n && !modalities)
+        return fail(message, uform_status_invalid_argument_k, "modalities are null but items counted");
     for (std::size_t i = 0; i != n; ++i)
-        if (!known_enum(modalities[i], uform_modality_audio_k)) return fail(message, uform_status_invalid_argument_k, "unknown modality");
+        if (!known_enum(modalities[i], uform_modality_audio_k))
+            return fail(message, uform_status_invalid_argument_k, "unknown modality");
     for (std::size_t i = 0; i != n; ++i)
         if (modalities[i] != uform_modality_text_k) {
             std::size_t const offsets[2] = {contents_offsets[i], contents_offsets[i + 1]};
@@ -653,7 +666,8 @@ uform_status_t uform_trainer_save(uform_trainer_t trainer, uform_executor_t exec
     if (!path || path_length == 0) return fail(message, uform_status_invalid_argument_k, "the path is empty");
     if (path_length > max_path_bytes_k)
         return fail(message, uform_status_invalid_argument_k, "the path is longer than 4095 bytes");
-    if (std::memchr(path, 0, path_length)) return fail(message, uform_status_invalid_argument_k, "the path holds a NUL byte");
+    if (std::memchr(path, 0, path_length))
+        return fail(message, uform_status_invalid_argument_k, "the path holds a NUL byte");
     save_params_t const p{trainer, path, path_length};
     return dispatch(p, holds_t{executor, nullptr, nullptr, trainer}, outcome, message);
 }

@@ -42,9 +42,7 @@ inline std::uint64_t splitmix64(std::uint64_t &state) noexcept {
 }
 
 /** @brief A uniform value in `[-1, 1)` from the stream. */
-inline float uniform(std::uint64_t &state) noexcept {
-    return float(double(splitmix64(state) >> 40) * 0x1.0p-23 - 1.0);
-}
+inline float uniform(std::uint64_t &state) noexcept { return float(double(splitmix64(state) >> 40) * 0x1.0p-23 - 1.0); }
 
 /** @brief The surfaces a row belongs to, mixed into its stream. */
 enum surface_t : std::uint64_t {
@@ -127,8 +125,7 @@ struct file_digest_t {
 /** @brief Hashes a whole file (NUL-terminated path) into `seed`: `not-found`, `io`, or `corrupt` when empty. */
 inline file_digest_t digest_file(char const *path, std::uint64_t seed) noexcept {
     std::FILE *file = std::fopen(path, "rb");
-    if (!file)
-        return {errno == ENOENT || errno == ENOTDIR ? uform_status_not_found_k : uform_status_io_k, 0, 0};
+    if (!file) return {errno == ENOENT || errno == ENOTDIR ? uform_status_not_found_k : uform_status_io_k, 0, 0};
     unsigned char buffer[16384];
     std::uint64_t length = 0;
     for (;;) {

@@ -249,7 +249,8 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
         if (call.report(std::min(completed, total), total))
             return fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
     }
-    if (call.report(total, total)) return fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
+    if (call.report(total, total))
+        return fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
     model = new (std::nothrow) model_t{checkpoint.geometry, request.residency};
     if (!model) return fail(message, uform_status_out_of_memory_k, "out of memory making a model");
     weight_bytes = bytes;
@@ -358,8 +359,8 @@ uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char
         std::uint64_t length = 0;
         if (!digest_item(paths, i, uform_modality_audio_k, item, length)) return;
         std::size_t const samples = length > 44 ? (length - 44) / 2 : 0;
-        item.tokens = audio_patches(samples, g.audio_n_fft, g.audio_hop, g.audio_frames_per_patch, max_patches,
-                                    item.truncated);
+        item.tokens =
+            audio_patches(samples, g.audio_n_fft, g.audio_hop, g.audio_frames_per_patch, max_patches, item.truncated);
         item.extra = double(samples) / double(g.audio_sample_rate);
     };
     if (uform_status_t status = encode_items(model, call, paths.count, request, encoded, prepare, items, message))
@@ -384,7 +385,8 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
         std::uint64_t const seed = fnv1a_u64(item_seed(uform_modality_audio_k), sample_rate);
         item.seed = fnv1a(seed, values.data(), values.size_bytes());
         // Resampled to the model's rate: round(n * rate / sample_rate) samples.
-        double const resampled = std::nearbyint(double(values.size()) * double(g.audio_sample_rate) / double(sample_rate));
+        double const resampled =
+            std::nearbyint(double(values.size()) * double(g.audio_sample_rate) / double(sample_rate));
         std::size_t const count = values.empty() ? 0 : std::size_t(resampled);
         item.tokens = values.empty() ? 0
                                      : audio_patches(std::max<std::size_t>(count, 1), g.audio_n_fft, g.audio_hop,

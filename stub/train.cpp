@@ -25,9 +25,9 @@ struct trainer_t {
     std::size_t world_devices;
     std::uint64_t seed;
     std::size_t step = 0;
-    std::vector<float> embeddings;       // one row per item of a step, at most the batch's bound
-    std::vector<std::uint64_t> seeds;    // one per item
-    std::vector<std::size_t> tokens;     // one per item
+    std::vector<float> embeddings;         // one row per item of a step, at most the batch's bound
+    std::vector<std::uint64_t> seeds;      // one per item
+    std::vector<std::size_t> tokens;       // one per item
     std::vector<float> queries, documents; // token vectors of one query and one document
 };
 
@@ -268,7 +268,8 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
             std::uint64_t const seed = fnv1a(item_seed(uform_modality_text_k), text.data(), text.size());
             double peak = -1e30, sum = 0;
             for (char byte : legal) peak = std::max(peak, double(choice_logit(seed, static_cast<unsigned char>(byte))));
-            for (char byte : legal) sum += std::exp(double(choice_logit(seed, static_cast<unsigned char>(byte))) - peak);
+            for (char byte : legal)
+                sum += std::exp(double(choice_logit(seed, static_cast<unsigned char>(byte))) - peak);
             std::span<float const> const targets = step.choice_targets.item(i);
             for (std::size_t j = 0; j != legal.size(); ++j) {
                 double const log_p =
@@ -291,10 +292,9 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
         if (n) std::memcpy(embeddings.data, e.data(), n * dims * sizeof(float));
     }
     uform_trainer_init_vram_args_t const &a = trainer.args;
-    float const weighted[4] = {has_masking ? a.masking.weight * masking : 0,
-                               has_contrastive ? a.contrastive.weight * contrastive : 0,
-                               has_late ? a.late_interaction.weight * late : 0,
-                               has_choices ? a.choices.weight * choosing : 0};
+    float const weighted[4] = {
+        has_masking ? a.masking.weight * masking : 0, has_contrastive ? a.contrastive.weight * contrastive : 0,
+        has_late ? a.late_interaction.weight * late : 0, has_choices ? a.choices.weight * choosing : 0};
     double norm = 0;
     for (float term : weighted) norm += double(term) * term;
     stats.step = trainer.step;

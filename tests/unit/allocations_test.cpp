@@ -132,14 +132,16 @@ bool check(bool ok, char const *what, int line) {
 #define CHECK(condition) check((condition), #condition, __LINE__)
 
 /** @brief Allocations made by `body`, run once. */
-template <typename body_type_> std::size_t allocations_of(body_type_ &&body) {
+template <typename body_type_>
+std::size_t allocations_of(body_type_ &&body) {
     std::size_t const before = allocations.load(std::memory_order_relaxed);
     body();
     return allocations.load(std::memory_order_relaxed) - before;
 }
 
 /** @brief Checks that `body` allocates nothing across `rounds` runs, printing how much it did otherwise. */
-template <typename body_type_> void check_steady(char const *what, int rounds, body_type_ &&body, int line) {
+template <typename body_type_>
+void check_steady(char const *what, int rounds, body_type_ &&body, int line) {
     std::size_t const made = allocations_of([&] {
         for (int i = 0; i != rounds; ++i) body();
     });
@@ -173,11 +175,14 @@ void steady_verbs(uform_model_t model, uform_executor_t executor, uform_arena_t 
     CHECK(encode(texts_count) == uform_status_ok_k); // the first call grows the arena and the scratch
     check_steady(what.c_str(), 50, [&] { CHECK(encode(texts_count) == uform_status_ok_k); }, __LINE__);
     what = std::string("text_encode, smaller shapes, ") + receiver;
-    check_steady(what.c_str(), 20, [&] {
-        CHECK(encode(2) == uform_status_ok_k);
-        CHECK(encode(0) == uform_status_ok_k);
-        CHECK(encode(texts_count) == uform_status_ok_k);
-    }, __LINE__);
+    check_steady(
+        what.c_str(), 20,
+        [&] {
+            CHECK(encode(2) == uform_status_ok_k);
+            CHECK(encode(0) == uform_status_ok_k);
+            CHECK(encode(texts_count) == uform_status_ok_k);
+        },
+        __LINE__);
 
     // Choices.
     char const choices_data[] = "ynABCDxyz01";
@@ -327,7 +332,8 @@ int main() {
     load.path_length = path.size();
     uform_model_t model = nullptr;
     if (!CHECK(uform_model_load_ram(&load, &model, nullptr) == uform_status_ok_k)) {
-        std::fprintf(stderr, "cannot load %s: set UFORM_TEST_DATA to the directory of tiny.safetensors\n", path.c_str());
+        std::fprintf(stderr, "cannot load %s: set UFORM_TEST_DATA to the directory of tiny.safetensors\n",
+                     path.c_str());
         std::printf("%d passed, %d failed\n", passed, failed);
         return EXIT_FAILURE;
     }
@@ -351,8 +357,9 @@ int main() {
     steady_verbs(model, local, arena, "on a local executor");
     steady_deferred(model, ram, arena, "on a RAM executor");
     steady_deferred(model, local, arena, "on a local executor");
-    check_steady("drain", 10, [&] { CHECK(uform_executor_drain(ram, uform_mood_sleeping_k, nullptr) == uform_status_ok_k); },
-                 __LINE__);
+    check_steady(
+        "drain", 10, [&] { CHECK(uform_executor_drain(ram, uform_mood_sleeping_k, nullptr) == uform_status_ok_k); },
+        __LINE__);
 
     uform_arena_free(arena);
     uform_executor_free(local);
