@@ -10,7 +10,14 @@
  * Tapes: an input tape is `data`, `data_length` (in bytes, or values for samples), `offsets` and `count`:
  * item `i` spans `data[offsets[i]]` up to `data[offsets[i + 1]]`, so `offsets` holds `count + 1` ascending
  * entries not past `data_length`. `data` may be `NULL` only when `data_length` is zero. Paths in a tape
- * are the OS's bytes, without NUL terminators.
+ * are the OS's bytes, without NUL terminators. A `NULL` `data` of nonzero length or `NULL` offsets of nonzero
+ * count answer `uform_status_invalid_argument_k`; offsets that fall or pass `data_length` answer
+ * `uform_status_shape_mismatch_k`, as do counts that disagree (choices against texts, per-item arrays).
+ * Texts are bytes: they are not checked as UTF-8.
+ *
+ * Receivers: the executor and the arena must compute in the model's residency (RAM and local executors and
+ * host arenas for a RAM model; VRAM executors sharing a device with the model, and their arenas, for a VRAM
+ * model), else `uform_status_invalid_argument_k`.
  *
  * Blocking and deferred: with a `NULL` outcome the verb runs to its end before returning and touches no
  * outcome table. With an outcome out-pointer it validates its arguments, takes an outcome entry, submits
@@ -18,7 +25,10 @@
  * context and the result struct must stay valid until the outcome is final (see types.h). Either way,
  * arguments are checked before anything runs, and a failure leaves the arena's previous rows untouched
  * only when the failure was found before the call started; a call that started and then failed (or was
- * cancelled) publishes nothing: the result struct's views stay empty.
+ * cancelled) publishes nothing: the result struct's views stay empty. A failure found before the call
+ * started writes nothing, the result struct included; a call that started empties the result struct first,
+ * and fills it and the stats only on success (stats are left untouched by a failure or a cancellation). A
+ * deferred call with a `NULL` executor runs at once on the calling thread, its outcome final on return.
  *
  * Annotations for the Rust generator (`@uform ...` lines in doc comments):
  * - `@uform verb TRAIT` marks a verb written once for every receiver into the trait `TRAIT`;

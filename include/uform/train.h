@@ -3,8 +3,9 @@
  * @brief Training on GPUs: the mesh that joins hosts, the trainer, its steps and checkpoints.
  *
  * Training is GPU-only: every function here takes a VRAM executor, and builds without a GPU residency
- * answer `uform_status_unsupported_k`. A trainer borrows its mesh, so the mesh must outlive every trainer
- * made over it. Argument structs mirror the configuration field by field: a field left at zero is derived
+ * answer `uform_status_unsupported_k`; so do RAM and local executors. A trainer borrows its mesh, so the mesh
+ * must outlive every trainer made over it. A trainer serves one call at a time, as executors and arenas do:
+ * a step or save finding another one running finishes at once with `uform_status_contended_k`. Argument structs mirror the configuration field by field: a field left at zero is derived
  * by the library, as each field's comment says.
  */
 #ifndef UFORM_TRAIN_H

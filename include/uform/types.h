@@ -315,7 +315,8 @@ uform_status_t uform_executor_init_pool(size_t const *numa_nodes, size_t numa_no
  *
  * A deferred call submitted to it is held until its `uform_outcome_wait`, the executor's next
  * `uform_executor_drain` or blocking call, or the free of the executor, model or arena it names, whichever
- * comes first; `uform_outcome_status` alone never runs it.
+ * comes first; `uform_outcome_status` alone never runs it. The held call holds the executor, so another
+ * deferred call submitted meanwhile finishes at once with `uform_status_contended_k`.
  */
 uform_status_t uform_executor_init_local(uform_executor_t *executor, char const **message);
 
