@@ -1,10 +1,32 @@
 # What a program that links libuform_static.a with a plain C driver (`cc`) must add after `-luform_static`:
 # the C++ runtime the archive was compiled against, libm, the threads library, and the sanitizer runtimes
 # when UFORM_SANITIZE is set. CMake consumers get the same through uform::uform_static's link interface
-# (C++ as a link language, Threads::Threads, the -fsanitize= link option).
+# (C++ as a link language, the C++ runtime when they link with the C driver, Threads::Threads, the
+# -fsanitize= link option). build.rs forwards the `Libs:` line of the build folder's uform.pc to rustc.
 
 include_guard(GLOBAL)
 include(CheckCXXSourceCompiles)
+
+# The C++ runtime the compiler links by default, and libm, which it needs: `stdc++;m` or `c++;m`.
+function(uform_cxx_runtime_libraries out)
+    set(libraries "")
+    set(CMAKE_REQUIRED_QUIET ON)
+    check_cxx_source_compiles("
+        #include <version>
+        #if !defined(_LIBCPP_VERSION)
+        #error not libc++
+        #endif
+        int main() { return 0; }" UFORM_CXX_RUNTIME_IS_LIBCXX)
+    if(UFORM_CXX_RUNTIME_IS_LIBCXX)
+        list(APPEND libraries c++)
+    elseif(NOT MSVC)
+        list(APPEND libraries stdc++)
+    endif()
+    if(UNIX)
+        list(APPEND libraries m)
+    endif()
+    set(${out} "${libraries}" PARENT_SCOPE)
+endfunction()
 
 function(uform_system_link_flags out)
     set(flags "")
@@ -17,22 +39,10 @@ function(uform_system_link_flags out)
         endif()
     endif()
 
-    set(CMAKE_REQUIRED_QUIET ON)
-    check_cxx_source_compiles("
-        #include <version>
-        #if !defined(_LIBCPP_VERSION)
-        #error not libc++
-        #endif
-        int main() { return 0; }" UFORM_CXX_RUNTIME_IS_LIBCXX)
-    if(UFORM_CXX_RUNTIME_IS_LIBCXX)
-        list(APPEND flags -lc++)
-    elseif(NOT MSVC)
-        list(APPEND flags -lstdc++)
-    endif()
-
-    if(UNIX)
-        list(APPEND flags -lm)
-    endif()
+    uform_cxx_runtime_libraries(runtime)
+    foreach(library IN LISTS runtime)
+        list(APPEND flags -l${library})
+    endforeach()
     if(CMAKE_THREAD_LIBS_INIT)
         list(APPEND flags ${CMAKE_THREAD_LIBS_INIT})
     elseif(CMAKE_USE_PTHREADS_INIT AND NOT APPLE)
