@@ -247,6 +247,20 @@ static void local_holds(void) {
         uform_outcome_release(outcome);
     }
 
+    /* A drain answers the failure of a held call it ran, which its outcome reports too. */
+    outcome = NULL;
+    memset(&progress, 0, sizeof(progress));
+    progress.stop_at_call = 1;
+    if (CHECK_STATUS(submit(local, &args, arena, &encoded, &outcome), uform_status_deferred_k)) {
+        CHECK_STATUS(uform_executor_drain(local, uform_mood_spinning_k, MSG), uform_status_cancelled_k);
+        CHECK_STATUS(uform_outcome_status(outcome, MSG), uform_status_cancelled_k);
+        CHECK_STATUS(uform_outcome_wait(outcome, MSG), uform_status_cancelled_k);
+        uform_outcome_release(outcome);
+        /* Once run, the failure is the outcome's alone: the next drain has nothing to report. */
+        CHECK_OK(uform_executor_drain(local, uform_mood_spinning_k, MSG));
+    }
+    progress.stop_at_call = 0;
+
     /* Held until the executor's next blocking call, which runs it first, then itself. */
     outcome = NULL;
     memset(&progress, 0, sizeof(progress));
@@ -424,6 +438,54 @@ static void contention(void) {
     uform_executor_free(ram);
 }
 
+/* ---------------------------------------------------------------------------------------------------------- */
+/* One model, shared by threads with executors and arenas of their own                                         */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+typedef struct sharer_t {
+    int ok;
+    unsigned char first_row[64 * sizeof(float)];
+} sharer_t;
+
+static void *share(void *context) {
+    sharer_t *sharer = (sharer_t *)context;
+    uform_executor_t executor = NULL;
+    uform_arena_t arena = NULL;
+    uform_encoded_t encoded;
+    int i;
+    sharer->ok = 0;
+    if (uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &executor, NULL) != uform_status_ok_k) return NULL;
+    if (uform_arena_init(executor, &arena, NULL) == uform_status_ok_k) {
+        sharer->ok = 1;
+        for (i = 0; i != 50 && sharer->ok; ++i) {
+            memset(&encoded, 0, sizeof(encoded));
+            sharer->ok = uform_text_encode(model, i % 2 ? executor : NULL, tape.data, tape.length, tape.offsets,
+                                           tape.count, uform_outputs_embeddings_k, NULL, arena, &encoded, NULL,
+                                           NULL) == uform_status_ok_k &&
+                         complete(&encoded);
+            if (sharer->ok && i == 0) memcpy(sharer->first_row, row_bytes(&encoded.embeddings, 0), 64 * sizeof(float));
+            else if (sharer->ok)
+                sharer->ok = memcmp(sharer->first_row, row_bytes(&encoded.embeddings, 0), 64 * sizeof(float)) == 0;
+        }
+        uform_arena_free(arena);
+    }
+    uform_executor_free(executor);
+    return NULL;
+}
+
+static void shared_model(void) {
+    pthread_t threads[4];
+    sharer_t sharers[4];
+    int i, started[4];
+    for (i = 0; i != 4; ++i) started[i] = pthread_create(&threads[i], NULL, share, &sharers[i]) == 0;
+    for (i = 0; i != 4; ++i)
+        if (started[i]) pthread_join(threads[i], NULL);
+    for (i = 0; i != 4; ++i) {
+        CHECK(started[i] && sharers[i].ok);
+        if (i) CHECK(memcmp(sharers[0].first_row, sharers[i].first_row, sizeof(sharers[i].first_row)) == 0);
+    }
+}
+
 /* A drain waits for a running call. */
 typedef struct drain_context_t {
     uform_executor_t executor;
@@ -496,6 +558,7 @@ int main(void) {
     local_holds();
     contention();
     drain_waits();
+    shared_model();
     uform_model_free(model);
     return test_report("deferred");
 }
