@@ -200,7 +200,6 @@ struct uform_trainer_s {
     uform_gpu_class_t gpu_class = uform_gpu_class_auto_k;
     uform_mesh_s *mesh = nullptr;
     std::size_t world_devices = 1;
-    std::vector<std::size_t> bag_scratch; // sized once at init for counting distinct bags
 
     std::atomic<bool> busy{false}; // a trainer serves one call at a time
     std::size_t uses = 0;          // guarded by `mutex`

@@ -29,6 +29,7 @@ struct trainer_t {
     std::vector<std::uint64_t> seeds;      // one per item
     std::vector<std::size_t> tokens;       // one per item
     std::vector<float> queries, documents; // token vectors of one query and one document
+    std::vector<float> direction;          // a bag's direction
 };
 
 struct mesh_t {
@@ -101,6 +102,7 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &, trainer_t 
         std::size_t const width = std::max<std::size_t>(1, config.geometry.token_width);
         made->queries.resize(late_tokens_k * width);
         made->documents.resize(late_tokens_k * width);
+        made->direction.resize(std::max(config.geometry.dimensions, width));
         trainer = made.release();
         return uform_status_ok_k;
     } catch (std::bad_alloc const &) {
@@ -154,12 +156,7 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
 
     // Embeddings: each item's own row, pulled toward its bag's direction as steps go by.
     std::vector<float> &e = trainer.embeddings;
-    std::vector<float> direction;
-    try {
-        direction.resize(std::max<std::size_t>(dims, g.token_width));
-    } catch (...) {
-        return fail(message, uform_status_out_of_memory_k, "out of memory for the step");
-    }
+    std::vector<float> &direction = trainer.direction;
     for (std::size_t i = 0; i != n; ++i) {
         float *row = e.data() + i * dims;
         fill_row(trainer.seeds[i] ^ trainer.seed, surface_embedding_k, 0, dims, true, row);
