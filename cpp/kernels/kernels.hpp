@@ -1,0 +1,74 @@
+// The table of compute kernels one CPU class dispatches to, chosen once per model.
+#pragma once
+
+#include <cstddef>
+
+#include <uform/types.h>
+
+namespace uform::ram {
+
+/// Columns of one packed weight panel, and the widest column block a GEMM micro-kernel computes.
+inline constexpr std::size_t gemm_panel_columns_k = 64;
+/// Rows of A one GEMM micro-kernel call takes at most, the same in every class so tilings agree.
+inline constexpr std::size_t gemm_micro_rows_k = 6;
+
+/// What a GEMM micro-kernel does with C.
+enum gemm_flags_t : unsigned {
+    /// Add to C instead of overwriting it.
+    gemm_accumulate_k = 1u,
+    /// Round the results to BF16 (kept as F32) when storing them: for outputs that only feed another product.
+    gemm_round_output_k = 2u,
+};
+
+/// The kernels of one CPU class. Each computes the same numbers as the serial class up to summation order.
+struct kernels_t {
+    /// The class these kernels implement.
+    uform_cpu_class_t cpu_class;
+
+    /// Packs rows of A for the micro-kernel, rounded to BF16: `rows` rows of `depth` values, `lda` apart, become
+    /// ceil(rows / 6) panels of `depth x 6` values (value (r, k) of panel p at `out[p * depth * 6 + k * 6 + r]`),
+    /// missing rows of the last panel zero.
+    void (*pack_a)(float const *a, std::size_t lda, std::size_t rows, std::size_t depth, float *out) noexcept;
+
+    /// C[rows x columns] (+)= A[rows x depth] * B[depth x columns] in F32, with rows <= 6 and columns <= 64.
+    /// A is one packed panel (`pack_a`), its value (r, k) at `a[k * 6 + r]`; B's row k starts at `b + k * ldb`
+    /// and holds BF16-rounded values, so every product is exact in F32; C's row r starts at `c + r * ldc`.
+    /// Each result sums its products in depth order from zero, then adds C when accumulating.
+    void (*gemm_micro)(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
+                       std::size_t rows, std::size_t columns, unsigned flags) noexcept;
+
+    /// `out[i] = round_bf16(in[i])`; `out` may equal `in`.
+    void (*round_bf16)(float const *in, float *out, std::size_t count) noexcept;
+
+    /// `out = x / sqrt(mean(x^2) + eps) * weight` over `width` values, then rounded to BF16 when `round` is set.
+    void (*rms_norm)(float const *x, float const *weight, std::size_t width, float eps, float *out,
+                     bool round) noexcept;
+
+    /// Rotates the `heads` heads of one token in place (rotate-half: dims j and j + head_dim / 2 by the angle
+    /// whose cosine and sine are `cos[j]`, `sin[j]`), then rounds them to BF16.
+    void (*rope_round)(float *x, std::size_t heads, std::size_t head_dim, float const *cos, float const *sin) noexcept;
+
+    /// `row = softmax(row * scale)` in place over `count` values in F32, then rounded to BF16.
+    void (*softmax_round)(float *row, std::size_t count, float scale) noexcept;
+
+    /// `out[i] = round_bf16(silu(gate[i]) * up[i])`; `out` may equal `gate`.
+    void (*silu_mul_round)(float const *gate, float const *up, float *out, std::size_t count) noexcept;
+
+    /// `sum[i] += row[i]`.
+    void (*add)(float *sum, float const *row, std::size_t count) noexcept;
+
+    /// `x[i] *= factor`.
+    void (*scale)(float *x, std::size_t count, float factor) noexcept;
+
+    /// Divides `x` by its L2 norm in place; a zero vector stays zero.
+    void (*l2_normalize)(float *x, std::size_t count) noexcept;
+};
+
+/// The portable floor: plain C++, no intrinsics.
+kernels_t const &kernels_serial() noexcept;
+/// AVX2 + FMA (x86-64 builds only; nullptr elsewhere).
+kernels_t const *kernels_haswell() noexcept;
+/// AVX-512 F/BW/DQ/VL (x86-64 builds only; nullptr elsewhere).
+kernels_t const *kernels_skylake() noexcept;
+
+} // namespace uform::ram
