@@ -1,0 +1,303 @@
+// The AVX-512 classes (Skylake and every later x86-64 class): 6 x 64 GEMM micro-kernel and 16-lane elementwise maths.
+#include "kernels.hpp"
+
+#if defined(__x86_64__) || defined(_M_X64)
+
+#include <immintrin.h>
+
+#include <cmath>
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl"))),                   \
+                             apply_to = function)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")
+#endif
+
+namespace uform::ram {
+namespace {
+
+// The lanes of the last partial vector of `count` values.
+inline __mmask16 tail_mask(std::size_t count) noexcept { return static_cast<__mmask16>((1u << count) - 1u); }
+
+// Rounds 16 floats to BF16 (nearest even) in F32 form; NaN lanes become quiet NaNs.
+inline __m512 round_bf16_x16(__m512 value) noexcept {
+    __m512i const bits = _mm512_castps_si512(value);
+    __m512i const lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+    __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+    rounded = _mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
+    __mmask16 const nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
+    __m512i const quiet = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
+                                          _mm512_set1_epi32(0x00400000));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, rounded, quiet));
+}
+
+// e^x for 16 lanes (Cephes' polynomial, about 1 ulp); underflows to zero and overflows to infinity.
+inline __m512 exp_x16(__m512 x) noexcept {
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.7f));
+    __m512 const n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+// Packs rows of A into 6-row panels, rounded to BF16: 16 depths of all six rows at a time through L1.
+void pack_a_skylake(float const *a, std::size_t lda, std::size_t rows, std::size_t depth, float *out) noexcept {
+    constexpr std::size_t panel_rows = gemm_micro_rows_k;
+    for (std::size_t row = 0; row < rows; row += panel_rows) {
+        float *panel = out + row * depth;
+        std::size_t const present = rows - row < panel_rows ? rows - row : panel_rows;
+        for (std::size_t k = 0; k < depth; k += 16) {
+            std::size_t const count = depth - k < 16 ? depth - k : 16;
+            __mmask16 const mask = tail_mask(count);
+            alignas(64) float block[panel_rows][16];
+            for (std::size_t r = 0; r != panel_rows; ++r)
+                _mm512_store_ps(block[r], r < present
+                                              ? round_bf16_x16(_mm512_maskz_loadu_ps(mask, a + (row + r) * lda + k))
+                                              : _mm512_setzero_ps());
+            float *target = panel + k * panel_rows;
+            for (std::size_t i = 0; i != count; ++i)
+                for (std::size_t r = 0; r != panel_rows; ++r) target[i * panel_rows + r] = block[r][i];
+        }
+    }
+}
+
+// One micro tile of `rows_k` rows and `vectors_k` 16-column vectors, the last one masked by `last`.
+template <std::size_t rows_k, std::size_t vectors_k, bool full_k>
+void gemm_micro_tile(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
+                     __mmask16 last, unsigned flags) noexcept {
+    if (flags & gemm_accumulate_k)
+#pragma clang loop unroll(full)
+        for (std::size_t r = 0; r != rows_k; ++r)
+#pragma clang loop unroll(full)
+            for (std::size_t v = 0; v != vectors_k; ++v)
+                _mm_prefetch(reinterpret_cast<char const *>(c + r * ldc + v * 16), _MM_HINT_T0);
+    __m512 sums[rows_k][vectors_k];
+#pragma clang loop unroll(full)
+    for (std::size_t r = 0; r != rows_k; ++r)
+#pragma clang loop unroll(full)
+        for (std::size_t v = 0; v != vectors_k; ++v) sums[r][v] = _mm512_setzero_ps();
+    for (std::size_t k = 0; k != depth; ++k) {
+        __m512 b_vectors[vectors_k];
+#pragma clang loop unroll(full)
+        for (std::size_t v = 0; v != vectors_k; ++v)
+            b_vectors[v] =
+                (v + 1 == vectors_k && !full_k) ? _mm512_maskz_loadu_ps(last, b + v * 16) : _mm512_loadu_ps(b + v * 16);
+#pragma clang loop unroll(full)
+        for (std::size_t r = 0; r != rows_k; ++r) {
+            __m512 const a_value = _mm512_set1_ps(a[r]);
+#pragma clang loop unroll(full)
+            for (std::size_t v = 0; v != vectors_k; ++v)
+                sums[r][v] = _mm512_fmadd_ps(a_value, b_vectors[v], sums[r][v]);
+        }
+        a += gemm_micro_rows_k;
+        b += ldb;
+    }
+#pragma clang loop unroll(full)
+    for (std::size_t r = 0; r != rows_k; ++r)
+#pragma clang loop unroll(full)
+        for (std::size_t v = 0; v != vectors_k; ++v) {
+            __mmask16 const mask = (v + 1 == vectors_k && !full_k) ? last : static_cast<__mmask16>(0xFFFF);
+            float *target = c + r * ldc + v * 16;
+            __m512 value = sums[r][v];
+            if (flags & gemm_accumulate_k) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
+            if (flags & gemm_round_output_k) value = round_bf16_x16(value);
+            _mm512_mask_storeu_ps(target, mask, value);
+        }
+}
+
+// Picks the instantiation for `vectors_k` column vectors, full or masked, and a row count.
+template <std::size_t vectors_k, bool full_k>
+void gemm_micro_vectors(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
+                        std::size_t rows, __mmask16 last, unsigned flags) noexcept {
+    switch (rows) {
+    case 6: gemm_micro_tile<6, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    case 5: gemm_micro_tile<5, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    case 4: gemm_micro_tile<4, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    case 3: gemm_micro_tile<3, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    case 2: gemm_micro_tile<2, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    case 1: gemm_micro_tile<1, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    default: break;
+    }
+}
+
+// C (+)= A * B over one micro tile of up to 6 x 64.
+void gemm_micro_skylake(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
+                        std::size_t rows, std::size_t columns, unsigned flags) noexcept {
+    if (columns == 64) return gemm_micro_vectors<4, true>(depth, a, b, ldb, c, ldc, rows, 0xFFFF, flags);
+    std::size_t const vectors = (columns + 15) / 16;
+    __mmask16 const last = tail_mask(columns - (vectors - 1) * 16);
+    switch (vectors) {
+    case 4: gemm_micro_vectors<4, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
+    case 3: gemm_micro_vectors<3, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
+    case 2: gemm_micro_vectors<2, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
+    case 1: gemm_micro_vectors<1, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
+    default: break;
+    }
+}
+
+// Rounds every value to BF16.
+void round_bf16_skylake(float const *in, float *out, std::size_t count) noexcept {
+    std::size_t i = 0;
+    for (; i + 16 <= count; i += 16) _mm512_storeu_ps(out + i, round_bf16_x16(_mm512_loadu_ps(in + i)));
+    if (i < count) {
+        __mmask16 const mask = tail_mask(count - i);
+        _mm512_mask_storeu_ps(out + i, mask, round_bf16_x16(_mm512_maskz_loadu_ps(mask, in + i)));
+    }
+}
+
+// The sum of squares of `count` values, in 16 F32 lanes.
+inline float sum_squares(float const *x, std::size_t count) noexcept {
+    __m512 sum = _mm512_setzero_ps();
+    std::size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        __m512 const value = _mm512_loadu_ps(x + i);
+        sum = _mm512_fmadd_ps(value, value, sum);
+    }
+    if (i < count) {
+        __m512 const value = _mm512_maskz_loadu_ps(tail_mask(count - i), x + i);
+        sum = _mm512_fmadd_ps(value, value, sum);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+// RMSNorm of one row times the norm weight, optionally rounded for a following product.
+void rms_norm_skylake(float const *x, float const *weight, std::size_t width, float eps, float *out,
+                      bool round) noexcept {
+    float const inverse = 1.0f / std::sqrt(sum_squares(x, width) / static_cast<float>(width) + eps);
+    __m512 const factor = _mm512_set1_ps(inverse);
+    for (std::size_t i = 0; i < width; i += 16) {
+        __mmask16 const mask = width - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(width - i);
+        __m512 value = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + i), factor),
+                                     _mm512_maskz_loadu_ps(mask, weight + i));
+        if (round) value = round_bf16_x16(value);
+        _mm512_mask_storeu_ps(out + i, mask, value);
+    }
+}
+
+// Rotate-half RoPE of every head of one token, then BF16 rounding.
+void rope_round_skylake(float *x, std::size_t heads, std::size_t head_dim, float const *cos,
+                        float const *sin) noexcept {
+    std::size_t const half = head_dim / 2;
+    for (std::size_t h = 0; h != heads; ++h) {
+        float *head = x + h * head_dim;
+        for (std::size_t j = 0; j < half; j += 16) {
+            __mmask16 const mask = half - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(half - j);
+            __m512 const first = _mm512_maskz_loadu_ps(mask, head + j);
+            __m512 const second = _mm512_maskz_loadu_ps(mask, head + j + half);
+            __m512 const c = _mm512_maskz_loadu_ps(mask, cos + j), s = _mm512_maskz_loadu_ps(mask, sin + j);
+            __m512 const out_first = _mm512_sub_ps(_mm512_mul_ps(first, c), _mm512_mul_ps(second, s));
+            __m512 const out_second = _mm512_add_ps(_mm512_mul_ps(second, c), _mm512_mul_ps(first, s));
+            _mm512_mask_storeu_ps(head + j, mask, round_bf16_x16(out_first));
+            _mm512_mask_storeu_ps(head + j + half, mask, round_bf16_x16(out_second));
+        }
+    }
+}
+
+// Softmax of a scaled row in F32, then BF16 rounding of the probabilities.
+void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept {
+    if (count == 0) return;
+    __m512 const factor = _mm512_set1_ps(scale);
+    __m512 maximum = _mm512_set1_ps(-INFINITY);
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 const value = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), factor);
+        _mm512_mask_storeu_ps(row + i, mask, value);
+        maximum = _mm512_mask_max_ps(maximum, mask, maximum, value);
+    }
+    __m512 const shift = _mm512_set1_ps(_mm512_reduce_max_ps(maximum));
+    __m512 sum = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 const value = exp_x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + i), shift));
+        _mm512_mask_storeu_ps(row + i, mask, value);
+        sum = _mm512_mask_add_ps(sum, mask, sum, value);
+    }
+    __m512 const inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        _mm512_mask_storeu_ps(row + i, mask,
+                              round_bf16_x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inverse)));
+    }
+}
+
+// SiLU of the gate times the up projection, rounded for the down projection.
+void silu_mul_round_skylake(float const *gate, float const *up, float *out, std::size_t count) noexcept {
+    __m512 const one = _mm512_set1_ps(1.0f);
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 const g = _mm512_maskz_loadu_ps(mask, gate + i);
+        __m512 const silu = _mm512_div_ps(g, _mm512_add_ps(one, exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+        _mm512_mask_storeu_ps(out + i, mask, round_bf16_x16(_mm512_mul_ps(silu, _mm512_maskz_loadu_ps(mask, up + i))));
+    }
+}
+
+// Adds a row into a running sum.
+void add_skylake(float *sum, float const *row, std::size_t count) noexcept {
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        _mm512_mask_storeu_ps(
+            sum + i, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, sum + i), _mm512_maskz_loadu_ps(mask, row + i)));
+    }
+}
+
+// Scales a row.
+void scale_skylake(float *x, std::size_t count, float factor) noexcept {
+    __m512 const scale = _mm512_set1_ps(factor);
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        _mm512_mask_storeu_ps(x + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + i), scale));
+    }
+}
+
+// Divides a row by its L2 norm, leaving a zero row zero.
+void l2_normalize_skylake(float *x, std::size_t count) noexcept {
+    float const sum = sum_squares(x, count);
+    if (sum == 0) return;
+    scale_skylake(x, count, 1.0f / std::sqrt(sum));
+}
+
+constexpr kernels_t skylake_k{
+    uform_cpu_class_intel_skylake_k,
+    pack_a_skylake,
+    gemm_micro_skylake,
+    round_bf16_skylake,
+    rms_norm_skylake,
+    rope_round_skylake,
+    softmax_round_skylake,
+    silu_mul_round_skylake,
+    add_skylake,
+    scale_skylake,
+    l2_normalize_skylake,
+};
+
+} // namespace
+
+// The AVX-512 table.
+kernels_t const *kernels_skylake() noexcept { return &skylake_k; }
+
+} // namespace uform::ram
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__GNUC__)
+#pragma GCC pop_options
+#endif
+
+#else
+
+namespace uform::ram {
+// No AVX-512 on this architecture.
+kernels_t const *kernels_skylake() noexcept { return nullptr; }
+} // namespace uform::ram
+
+#endif
