@@ -1,0 +1,87 @@
+// CPU class detection through NumKong's capability probe, and the class-to-kernels table.
+#include "cpu_class.hpp"
+
+#include <numkong/capabilities.h>
+
+namespace uform::ram {
+namespace {
+
+// The NumKong capability a class needs; zero for a class no capability describes.
+nk_capability_t capability_of(uform_cpu_class_t cpu_class) noexcept {
+    switch (cpu_class) {
+    case uform_cpu_class_serial_k: return nk_cap_serial_k;
+    case uform_cpu_class_intel_haswell_k: return nk_cap_haswell_k;
+    case uform_cpu_class_intel_skylake_k: return nk_cap_skylake_k;
+    case uform_cpu_class_intel_icelake_k: return nk_cap_icelake_k;
+    case uform_cpu_class_intel_sapphire_rapids_k: return nk_cap_sapphire_k;
+    case uform_cpu_class_amd_genoa_k: return nk_cap_genoa_k;
+    case uform_cpu_class_amd_turin_k: return nk_cap_turin_k;
+    case uform_cpu_class_arm_neon_k: return nk_cap_neon_k;
+    case uform_cpu_class_arm_sve_k: return nk_cap_sve_k;
+    case uform_cpu_class_arm_sve2_k: return nk_cap_sve2_k;
+    case uform_cpu_class_arm_sme_k: return nk_cap_sme_k;
+    case uform_cpu_class_wasm_v128_relaxed_k: return nk_cap_v128relaxed_k;
+    default: return 0;
+    }
+}
+
+// The hardware's capabilities, probed once.
+nk_capability_t capabilities() noexcept {
+    static nk_capability_t const probed = nk_capabilities();
+    return probed;
+}
+
+} // namespace
+
+// The best class the capabilities allow, most specific first.
+uform_cpu_class_t cpu_class_native() noexcept {
+    static constexpr uform_cpu_class_t preference[] = {
+        uform_cpu_class_amd_turin_k,         uform_cpu_class_intel_sapphire_rapids_k,
+        uform_cpu_class_amd_genoa_k,         uform_cpu_class_intel_icelake_k,
+        uform_cpu_class_intel_skylake_k,     uform_cpu_class_intel_haswell_k,
+        uform_cpu_class_arm_sme_k,           uform_cpu_class_arm_sve2_k,
+        uform_cpu_class_arm_sve_k,           uform_cpu_class_arm_neon_k,
+        uform_cpu_class_wasm_v128_relaxed_k,
+    };
+    for (uform_cpu_class_t cpu_class : preference)
+        if (cpu_class_available(cpu_class)) return cpu_class;
+    return uform_cpu_class_serial_k;
+}
+
+// A class is available when the hardware has its capability and the build has kernels for it.
+bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept {
+    nk_capability_t const needed = capability_of(cpu_class);
+    if (needed == 0 || (capabilities() & needed) != needed) return false;
+    switch (cpu_class) {
+    case uform_cpu_class_intel_haswell_k: return kernels_haswell() != nullptr;
+    case uform_cpu_class_intel_skylake_k:
+    case uform_cpu_class_intel_icelake_k:
+    case uform_cpu_class_intel_sapphire_rapids_k:
+    case uform_cpu_class_amd_genoa_k:
+    case uform_cpu_class_amd_turin_k: return kernels_skylake() != nullptr;
+    default: return true;
+    }
+}
+
+// Each class's table: its own, or the nearest lower class's.
+kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept {
+    if (cpu_class == uform_cpu_class_auto_k) cpu_class = cpu_class_native();
+    if (!cpu_class_available(cpu_class)) return nullptr;
+    switch (cpu_class) {
+    case uform_cpu_class_intel_haswell_k: return kernels_haswell();
+    case uform_cpu_class_intel_skylake_k:
+    case uform_cpu_class_intel_icelake_k:
+    case uform_cpu_class_intel_sapphire_rapids_k:
+    case uform_cpu_class_amd_genoa_k:
+    case uform_cpu_class_amd_turin_k: return kernels_skylake();
+    default: return &kernels_serial();
+    }
+}
+
+// NumKong's per-thread set-up (AMX tile permission on Linux, SME state on Arm).
+bool cpu_class_configure_thread(uform_cpu_class_t cpu_class) noexcept {
+    if (cpu_class == uform_cpu_class_auto_k) cpu_class = cpu_class_native();
+    return nk_configure_thread(capabilities() & (capability_of(cpu_class) | nk_cap_serial_k)) != 0;
+}
+
+} // namespace uform::ram

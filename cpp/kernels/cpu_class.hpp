@@ -1,0 +1,25 @@
+// CPU classes: what the hardware offers and which kernel table each class dispatches to.
+#pragma once
+
+#include <uform/types.h>
+
+#include "kernels.hpp"
+
+namespace uform::ram {
+
+/// The most capable class this machine and build can dispatch as (what `auto` resolves to).
+uform_cpu_class_t cpu_class_native() noexcept;
+
+/// Whether this machine and build can dispatch as `cpu_class` (never `auto`).
+bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept;
+
+/// The kernels `cpu_class` dispatches to (`auto` resolves to the native class); nullptr when it is not available.
+/// Classes without kernels of their own yet use the nearest lower class's (every AVX-512 class uses Skylake's,
+/// the Arm and WebAssembly classes the serial ones).
+kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept;
+
+/// Prepares the calling thread to run `cpu_class`'s kernels (NumKong's `nk_configure_thread`); call it once on
+/// every worker thread. False when the OS refuses.
+bool cpu_class_configure_thread(uform_cpu_class_t cpu_class) noexcept;
+
+} // namespace uform::ram
