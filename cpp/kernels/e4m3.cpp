@@ -1,0 +1,32 @@
+// Block-wise E4M3 quantization at load.
+#include "e4m3.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "scalars.hpp"
+
+namespace uform::ram {
+
+// Each block: its absolute maximum, its scale, then every value divided by the scale and rounded to E4M3.
+void quantize_e4m3_blocks(std::uint16_t const *weights, std::size_t rows, std::size_t columns, std::size_t row_stride,
+                          std::uint8_t *bytes, float *scales) noexcept {
+    std::size_t const column_blocks = e4m3_blocks(columns);
+    for (std::size_t row_begin = 0; row_begin < rows; row_begin += e4m3_block_k) {
+        std::size_t const row_end = std::min(rows, row_begin + e4m3_block_k);
+        for (std::size_t column_begin = 0; column_begin < columns; column_begin += e4m3_block_k) {
+            std::size_t const column_end = std::min(columns, column_begin + e4m3_block_k);
+            float amax = 0;
+            for (std::size_t r = row_begin; r != row_end; ++r)
+                for (std::size_t c = column_begin; c != column_end; ++c)
+                    amax = std::max(amax, std::fabs(f32_from_bf16(weights[r * row_stride + c])));
+            float const scale = amax == 0 ? 1.0f : amax / 448.0f;
+            scales[row_begin / e4m3_block_k * column_blocks + column_begin / e4m3_block_k] = scale;
+            for (std::size_t r = row_begin; r != row_end; ++r)
+                for (std::size_t c = column_begin; c != column_end; ++c)
+                    bytes[r * columns + c] = e4m3_from_f32(f32_from_bf16(weights[r * row_stride + c]) / scale);
+        }
+    }
+}
+
+} // namespace uform::ram

@@ -1,0 +1,73 @@
+// Packed weight panels and the blocked GEMM driver over a class's micro-kernel: C (+)= A * B.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../parallel.hpp"
+#include "kernels.hpp"
+
+namespace uform::ram {
+
+/// The B operand of a GEMM: `depth` rows by `columns` columns, stored as panels of 64 columns;
+/// panel p's row k starts at `data + p * panel_stride + k * row_stride`.
+/// Packed weights use `row_stride = 64`; a row-major matrix is the view `panel_stride = 64, row_stride = lda`.
+struct gemm_b_t {
+    float const *data = nullptr;
+    std::size_t depth = 0;
+    std::size_t columns = 0;
+    std::size_t panel_stride = 0;
+    std::size_t row_stride = 0;
+};
+
+/// A weight matrix `W[columns x depth]` (PyTorch's `[out, in]`) packed once so that `y = x * W^T` is a GEMM:
+/// panels of 64 output columns, each `depth` rows of 64 F32 values, the last panel zero-padded.
+class packed_matrix_t {
+  public:
+    packed_matrix_t() noexcept = default;
+    packed_matrix_t(packed_matrix_t &&other) noexcept;
+    packed_matrix_t &operator=(packed_matrix_t &&other) noexcept;
+    packed_matrix_t(packed_matrix_t const &) = delete;
+    packed_matrix_t &operator=(packed_matrix_t const &) = delete;
+    ~packed_matrix_t() noexcept;
+
+    /// Allocates zeroed panels for `columns x depth`; false when out of memory.
+    [[nodiscard]] bool allocate(std::size_t columns, std::size_t depth) noexcept;
+    /// Stores `W[column][k] = value`; `value` must already be what the products should see.
+    void set(std::size_t column, std::size_t k, float value) noexcept {
+        data_[column / gemm_panel_columns_k * panel_stride() + k * gemm_panel_columns_k +
+              column % gemm_panel_columns_k] = value;
+    }
+    /// The GEMM view of these panels.
+    gemm_b_t view() const noexcept { return {data_, depth_, columns_, panel_stride(), gemm_panel_columns_k}; }
+    std::size_t columns() const noexcept { return columns_; }
+    std::size_t depth() const noexcept { return depth_; }
+    /// Bytes the panels take.
+    std::size_t bytes() const noexcept { return panels() * panel_stride() * sizeof(float); }
+
+  private:
+    std::size_t panels() const noexcept { return (columns_ + gemm_panel_columns_k - 1) / gemm_panel_columns_k; }
+    std::size_t panel_stride() const noexcept { return depth_ * gemm_panel_columns_k; }
+
+    float *data_ = nullptr;
+    std::size_t columns_ = 0, depth_ = 0;
+};
+
+/// Packs BF16 weights `W[columns x depth]` (row-major, `row_stride` values apart) into `out`, converted to F32.
+[[nodiscard]] bool pack_bf16(std::uint16_t const *weights, std::size_t columns, std::size_t depth,
+                             std::size_t row_stride, packed_matrix_t &out) noexcept;
+
+/// Floats of A-panel scratch one thread needs for a product of `depth`: `gemm` takes `threads` times this.
+std::size_t gemm_scratch_floats(std::size_t depth) noexcept;
+
+/// C[rows x b.columns] (+)= A[rows x b.depth] * B, split into blocks of rows and columns across `parallel`'s
+/// threads. A's rows are `lda` apart and are rounded to BF16 as they are packed; C's rows are `ldc` apart.
+/// `flags` are `gemm_flags_t`; `scratch` holds `parallel.threads * gemm_scratch_floats(b.depth)` floats.
+void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
+          gemm_b_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept;
+
+/// C[rows x b.columns] (+)= A * B on the calling thread, A already packed by `kernels.pack_a` over `b.depth`.
+void gemm_packed(kernels_t const &kernels, float const *a_packed, std::size_t rows, gemm_b_t const &b, float *c,
+                 std::size_t ldc, unsigned flags) noexcept;
+
+} // namespace uform::ram
