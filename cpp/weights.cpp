@@ -1,0 +1,313 @@
+// Loading a checkpoint's tensors into packed, class-ready weights.
+#include "weights.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+
+#include "kernels/cpu_class.hpp"
+#include "kernels/e4m3.hpp"
+#include "kernels/scalars.hpp"
+
+namespace uform::ram {
+namespace {
+
+/// Positions the RoPE tables cover at load; longer texts compute the rest per call.
+constexpr std::size_t rope_table_positions_k = 4096;
+
+/// A failure: its status and static message.
+struct failure_t {
+    uform_status_t status;
+    char const *message;
+};
+
+/// The loader's state: the file, the options, the progress so far.
+class loader_t {
+  public:
+    loader_t(checkpoint_t const &checkpoint, std::span<std::byte const> file, weights_options_t const &options) noexcept
+        : checkpoint_(checkpoint), file_(file), options_(options) {}
+
+    /// The BF16 values of tensor `name`, checked for dtype, element count and bounds; nullptr with `failure_` set.
+    std::byte const *bf16(std::string const &name, std::size_t count) noexcept {
+        tensor_entry_t const *entry = checkpoint_.find(name);
+        if (entry == nullptr) return fail(uform_status_corrupt_k, "a tensor the model needs is missing");
+        if (entry->dtype != dtype_t::bf16) return fail(uform_status_corrupt_k, "a weight tensor is not BF16");
+        return span(*entry, count * 2);
+    }
+
+    /// The F32 values of tensor `name`, checked likewise.
+    std::byte const *f32(std::string const &name, std::size_t count) noexcept {
+        tensor_entry_t const *entry = checkpoint_.find(name);
+        if (entry == nullptr) return fail(uform_status_corrupt_k, "a tensor the model needs is missing");
+        if (entry->dtype != dtype_t::f32) return fail(uform_status_corrupt_k, "an F32 tensor has another dtype");
+        return span(*entry, count * 4);
+    }
+
+    /// Counts `bytes` as loaded and asks the progress handler whether to go on; false when it asked to stop.
+    bool advance(std::size_t bytes) noexcept {
+        completed_ += bytes;
+        if (options_.progress == nullptr) return true;
+        if (!options_.progress(options_.progress_context, completed_, total_)) return true;
+        fail(uform_status_cancelled_k, "the progress handler stopped the load");
+        return false;
+    }
+
+    /// Adds a tensor's bytes to the total the progress reports.
+    void plan(std::string const &name) noexcept {
+        if (tensor_entry_t const *entry = checkpoint_.find(name)) total_ += entry->end - entry->begin;
+    }
+
+    /// Records a failure and answers nullptr, for chaining.
+    std::byte const *fail(uform_status_t status, char const *message) noexcept {
+        if (failure_.status == uform_status_ok_k) failure_ = {status, message};
+        return nullptr;
+    }
+
+    failure_t failure() const noexcept { return failure_; }
+    weights_options_t const &options() const noexcept { return options_; }
+
+  private:
+    /// The bytes of `entry`, which must hold exactly `bytes`, inside the file.
+    std::byte const *span(tensor_entry_t const &entry, std::size_t bytes) noexcept {
+        if (entry.end - entry.begin != bytes) return fail(uform_status_corrupt_k, "a tensor's byte span disagrees");
+        std::uint64_t const end = checkpoint_.data_offset + entry.end;
+        if (end > file_.size() || end < entry.end) return fail(uform_status_corrupt_k, "a tensor lies past the file");
+        return file_.data() + checkpoint_.data_offset + entry.begin;
+    }
+
+    checkpoint_t const &checkpoint_;
+    std::span<std::byte const> file_;
+    weights_options_t const &options_;
+    std::size_t completed_ = 0, total_ = 0;
+    failure_t failure_{uform_status_ok_k, nullptr};
+};
+
+/// The BF16 value at `bytes + 2 * index`, read without alignment assumptions (the file is little-endian).
+inline std::uint16_t load_bf16(std::byte const *bytes, std::size_t index) noexcept {
+    std::uint16_t value;
+    std::memcpy(&value, bytes + 2 * index, 2);
+    return value;
+}
+
+/// Converts `count` BF16 values to F32.
+bool to_f32(std::byte const *source, std::size_t count, std::vector<float> &out) noexcept {
+    try {
+        out.resize(count);
+    } catch (...) {
+        return false;
+    }
+    for (std::size_t i = 0; i != count; ++i) out[i] = f32_from_bf16(load_bf16(source, i));
+    return true;
+}
+
+/// Copies `count` F32 values.
+bool copy_f32(std::byte const *source, std::size_t count, std::vector<float> &out) noexcept {
+    try {
+        out.resize(count);
+    } catch (...) {
+        return false;
+    }
+    std::memcpy(out.data(), source, count * sizeof(float));
+    return true;
+}
+
+/// Packs BF16 `W[columns x depth]` panel by panel across the packing threads, writing each panel sequentially.
+bool pack_bf16_matrix(std::byte const *source, std::size_t columns, std::size_t depth, parallel_t const &parallel,
+                      packed_matrix_t &out) noexcept {
+    if (!out.allocate(columns, depth)) return false;
+    std::size_t const panels = (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+    parallel(panels, [&](std::size_t panel, std::size_t) noexcept {
+        std::size_t const begin = panel * gemm_panel_columns_k;
+        std::size_t const end = std::min(columns, begin + gemm_panel_columns_k);
+        for (std::size_t k = 0; k != depth; ++k)
+            for (std::size_t column = begin; column != end; ++column)
+                out.set(column, k, f32_from_bf16(load_bf16(source, column * depth + k)));
+    });
+    return true;
+}
+
+/// Quantizes BF16 `W[columns x depth]` to E4M3 blocks and packs the dequantized values (`q * s` in F32).
+bool pack_e4m3_matrix(std::byte const *source, std::size_t columns, std::size_t depth, parallel_t const &parallel,
+                      packed_matrix_t &out) noexcept {
+    std::unique_ptr<std::uint16_t[]> weights(new (std::nothrow) std::uint16_t[columns * depth]);
+    std::unique_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[columns * depth]);
+    std::unique_ptr<float[]> scales(new (std::nothrow) float[e4m3_blocks(columns) * e4m3_blocks(depth)]);
+    if (!weights || !bytes || !scales || !out.allocate(columns, depth)) return false;
+    std::memcpy(weights.get(), source, columns * depth * 2);
+    std::size_t const row_blocks = e4m3_blocks(columns), column_blocks = e4m3_blocks(depth);
+    parallel(row_blocks, [&](std::size_t block, std::size_t) noexcept {
+        std::size_t const row = block * e4m3_block_k;
+        std::size_t const rows = std::min(e4m3_block_k, columns - row);
+        quantize_e4m3_blocks(weights.get() + row * depth, rows, depth, depth, bytes.get() + row * depth,
+                             scales.get() + block * column_blocks);
+        for (std::size_t column = row; column != row + rows; ++column)
+            for (std::size_t k = 0; k != depth; ++k)
+                out.set(column, k,
+                        f32_from_e4m3(bytes[column * depth + k]) * scales[block * column_blocks + k / e4m3_block_k]);
+    });
+    return true;
+}
+
+/// Loads and packs one linear: E4M3 when asked (trunk linears only), else BF16.
+bool load_linear(loader_t &loader, std::string const &name, std::size_t columns, std::size_t depth, bool e4m3,
+                 packed_matrix_t &out) noexcept {
+    std::byte const *source = loader.bf16(name, columns * depth);
+    if (source == nullptr) return false;
+    bool const packed = e4m3 ? pack_e4m3_matrix(source, columns, depth, loader.options().parallel, out)
+                             : pack_bf16_matrix(source, columns, depth, loader.options().parallel, out);
+    if (!packed) {
+        loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
+        return false;
+    }
+    return loader.advance(columns * depth * 2);
+}
+
+/// Loads a BF16 vector or matrix as F32.
+bool load_f32_from_bf16(loader_t &loader, std::string const &name, std::size_t count,
+                        std::vector<float> &out) noexcept {
+    std::byte const *source = loader.bf16(name, count);
+    if (source == nullptr) return false;
+    if (!to_f32(source, count, out)) {
+        loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+        return false;
+    }
+    return loader.advance(count * 2);
+}
+
+/// The RoPE frequencies and the cos/sin tables for the first positions.
+bool build_rope(model_weights_t &weights) noexcept {
+    std::size_t const half = weights.geometry.head_dim / 2;
+    weights.rope_positions = rope_table_positions_k;
+    try {
+        weights.rope_frequencies.resize(half);
+        weights.rope_cos.resize(weights.rope_positions * half);
+        weights.rope_sin.resize(weights.rope_positions * half);
+    } catch (...) {
+        return false;
+    }
+    double const theta = weights.geometry.rope_theta, head_dim = static_cast<double>(weights.geometry.head_dim);
+    for (std::size_t j = 0; j != half; ++j)
+        weights.rope_frequencies[j] = std::pow(theta, -2.0 * static_cast<double>(j) / head_dim);
+    for (std::size_t position = 0; position != weights.rope_positions; ++position) {
+        for (std::size_t j = 0; j != half; ++j) {
+            double const angle = static_cast<double>(position) * weights.rope_frequencies[j];
+            weights.rope_cos[position * half + j] = static_cast<float>(std::cos(angle));
+            weights.rope_sin[position * half + j] = static_cast<float>(std::sin(angle));
+        }
+    }
+    return true;
+}
+
+} // namespace
+
+// Table rows for covered positions, F64 evaluation for the rest.
+void model_weights_t::rope_angles(std::size_t position, float *cos, float *sin) const noexcept {
+    std::size_t const half = geometry.head_dim / 2;
+    if (position < rope_positions) {
+        std::memcpy(cos, rope_cos.data() + position * half, half * sizeof(float));
+        std::memcpy(sin, rope_sin.data() + position * half, half * sizeof(float));
+        return;
+    }
+    for (std::size_t j = 0; j != half; ++j) {
+        double const angle = static_cast<double>(position) * rope_frequencies[j];
+        cos[j] = static_cast<float>(std::cos(angle));
+        sin[j] = static_cast<float>(std::sin(angle));
+    }
+}
+
+// Sums every buffer the weights own.
+std::size_t model_weights_t::bytes() const noexcept {
+    std::size_t total =
+        (byte_embedding.size() + final_norm.size() + temperatures.size() + rope_cos.size() + rope_sin.size()) *
+            sizeof(float) +
+        rope_frequencies.size() * sizeof(double);
+    total += embedding_head.bytes() + token_head.bytes() + byte_head.bytes();
+    for (block_weights_t const &block : blocks)
+        total += (block.attn_norm.size() + block.mlp_norm.size()) * sizeof(float) + block.qkv.bytes() +
+                 block.out.bytes() + block.gate_up.bytes() + block.down.bytes();
+    return total;
+}
+
+// Every tensor the text forward needs, in file order of importance: embeddings, blocks, final norm, heads.
+uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                            weights_options_t const &options, model_weights_t &out, char const **message) noexcept {
+    auto fail = [message](uform_status_t status, char const *text) noexcept {
+        if (message != nullptr) *message = text;
+        return status;
+    };
+    geometry_t const &geometry = checkpoint.geometry;
+    uform_cpu_class_t const cpu_class =
+        options.cpu_class == uform_cpu_class_auto_k ? cpu_class_native() : options.cpu_class;
+    kernels_t const *kernels = kernels_for(cpu_class);
+    if (kernels == nullptr) return fail(uform_status_unsupported_k, "this machine cannot dispatch as that CPU class");
+    if (geometry.hidden == 0 || geometry.heads == 0 || geometry.head_dim == 0 || geometry.head_dim % 2 != 0)
+        return fail(uform_status_corrupt_k, "the checkpoint's geometry has no trunk");
+    if (file.size() < checkpoint.file_size) return fail(uform_status_corrupt_k, "the checkpoint's bytes are cut short");
+
+    model_weights_t weights;
+    weights.geometry = geometry;
+    weights.cpu_class = cpu_class;
+    weights.kernels = kernels;
+    weights.e4m3 = options.e4m3;
+    std::size_t const hidden = geometry.hidden, attention = geometry.heads * geometry.head_dim;
+    loader_t loader(checkpoint, file, options);
+
+    std::string const prefix = "blocks.";
+    try {
+        loader.plan("embed.byte.weight");
+        for (std::size_t i = 0; i != geometry.depth; ++i)
+            for (char const *suffix : {".attn_norm.weight", ".attn.qkv.weight", ".attn.out.weight", ".mlp_norm.weight",
+                                       ".mlp.gate_up.weight", ".mlp.down.weight"})
+                loader.plan(prefix + std::to_string(i) + suffix);
+        for (char const *name : {"final_norm.weight", "head.embedding.weight", "head.token.weight", "head.byte.weight"})
+            loader.plan(name);
+        weights.blocks.resize(geometry.depth);
+    } catch (...) {
+        return fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+    }
+
+    bool ok = load_f32_from_bf16(loader, "embed.byte.weight", 258 * hidden, weights.byte_embedding);
+    for (std::size_t i = 0; ok && i != geometry.depth; ++i) {
+        block_weights_t &block = weights.blocks[i];
+        std::string name;
+        try {
+            name = prefix + std::to_string(i);
+        } catch (...) {
+            return fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+        }
+        ok = load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
+             load_linear(loader, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, block.qkv) &&
+             load_linear(loader, name + ".attn.out.weight", hidden, attention, options.e4m3, block.out) &&
+             load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
+             load_linear(loader, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, options.e4m3,
+                         block.gate_up) &&
+             load_linear(loader, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.e4m3, block.down);
+    }
+    ok = ok && load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) &&
+         load_linear(loader, "head.embedding.weight", geometry.dimensions, hidden, false, weights.embedding_head);
+    if (ok && geometry.has_token_head)
+        ok = load_linear(loader, "head.token.weight", geometry.token_width, hidden, false, weights.token_head);
+    if (ok && geometry.has_byte_head) {
+        ok = load_linear(loader, "head.byte.weight", 256, hidden, false, weights.byte_head);
+        if (ok && geometry.choice_groups > 0) {
+            std::byte const *source = loader.f32("head.choice.temperatures", geometry.choice_groups);
+            ok = source != nullptr;
+            if (ok && !copy_f32(source, geometry.choice_groups, weights.temperatures))
+                loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights"), ok = false;
+        }
+    }
+    if (ok && !build_rope(weights))
+        loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights"), ok = false;
+    if (!ok) {
+        failure_t const failure = loader.failure();
+        return failure.status == uform_status_ok_k
+                   ? fail(uform_status_internal_k, "the weights failed to load without a reason")
+                   : fail(failure.status, failure.message);
+    }
+    out = std::move(weights);
+    return uform_status_ok_k;
+}
+
+} // namespace uform::ram

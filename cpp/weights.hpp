@@ -1,0 +1,74 @@
+// A model's weights in the RAM residency: embeddings and norms in F32, every product's weights packed once for the
+// GEMM micro-kernels (BF16 converted to F32, or E4M3 blocks dequantized), for the CPU class chosen at load.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <uform/types.h>
+
+#include "../c/checkpoint.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/kernels.hpp"
+#include "parallel.hpp"
+
+namespace uform::ram {
+
+/// One trunk block: its norms and its four linears.
+struct block_weights_t {
+    std::vector<float> attn_norm; // [hidden]
+    std::vector<float> mlp_norm;  // [hidden]
+    packed_matrix_t qkv;          // [3 * heads * head_dim] x hidden
+    packed_matrix_t out;          // hidden x [heads * head_dim]
+    packed_matrix_t gate_up;      // [2 * ffn_hidden] x hidden
+    packed_matrix_t down;         // hidden x ffn_hidden
+};
+
+/// Everything the text forward reads, immutable after `weights_load`.
+struct model_weights_t {
+    geometry_t geometry{};
+    uform_cpu_class_t cpu_class = uform_cpu_class_serial_k; // the class the model dispatches as
+    kernels_t const *kernels = nullptr;                     // that class's kernels
+    bool e4m3 = false;                                      // trunk linears quantized to E4M3 at load
+    std::vector<float> byte_embedding;                      // [258 x hidden]: 256 bytes, MASK, CHOOSE
+    std::vector<block_weights_t> blocks;                    // [depth]
+    std::vector<float> final_norm;                          // [hidden]
+    packed_matrix_t embedding_head;                         // dimensions x hidden
+    packed_matrix_t token_head;                             // token_width x hidden; empty when absent
+    packed_matrix_t byte_head;                              // 256 x hidden; empty when absent
+    std::vector<float> temperatures;                        // [choice_groups]; empty when absent
+    std::vector<double> rope_frequencies;                   // [head_dim / 2]: theta^(-2j / head_dim), F64
+    std::vector<float> rope_cos, rope_sin;                  // [rope_positions x head_dim / 2], F64 rounded once
+    std::size_t rope_positions = 0;                         // positions the tables cover
+
+    /// Fills `cos` and `sin` (head_dim / 2 each) for `position`: the angle `position * frequency` in F64, its cosine
+    /// and sine rounded to F32 once, as the reference does.
+    void rope_angles(std::size_t position, float *cos, float *sin) const noexcept;
+
+    /// Bytes the weights hold in memory.
+    std::size_t bytes() const noexcept;
+};
+
+/// How to load.
+struct weights_options_t {
+    /// The class to dispatch as; `auto` takes the hardware's own.
+    uform_cpu_class_t cpu_class = uform_cpu_class_auto_k;
+    /// Quantize the trunk's linears to E4M3 (128 x 128 blocks) instead of keeping BF16.
+    bool e4m3 = false;
+    /// Threads to pack with.
+    parallel_t parallel{};
+    /// Nullable; called with bytes loaded and bytes in all, answers true to stop (the load then fails `cancelled`).
+    bool (*progress)(void *context, std::size_t completed, std::size_t total) noexcept = nullptr;
+    /// Passed to `progress` untouched.
+    void *progress_context = nullptr;
+};
+
+/// Reads the tensors of a validated checkpoint from `file` (the whole file: `checkpoint.file_size` bytes, mapped or
+/// in memory, needed only during the call) into `out`. Answers `unsupported` for a class the machine lacks, `corrupt`
+/// for a tensor whose dtype or bytes disagree with the header, `out-of-memory`, or `cancelled`.
+uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                            weights_options_t const &options, model_weights_t &out, char const **message) noexcept;
+
+} // namespace uform::ram
