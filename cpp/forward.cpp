@@ -1,0 +1,431 @@
+// The text forward: groups of whole items through embedding, trunk, final norm and heads, on scratch memory.
+#include "forward.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/gemm.hpp"
+
+namespace uform::ram {
+namespace {
+
+/// Token rows a group of items aims at: enough for the GEMMs to tile well, few enough to keep scratch small.
+constexpr std::size_t group_rows_k = 1024;
+/// Rows of one MLP chunk, bounding the `2 * ffn_hidden`-wide intermediate of a long item.
+constexpr std::size_t mlp_rows_k = 1024;
+/// Rows per task of the row-wise passes (norms, RoPE).
+constexpr std::size_t row_task_k = 16;
+/// Floats of attention scores one thread holds for one block of queries.
+constexpr std::size_t score_budget_k = 64 * 1024;
+/// Most query rows of one attention task.
+constexpr std::size_t query_rows_max_k = 48;
+
+/// `value` rounded up to a multiple of `step`.
+constexpr std::size_t round_up(std::size_t value, std::size_t step) noexcept {
+    return (value + step - 1) / step * step;
+}
+
+/// Tokens of item `item`: its bytes, plus CHOOSE when appended.
+std::size_t item_tokens(text_batch_t const &batch, std::size_t item) noexcept {
+    return batch.offsets[item + 1] - batch.offsets[item] + (batch.append_choose ? 1 : 0);
+}
+
+/// The item after the last one of the group starting at `first`: whole items up to `group_rows_k` rows, at least one.
+std::size_t group_end(text_batch_t const &batch, std::size_t first) noexcept {
+    std::size_t rows = item_tokens(batch, first), end = first + 1;
+    while (end != batch.count && rows + item_tokens(batch, end) <= group_rows_k) rows += item_tokens(batch, end++);
+    return end;
+}
+
+/// The row stride of an item's attention scores: its keys rounded up to a cache line.
+std::size_t score_stride(std::size_t keys) noexcept { return round_up(std::max<std::size_t>(keys, 1), 16); }
+
+/// Query rows per attention task for `keys` keys: whole micro panels within the score budget.
+std::size_t query_rows(std::size_t keys) noexcept {
+    std::size_t const rows = score_budget_k / score_stride(keys) / gemm_micro_rows_k * gemm_micro_rows_k;
+    return std::clamp<std::size_t>(rows, gemm_micro_rows_k, query_rows_max_k);
+}
+
+/// Floats of one item's transposed key panels, all heads.
+std::size_t key_panel_floats(std::size_t keys, geometry_t const &geometry) noexcept {
+    return round_up(keys, gemm_panel_columns_k) * geometry.head_dim * geometry.heads;
+}
+
+/// The sizes one call needs, found by walking its groups.
+struct plan_t {
+    std::size_t group_rows = 0;  // most rows of a group
+    std::size_t group_items = 0; // most items of a group
+    std::size_t key_floats = 0;  // most key-panel floats of a group
+    std::size_t longest = 0;     // most tokens of an item
+    std::size_t attention = 0;   // floats of per-thread attention scratch
+    std::size_t bytes = 0;       // scratch bytes in all
+};
+
+/// Where one call's scratch lives.
+struct buffers_t {
+    float *x, *normed, *qkv, *attention_out, *mlp, *keys, *states, *gathered, *rope, *gemm, *attention;
+    std::size_t *item_keys, *item_tasks; // per item of a group: key-panel offsets, attention-task prefix sums
+    std::size_t attention_floats;        // floats of `attention` per thread
+};
+
+/// Without `scratch`: walks the groups and sizes the plan. With it: carves `buffers` along the plan.
+void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+               std::size_t threads, plan_t &plan, scratch_t *scratch, buffers_t *buffers) noexcept {
+    geometry_t const &geometry = weights.geometry;
+    if (scratch == nullptr) {
+        for (std::size_t first = 0; first != batch.count;) {
+            std::size_t const end = group_end(batch, first);
+            std::size_t rows = 0, keys = 0;
+            for (std::size_t item = first; item != end; ++item) {
+                std::size_t const tokens = item_tokens(batch, item);
+                rows += tokens;
+                keys += key_panel_floats(tokens, geometry);
+                plan.longest = std::max(plan.longest, tokens);
+                std::size_t const queries = query_rows(tokens);
+                std::size_t const attention = 2 * queries * score_stride(tokens) + queries * geometry.head_dim;
+                plan.attention = std::max(plan.attention, attention);
+            }
+            plan.group_rows = std::max(plan.group_rows, rows);
+            plan.group_items = std::max(plan.group_items, end - first);
+            plan.key_floats = std::max(plan.key_floats, keys);
+            first = end;
+        }
+    }
+    std::size_t const hidden = geometry.hidden, attention_width = geometry.heads * geometry.head_dim;
+    std::size_t const rows = plan.group_rows, items = plan.group_items;
+    std::size_t const mlp_rows = std::min(rows, mlp_rows_k);
+    std::size_t const extra_positions =
+        plan.longest > weights.rope_positions ? plan.longest - weights.rope_positions : 0;
+    std::size_t const gemm_depth = std::max({hidden, attention_width, geometry.ffn_hidden});
+    bool const scratch_states = outputs.states == nullptr;
+    struct slice_t {
+        float **target;
+        std::size_t floats;
+    };
+    slice_t const slices[] = {
+        {buffers ? &buffers->x : nullptr, rows * hidden},
+        {buffers ? &buffers->normed : nullptr, rows * hidden},
+        {buffers ? &buffers->qkv : nullptr, rows * 3 * attention_width},
+        {buffers ? &buffers->attention_out : nullptr, rows * attention_width},
+        {buffers ? &buffers->mlp : nullptr, mlp_rows * 2 * geometry.ffn_hidden},
+        {buffers ? &buffers->keys : nullptr, plan.key_floats},
+        {buffers ? &buffers->states : nullptr, scratch_states ? rows * hidden : 0},
+        {buffers ? &buffers->gathered : nullptr, items * hidden},
+        {buffers ? &buffers->rope : nullptr, extra_positions * geometry.head_dim},
+        {buffers ? &buffers->gemm : nullptr, threads * gemm_scratch_floats(gemm_depth)},
+        {buffers ? &buffers->attention : nullptr, threads * plan.attention},
+    };
+    if (scratch == nullptr) {
+        plan.bytes = 2 * scratch_t::bytes_for<std::size_t>(items + 1);
+        for (slice_t const &slice : slices) plan.bytes += scratch_t::bytes_for<float>(slice.floats);
+        return;
+    }
+    for (slice_t const &slice : slices) *slice.target = scratch->take<float>(slice.floats);
+    buffers->attention_floats = plan.attention;
+    buffers->item_keys = scratch->take<std::size_t>(items + 1);
+    buffers->item_tasks = scratch->take<std::size_t>(items + 1);
+}
+
+/// One call's state: the weights, the batch, the outputs, the buffers, and the current group.
+class forward_t {
+  public:
+    forward_t(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+              buffers_t const &buffers, parallel_t const &parallel, std::size_t longest) noexcept
+        : weights_(weights), kernels_(*weights.kernels), geometry_(weights.geometry), batch_(batch), outputs_(outputs),
+          buffers_(buffers), parallel_(parallel), longest_(longest) {}
+
+    /// Fills the RoPE angles of positions past the weights' tables, once per call.
+    void prepare_rope() noexcept {
+        std::size_t const half = geometry_.head_dim / 2;
+        for (std::size_t position = weights_.rope_positions; position < longest_; ++position) {
+            float *row = buffers_.rope + (position - weights_.rope_positions) * 2 * half;
+            weights_.rope_angles(position, row, row + half);
+        }
+    }
+
+    /// Runs items [first, end) through the whole model.
+    void run_group(std::size_t first, std::size_t end) noexcept {
+        first_ = first;
+        end_ = end;
+        row_base_ = text_token_offset(batch_, first);
+        rows_ = text_token_offset(batch_, end) - row_base_;
+        if (rows_ != 0) {
+            embed();
+            for (block_weights_t const &block : weights_.blocks) {
+                attention(block);
+                mlp(block);
+            }
+            final_norm();
+            if (outputs_.token_vectors != nullptr) token_vectors();
+            if (outputs_.choose_logits != nullptr) choose_logits();
+        }
+        if (outputs_.embeddings != nullptr) embeddings();
+    }
+
+  private:
+    std::size_t hidden() const noexcept { return geometry_.hidden; }
+    std::size_t attention_width() const noexcept { return geometry_.heads * geometry_.head_dim; }
+    std::size_t qkv_width() const noexcept { return 3 * attention_width(); }
+    /// The first row of item `item` within the group.
+    std::size_t item_row(std::size_t item) const noexcept { return text_token_offset(batch_, item) - row_base_; }
+    /// The final states of the group: the caller's rows, or scratch.
+    float *states() const noexcept {
+        return outputs_.states != nullptr ? outputs_.states + row_base_ * outputs_.states_stride : buffers_.states;
+    }
+    std::size_t states_stride() const noexcept {
+        return outputs_.states != nullptr ? outputs_.states_stride : hidden();
+    }
+    /// The item of the group holding row `row`.
+    std::size_t item_of(std::size_t row) const noexcept {
+        std::size_t low = first_, high = end_; // the answer is in [low, high)
+        while (high - low > 1) {
+            std::size_t const middle = low + (high - low) / 2;
+            if (item_row(middle) <= row) low = middle;
+            else high = middle;
+        }
+        return low;
+    }
+    /// Runs `body(row_begin, row_end)` over [0, rows) in tasks of `row_task_k` rows.
+    template <typename body_t>
+    void for_rows(std::size_t rows, body_t &&body) const noexcept {
+        parallel_((rows + row_task_k - 1) / row_task_k, [&](std::size_t task, std::size_t) noexcept {
+            std::size_t const begin = task * row_task_k;
+            body(begin, std::min(rows, begin + row_task_k));
+        });
+    }
+    /// A GEMM over this call's threads and scratch.
+    void multiply(float const *a, std::size_t lda, std::size_t rows, packed_matrix_t const &b, float *c,
+                  std::size_t ldc, unsigned flags) const noexcept {
+        gemm(kernels_, parallel_, a, lda, rows, b.view(), c, ldc, flags, buffers_.gemm);
+    }
+
+    /// Byte embeddings (CHOOSE after each item when appended) into the residual stream.
+    void embed() noexcept {
+        std::size_t const width = hidden();
+        parallel_(end_ - first_, [&](std::size_t index, std::size_t) noexcept {
+            std::size_t const item = first_ + index;
+            float *row = buffers_.x + item_row(item) * width;
+            for (std::size_t offset = batch_.offsets[item]; offset != batch_.offsets[item + 1]; ++offset, row += width)
+                std::memcpy(row, weights_.byte_embedding.data() + batch_.bytes[offset] * width, width * sizeof(float));
+            if (batch_.append_choose)
+                std::memcpy(row, weights_.byte_embedding.data() + 257 * width, width * sizeof(float));
+        });
+    }
+
+    /// `x += Out(Attention(RoPE(Q(n1)), RoPE(K(n1)), V(n1)))` with `n1 = RMSNorm(x) * attn_norm`.
+    void attention(block_weights_t const &block) noexcept {
+        std::size_t const width = hidden(), heads = geometry_.heads, head_dim = geometry_.head_dim;
+        std::size_t const half = head_dim / 2, qkv = qkv_width(), attention = attention_width();
+        for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
+            for (std::size_t row = begin; row != end; ++row)
+                kernels_.rms_norm(buffers_.x + row * width, block.attn_norm.data(), width, geometry_.norm_eps,
+                                  buffers_.normed + row * width, true);
+        });
+        multiply(buffers_.normed, width, rows_, block.qkv, buffers_.qkv, qkv, 0);
+        // RoPE on q and k (then BF16, as they only feed q.k^T), BF16 on v (it only feeds softmax.v).
+        for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
+            std::size_t item = item_of(begin);
+            for (std::size_t row = begin; row != end; ++row) {
+                while (item + 1 != end_ && item_row(item + 1) <= row) ++item;
+                std::size_t const position = row - item_row(item);
+                float const *cos, *sin;
+                if (position < weights_.rope_positions) {
+                    cos = weights_.rope_cos.data() + position * half;
+                    sin = weights_.rope_sin.data() + position * half;
+                } else {
+                    cos = buffers_.rope + (position - weights_.rope_positions) * 2 * half;
+                    sin = cos + half;
+                }
+                float *q = buffers_.qkv + row * qkv;
+                kernels_.rope_round(q, heads, head_dim, cos, sin);
+                kernels_.rope_round(q + attention, heads, head_dim, cos, sin);
+                kernels_.round_bf16(q + 2 * attention, q + 2 * attention, attention);
+            }
+        });
+        // Per item: key panels of every head, and the attention tasks' prefix sums.
+        std::size_t const items = end_ - first_;
+        buffers_.item_keys[0] = buffers_.item_tasks[0] = 0;
+        for (std::size_t index = 0; index != items; ++index) {
+            std::size_t const tokens = item_tokens(batch_, first_ + index);
+            buffers_.item_keys[index + 1] = buffers_.item_keys[index] + key_panel_floats(tokens, geometry_);
+            std::size_t const blocks = tokens == 0 ? 0 : (tokens + query_rows(tokens) - 1) / query_rows(tokens);
+            buffers_.item_tasks[index + 1] = buffers_.item_tasks[index] + blocks * heads;
+        }
+        parallel_(items * heads,
+                  [&](std::size_t task, std::size_t) noexcept { pack_keys(task / heads, task % heads); });
+        parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
+            std::size_t const index =
+                std::upper_bound(buffers_.item_tasks, buffers_.item_tasks + items + 1, task) - buffers_.item_tasks - 1;
+            std::size_t const local = task - buffers_.item_tasks[index];
+            attend(index, local % heads, local / heads, thread);
+        });
+        multiply(buffers_.attention_out, attention, rows_, block.out, buffers_.x, width, gemm_accumulate_k);
+    }
+
+    /// Transposes head `head`'s keys of the group's item `index` into 64-key panels of `head_dim` rows.
+    void pack_keys(std::size_t index, std::size_t head) noexcept {
+        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
+        std::size_t const panels = (tokens + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+        float *target = buffers_.keys + buffers_.item_keys[index] + head * panels * head_dim * gemm_panel_columns_k;
+        float const *keys = buffers_.qkv + item_row(item) * qkv_width() + attention_width() + head * head_dim;
+        for (std::size_t panel = 0; panel != panels; ++panel) {
+            float *block = target + panel * head_dim * gemm_panel_columns_k;
+            for (std::size_t column = 0; column != gemm_panel_columns_k; ++column) {
+                std::size_t const key = panel * gemm_panel_columns_k + column;
+                float const *source = keys + key * qkv_width();
+                for (std::size_t dim = 0; dim != head_dim; ++dim)
+                    block[dim * gemm_panel_columns_k + column] = key < tokens ? source[dim] : 0.0f;
+            }
+        }
+    }
+
+    /// One block of queries of one head of one item: scores, softmax, and the weighted values.
+    void attend(std::size_t index, std::size_t head, std::size_t query_block, std::size_t thread) noexcept {
+        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
+        std::size_t const queries = query_rows(tokens), stride = score_stride(tokens);
+        std::size_t const begin = query_block * queries, count = std::min(queries, tokens - begin);
+        std::size_t const panels = (tokens + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+        float *scores = buffers_.attention + thread * buffers_.attention_floats;
+        float *probabilities = scores + queries * stride;
+        float *query_panel = probabilities + queries * stride;
+        std::size_t const row = item_row(item) + begin;
+        // q . k^T over the key panels, into `count` rows of scores.
+        kernels_.pack_a(buffers_.qkv + row * qkv_width() + head * head_dim, qkv_width(), count, head_dim, query_panel);
+        gemm_b_t const keys{buffers_.keys + buffers_.item_keys[index] + head * panels * head_dim * gemm_panel_columns_k,
+                            head_dim, tokens, head_dim * gemm_panel_columns_k, gemm_panel_columns_k};
+        gemm_packed(kernels_, query_panel, count, keys, scores, stride, 0);
+        float const scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        for (std::size_t r = 0; r != count; ++r) kernels_.softmax_round(scores + r * stride, tokens, scale);
+        // softmax . v, rounded for the output projection.
+        kernels_.pack_a(scores, stride, count, tokens, probabilities);
+        float const *values = buffers_.qkv + item_row(item) * qkv_width() + 2 * attention_width() + head * head_dim;
+        gemm_b_t const value_view{values, tokens, head_dim, gemm_panel_columns_k, qkv_width()};
+        gemm_packed(kernels_, probabilities, count, value_view,
+                    buffers_.attention_out + row * attention_width() + head * head_dim, attention_width(),
+                    gemm_round_output_k);
+    }
+
+    /// `x += Down(silu(Gate(n2)) * Up(n2))` with `n2 = RMSNorm(x) * mlp_norm`, in chunks of rows.
+    void mlp(block_weights_t const &block) noexcept {
+        std::size_t const width = hidden(), ffn = geometry_.ffn_hidden;
+        for (std::size_t chunk = 0; chunk < rows_; chunk += mlp_rows_k) {
+            std::size_t const rows = std::min(mlp_rows_k, rows_ - chunk);
+            float *x = buffers_.x + chunk * width;
+            for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
+                for (std::size_t row = begin; row != end; ++row)
+                    kernels_.rms_norm(x + row * width, block.mlp_norm.data(), width, geometry_.norm_eps,
+                                      buffers_.normed + row * width, true);
+            });
+            multiply(buffers_.normed, width, rows, block.gate_up, buffers_.mlp, 2 * ffn, 0);
+            for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
+                for (std::size_t row = begin; row != end; ++row) {
+                    float *gate = buffers_.mlp + row * 2 * ffn;
+                    kernels_.silu_mul_round(gate, gate + ffn, gate, ffn);
+                }
+            });
+            multiply(buffers_.mlp, 2 * ffn, rows, block.down, x, width, gemm_accumulate_k);
+        }
+    }
+
+    /// `h = RMSNorm(x) * final_norm`: the states.
+    void final_norm() noexcept {
+        std::size_t const width = hidden();
+        float *states = this->states();
+        std::size_t const stride = states_stride();
+        for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
+            for (std::size_t row = begin; row != end; ++row)
+                kernels_.rms_norm(buffers_.x + row * width, weights_.final_norm.data(), width, geometry_.norm_eps,
+                                  states + row * stride, false);
+        });
+    }
+
+    /// `normalize(head.token . h_i)` for every state.
+    void token_vectors() noexcept {
+        float *target = outputs_.token_vectors + row_base_ * outputs_.token_vectors_stride;
+        multiply(states(), states_stride(), rows_, weights_.token_head, target, outputs_.token_vectors_stride, 0);
+        for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
+            for (std::size_t row = begin; row != end; ++row)
+                kernels_.l2_normalize(target + row * outputs_.token_vectors_stride, geometry_.token_width);
+        });
+    }
+
+    /// `head.byte . h` at each item's CHOOSE token (its last).
+    void choose_logits() noexcept {
+        std::size_t const width = hidden(), items = end_ - first_;
+        float const *states = this->states();
+        for (std::size_t index = 0; index != items; ++index)
+            std::memcpy(buffers_.gathered + index * width,
+                        states + (item_row(first_ + index + 1) - 1) * states_stride(), width * sizeof(float));
+        multiply(buffers_.gathered, width, items, weights_.byte_head,
+                 outputs_.choose_logits + first_ * outputs_.choose_logits_stride, outputs_.choose_logits_stride, 0);
+    }
+
+    /// `normalize(head.embedding . mean(h))` per item; an empty item's mean and embedding are zero.
+    void embeddings() noexcept {
+        std::size_t const width = hidden(), items = end_ - first_;
+        float const *states = this->states();
+        parallel_(items, [&](std::size_t index, std::size_t) noexcept {
+            std::size_t const item = first_ + index, tokens = item_tokens(batch_, item);
+            float *pooled = buffers_.gathered + index * width;
+            std::memset(pooled, 0, width * sizeof(float));
+            if (tokens == 0) return;
+            std::size_t const row = item_row(item);
+            for (std::size_t t = 0; t != tokens; ++t) kernels_.add(pooled, states + (row + t) * states_stride(), width);
+            kernels_.scale(pooled, width, 1.0f / static_cast<float>(tokens));
+        });
+        float *target = outputs_.embeddings + first_ * outputs_.embeddings_stride;
+        multiply(buffers_.gathered, width, items, weights_.embedding_head, target, outputs_.embeddings_stride, 0);
+        for (std::size_t index = 0; index != items; ++index)
+            kernels_.l2_normalize(target + index * outputs_.embeddings_stride, geometry_.dimensions);
+    }
+
+    model_weights_t const &weights_;
+    kernels_t const &kernels_;
+    geometry_t const &geometry_;
+    text_batch_t const &batch_;
+    text_outputs_t const &outputs_;
+    buffers_t const &buffers_;
+    parallel_t const &parallel_;
+    std::size_t longest_;
+    std::size_t first_ = 0, end_ = 0, row_base_ = 0, rows_ = 0;
+};
+
+} // namespace
+
+// Checks the request, sizes and carves the scratch, then runs the groups in order.
+uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+                            scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
+    auto fail = [message](uform_status_t status, char const *text) noexcept {
+        if (message != nullptr) *message = text;
+        return status;
+    };
+    if (weights.kernels == nullptr) return fail(uform_status_invalid_argument_k, "the model's weights are not loaded");
+    if (outputs.token_vectors != nullptr && weights.token_head.columns() == 0)
+        return fail(uform_status_unsupported_k, "the model has no token head for token vectors");
+    if (outputs.choose_logits != nullptr && weights.byte_head.columns() == 0)
+        return fail(uform_status_unsupported_k, "the model has no byte head to score choices");
+    if (outputs.choose_logits != nullptr && !batch.append_choose)
+        return fail(uform_status_invalid_argument_k, "byte logits at CHOOSE need the CHOOSE token appended");
+    if (batch.count == 0) return uform_status_ok_k;
+
+    std::size_t const threads = std::max<std::size_t>(1, hooks.parallel.threads);
+    plan_t plan;
+    plan_call(weights, batch, outputs, threads, plan, nullptr, nullptr);
+    if (!scratch.reset(plan.bytes)) return fail(uform_status_out_of_memory_k, "out of memory for activation scratch");
+    buffers_t buffers{};
+    plan_call(weights, batch, outputs, threads, plan, &scratch, &buffers);
+
+    forward_t forward(weights, batch, outputs, buffers, hooks.parallel, plan.longest);
+    forward.prepare_rope();
+    for (std::size_t first = 0; first != batch.count;) {
+        std::size_t const end = group_end(batch, first);
+        forward.run_group(first, end);
+        first = end;
+        if (hooks.progress != nullptr && hooks.progress(hooks.progress_context, first, batch.count))
+            return fail(uform_status_cancelled_k, "the progress handler stopped the call");
+    }
+    return uform_status_ok_k;
+}
+
+} // namespace uform::ram

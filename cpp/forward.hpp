@@ -1,0 +1,60 @@
+// The text forward of MODEL.md on the CPU: every item of a call packed into one token matrix, each GEMM run over all
+// of its tokens, attention block-diagonal per item, and only the surfaces asked for computed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <uform/types.h>
+
+#include "parallel.hpp"
+#include "scratch.hpp"
+#include "weights.hpp"
+
+namespace uform::ram {
+
+/// A call's texts: item `i` is `bytes[offsets[i]]` up to `bytes[offsets[i + 1]]`, one token per byte, followed by
+/// one CHOOSE token (row 257 of the byte embedding) when `append_choose` is set.
+struct text_batch_t {
+    std::uint8_t const *bytes = nullptr;
+    std::size_t const *offsets = nullptr; // `count + 1` ascending entries
+    std::size_t count = 0;
+    bool append_choose = false;
+};
+
+/// Where the surfaces go, as F32 rows; a null pointer is a surface not asked for, and never computed.
+/// Token rows are packed: item `i`'s rows start at `offsets[i] + i * append_choose` (see `text_token_offset`).
+struct text_outputs_t {
+    float *states = nullptr; // [tokens x hidden]
+    std::size_t states_stride = 0;
+    float *token_vectors = nullptr; // [tokens x token_width], unit rows; needs the token head
+    std::size_t token_vectors_stride = 0;
+    float *embeddings = nullptr; // [count x dimensions], unit rows (an empty item's is zero)
+    std::size_t embeddings_stride = 0;
+    float *choose_logits = nullptr; // [count x 256]: the byte head at each item's CHOOSE token; needs both
+    std::size_t choose_logits_stride = 0;
+};
+
+/// The executor's hooks for one call.
+struct forward_hooks_t {
+    /// Threads to run on.
+    parallel_t parallel{};
+    /// Nullable; called on the calling thread with items completed and items in all; true stops the call.
+    bool (*progress)(void *context, std::size_t completed, std::size_t total) noexcept = nullptr;
+    /// Passed to `progress` untouched.
+    void *progress_context = nullptr;
+};
+
+/// The first token row of item `item` (and, for `item == batch.count`, the number of token rows).
+inline std::size_t text_token_offset(text_batch_t const &batch, std::size_t item) noexcept {
+    return batch.offsets[item] - batch.offsets[0] + (batch.append_choose ? item : 0);
+}
+
+/// Runs the trunk and the heads asked for. `scratch` grows to the call's high-water mark (a steady loop of
+/// same-shaped calls allocates nothing after the first). Answers `unsupported` for token vectors without a token
+/// head or logits without a byte head, `invalid-argument` for logits without `append_choose`, `out-of-memory` when
+/// the scratch cannot grow, `cancelled` when `progress` asked to stop (outputs are then partial).
+uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+                            scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept;
+
+} // namespace uform::ram
