@@ -1,0 +1,559 @@
+/**
+ * @file forward_test.cpp
+ * @brief Unit tests of the RAM residency's compute core (cpp/): scalar conversions, E4M3 blocks, the GEMM of every
+ * CPU class against a naive loop, and the text forward on tests/data/tiny.safetensors: packed batches against items
+ * one by one, the serial class against the dispatched one, E4M3 against BF16, and the PyTorch goldens of
+ * tests/data/goldens/ under MODEL.md's "How agreement is measured".
+ *
+ * Prints "N passed, M failed" and exits nonzero on a failure. Reads $UFORM_TEST_DATA (default tests/data, from the
+ * repository root). Build: every .cpp of cpp/ and cpp/kernels/, c/checkpoint.cpp and c/json.cpp, and NumKong's objects
+ * with the defines the RAM build gives them:
+ *   clang++-22 -std=c++23 -O2 -Iinclude -I. -isystem <numkong>/include <NK_* defines> tests/unit/forward_test.cpp
+ *       <those sources> <numkong objects> -lpthread
+ */
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "c/checkpoint.hpp"
+#include "c/json.hpp"
+#include "cpp/forward.hpp"
+#include "cpp/kernels/cpu_class.hpp"
+#include "cpp/kernels/e4m3.hpp"
+#include "cpp/kernels/gemm.hpp"
+#include "cpp/kernels/scalars.hpp"
+#include "cpp/mapped_file.hpp"
+#include "cpp/weights.hpp"
+
+namespace {
+
+using namespace uform;
+using namespace uform::ram;
+
+int passed = 0, failed = 0;
+
+/** @brief Counts one assertion, printing it when it fails. */
+void check(bool ok, std::string const &what, int line) {
+    if (ok) {
+        ++passed;
+        return;
+    }
+    ++failed;
+    std::printf("FAILED (line %d): %s\n", line, what.c_str());
+}
+
+#define CHECK(cond) check((cond), #cond, __LINE__)
+#define CHECK_LABEL(cond, label) check((cond), std::string(label) + ": " #cond, __LINE__)
+
+/** @brief The test data folder. */
+std::string data_dir() {
+    char const *dir = std::getenv("UFORM_TEST_DATA");
+    return dir != nullptr && *dir != 0 ? dir : "tests/data";
+}
+
+// region: a two-thread parallel_for, as the executor's ForkUnion pool will provide
+
+/** @brief Runs tasks on the calling thread and one helper, pulling indices from a shared counter. */
+void two_threads(void *, std::size_t count, void *fn_context, task_fn_t fn) noexcept {
+    std::atomic<std::size_t> next{0};
+    auto work = [&](std::size_t thread) {
+        for (std::size_t task; (task = next.fetch_add(1)) < count;) fn(fn_context, task, thread);
+    };
+    std::thread helper(work, 1);
+    work(0);
+    helper.join();
+}
+
+parallel_t const serial_parallel{};
+parallel_t const pair_parallel{2, nullptr, two_threads};
+
+// region: comparisons
+
+/** @brief Cosine of two vectors, in F64; 1 when both are zero. */
+double cosine(float const *a, float const *b, std::size_t n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (std::size_t i = 0; i != n; ++i)
+        ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+    if (aa == 0 && bb == 0) return 1;
+    return ab / std::sqrt(aa * bb);
+}
+
+/** @brief The agreement of two blocks of rows: worst row cosine, relative Frobenius error, max abs difference. */
+struct agreement_t {
+    double worst_cosine = 1, relative_frobenius = 0, max_abs = 0;
+};
+
+agreement_t agree(float const *a, std::size_t a_stride, float const *b, std::size_t b_stride, std::size_t rows,
+                  std::size_t columns) {
+    agreement_t result;
+    double difference = 0, reference = 0;
+    for (std::size_t r = 0; r != rows; ++r) {
+        float const *x = a + r * a_stride, *y = b + r * b_stride;
+        result.worst_cosine = std::min(result.worst_cosine, cosine(x, y, columns));
+        for (std::size_t c = 0; c != columns; ++c) {
+            double const d = double(x[c]) - y[c];
+            difference += d * d;
+            reference += double(y[c]) * y[c];
+            result.max_abs = std::max(result.max_abs, std::fabs(d));
+        }
+    }
+    result.relative_frobenius = reference == 0 ? std::sqrt(difference) : std::sqrt(difference / reference);
+    return result;
+}
+
+// region: scalar conversions and E4M3 blocks
+
+/** @brief BF16 rounding to nearest even, and E4M3 bytes as torch.float8_e4m3fn computes them. */
+void test_scalars() {
+    CHECK(round_bf16(1.0f) == 1.0f);
+    CHECK(round_bf16(1.0f + 0x1p-8f) == 1.0f);                      // tie to even (down)
+    CHECK(round_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);        // tie to even (up)
+    CHECK(round_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 1.0f + 0x1p-7f); // above the tie
+    CHECK(std::isnan(round_bf16(std::nanf(""))));
+    CHECK(round_bf16(-0.0f) == 0.0f && std::signbit(round_bf16(-0.0f)));
+
+    CHECK(e4m3_from_f32(1.0f) == 0x38);
+    CHECK(e4m3_from_f32(-2.0f) == 0xC0);
+    CHECK(e4m3_from_f32(0.1f) == 0x1D); // 1.625 * 2^-4
+    CHECK(e4m3_from_f32(448.0f) == 0x7E);
+    CHECK(e4m3_from_f32(460.0f) == 0x7E);  // rounds down to 448
+    CHECK(e4m3_from_f32(1000.0f) == 0x7E); // saturates
+    CHECK(e4m3_from_f32(-1000.0f) == 0xFE);
+    CHECK(e4m3_from_f32(0x1p-9f) == 0x01);      // the smallest subnormal
+    CHECK(e4m3_from_f32(0x1p-10f) == 0x00);     // tie to even: 0
+    CHECK(e4m3_from_f32(3 * 0x1p-10f) == 0x02); // tie to even: 2 * 2^-9
+    CHECK(e4m3_from_f32(-0.0f) == 0x80);
+    CHECK(e4m3_from_f32(1.0625f) == 0x38); // tie between 1 and 1.125: even
+    CHECK(e4m3_from_f32(1.1875f) == 0x3A); // tie between 1.125 and 1.25: even
+    bool round_trip = true, decode_matches = true;
+    for (int byte = 0; byte != 256; ++byte) {
+        if ((byte & 0x7F) == 0x7F) continue; // NaN
+        float const value = f32_from_e4m3(static_cast<std::uint8_t>(byte));
+        round_trip &= e4m3_from_f32(value) == byte;
+        // Cross-check the decoder: the FP16 bits (b & 0x80) << 8 | (b & 0x7F) << 7, times 256 (MODEL.md's trick).
+        std::uint16_t const half = static_cast<std::uint16_t>((byte & 0x80) << 8 | (byte & 0x7F) << 7);
+        int const exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
+        double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+        decode_matches &= value == static_cast<float>((half & 0x8000 ? -magnitude : magnitude) * 256);
+    }
+    CHECK(round_trip);
+    CHECK(decode_matches);
+
+    // Two 128-column blocks on one row block: scales from each block's amax; a zero block has scale 1.
+    std::vector<std::uint16_t> weights(3 * 200, bf16_from_f32(0));
+    weights[0] = bf16_from_f32(-2.0f), weights[5] = bf16_from_f32(0.5f), weights[200 + 7] = bf16_from_f32(1.0f);
+    std::vector<std::uint8_t> bytes(3 * 200);
+    std::vector<float> scales(2);
+    quantize_e4m3_blocks(weights.data(), 3, 200, 200, bytes.data(), scales.data());
+    CHECK(scales[0] == 2.0f / 448.0f);
+    CHECK(scales[1] == 1.0f);
+    CHECK(bytes[0] == 0xFE);                                        // -448
+    CHECK(bytes[5] == e4m3_from_f32(0.5f / (2.0f / 448.0f)));       // 112
+    CHECK(bytes[200 + 7] == e4m3_from_f32(1.0f / (2.0f / 448.0f))); // 224
+    CHECK(bytes[150] == 0);
+}
+
+// region: the GEMM of every class against a naive loop
+
+/** @brief The CPU classes this machine can run, serial first. */
+std::vector<uform_cpu_class_t> available_classes() {
+    std::vector<uform_cpu_class_t> classes{uform_cpu_class_serial_k};
+    for (uform_cpu_class_t c : {uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k})
+        if (cpu_class_available(c)) classes.push_back(c);
+    return classes;
+}
+
+/** @brief One product of given shape, flags and class against an F64 loop over the BF16-rounded inputs. */
+void check_gemm(kernels_t const &kernels, std::size_t rows, std::size_t depth, std::size_t columns, unsigned flags,
+                parallel_t const &parallel, std::mt19937 &random) {
+    std::normal_distribution<float> normal;
+    std::size_t const lda = depth + 3, ldc = columns + 5;
+    std::vector<float> a(rows * lda), c(rows * ldc), initial(rows * ldc);
+    std::vector<std::uint16_t> w(columns * depth);
+    for (float &value : a) value = normal(random);
+    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    for (float &value : initial) value = normal(random);
+    c = initial;
+    packed_matrix_t packed;
+    CHECK(pack_bf16(w.data(), columns, depth, depth, packed));
+    std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * gemm_scratch_floats(depth));
+    gemm(kernels, parallel, a.data(), lda, rows, packed.view(), c.data(), ldc, flags, scratch.data());
+    double worst = 0;
+    for (std::size_t r = 0; r != rows; ++r)
+        for (std::size_t n = 0; n != columns; ++n) {
+            double sum = 0, magnitude = 0;
+            for (std::size_t k = 0; k != depth; ++k) {
+                double const product = double(round_bf16(a[r * lda + k])) * f32_from_bf16(w[n * depth + k]);
+                sum += product;
+                magnitude += std::fabs(product);
+            }
+            if (flags & gemm_accumulate_k) sum += initial[r * ldc + n], magnitude += std::fabs(initial[r * ldc + n]);
+            double const tolerance =
+                (flags & gemm_round_output_k) ? 0x1p-8 * std::fabs(sum) + 1e-5 * magnitude : 1e-5 * magnitude + 1e-30;
+            worst = std::max(worst, std::fabs(c[r * ldc + n] - sum) / tolerance);
+        }
+    bool untouched = true; // the padding columns of C stay as they were
+    for (std::size_t r = 0; r != rows; ++r)
+        for (std::size_t n = columns; n != ldc; ++n) untouched &= c[r * ldc + n] == initial[r * ldc + n];
+    char label[160];
+    std::snprintf(label, sizeof label, "gemm class %d %zux%zux%zu flags %u threads %zu (worst/tolerance %.3g)",
+                  int(kernels.cpu_class), rows, depth, columns, flags, parallel.threads, worst);
+    CHECK_LABEL(worst <= 1, label);
+    CHECK_LABEL(untouched, label);
+}
+
+/** @brief Edge shapes (partial micro tiles and panels, depth blocks), every flag, one and two threads. */
+void test_gemm() {
+    std::mt19937 random(7);
+    for (uform_cpu_class_t cpu_class : available_classes()) {
+        kernels_t const &kernels = *kernels_for(cpu_class);
+        for (std::size_t rows : {1, 5, 6, 7, 13, 300})
+            for (std::size_t depth : {1, 17, 128, 129, 300})
+                for (std::size_t columns : {1, 15, 33, 64, 65, 130}) {
+                    unsigned const flags = static_cast<unsigned>((rows + depth + columns) % 4);
+                    check_gemm(kernels, rows, depth, columns, flags, serial_parallel, random);
+                }
+        check_gemm(kernels, 517, 256, 700, 0, pair_parallel, random);
+        check_gemm(kernels, 40, 1536, 200, gemm_accumulate_k, pair_parallel, random);
+    }
+    // Every class sums in the same order over exact products: identical bits.
+    std::size_t const rows = 50, depth = 300, columns = 130;
+    std::vector<float> a(rows * depth);
+    std::vector<std::uint16_t> w(columns * depth);
+    std::normal_distribution<float> normal;
+    for (float &value : a) value = normal(random);
+    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    packed_matrix_t packed;
+    CHECK(pack_bf16(w.data(), columns, depth, depth, packed));
+    std::vector<float> scratch(gemm_scratch_floats(depth)), expected(rows * columns), c(rows * columns);
+    gemm(kernels_serial(), serial_parallel, a.data(), depth, rows, packed.view(), expected.data(), columns, 0,
+         scratch.data());
+    for (uform_cpu_class_t cpu_class : available_classes()) {
+        gemm(*kernels_for(cpu_class), serial_parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0,
+             scratch.data());
+        CHECK_LABEL(c == expected, "class " + std::to_string(cpu_class) + " equals serial bit for bit");
+    }
+}
+
+// region: the model
+
+/** @brief A loaded model: the checkpoint's header, its mapping, the weights. */
+struct model_t {
+    checkpoint_t checkpoint;
+    mapped_file_t file;
+    model_weights_t weights;
+    bool ok = false;
+};
+
+/** @brief Loads tiny.safetensors as `cpu_class`, in BF16 or E4M3. */
+void load(model_t &model, uform_cpu_class_t cpu_class, bool e4m3, parallel_t const &parallel = serial_parallel) {
+    std::string const path = data_dir() + "/tiny.safetensors";
+    char const *message = nullptr;
+    uform_status_t status = checkpoint_read_file(path.data(), path.size(), model.checkpoint, &message);
+    CHECK_LABEL(status == uform_status_ok_k, message ? message : "checkpoint_read_file");
+    if (status != uform_status_ok_k) return;
+    status = model.file.open(path.data(), path.size(), &message);
+    CHECK_LABEL(status == uform_status_ok_k, message ? message : "mapped_file_t::open");
+    if (status != uform_status_ok_k) return;
+    weights_options_t options;
+    options.cpu_class = cpu_class;
+    options.e4m3 = e4m3;
+    options.parallel = parallel;
+    status = weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message);
+    CHECK_LABEL(status == uform_status_ok_k, message ? message : "weights_load");
+    model.ok = status == uform_status_ok_k;
+}
+
+/** @brief Texts and their packed tape. */
+struct texts_t {
+    std::vector<std::uint8_t> bytes;
+    std::vector<std::size_t> offsets{0};
+
+    void add(std::string_view text) {
+        bytes.insert(bytes.end(), text.begin(), text.end());
+        offsets.push_back(bytes.size());
+    }
+    std::size_t count() const { return offsets.size() - 1; }
+    text_batch_t batch(bool choose) const { return {bytes.data(), offsets.data(), count(), choose}; }
+};
+
+/** @brief Every surface of one forward, as F32 rows. */
+struct encoded_t {
+    std::vector<float> states, token_vectors, embeddings, logits;
+    std::size_t tokens = 0;
+    uform_status_t status = uform_status_internal_k;
+};
+
+/** @brief Runs the forward with every surface the model has (logits only when `choose`). */
+encoded_t encode(model_weights_t const &weights, text_batch_t const &batch, scratch_t &scratch,
+                 parallel_t const &parallel = serial_parallel, bool all = true) {
+    geometry_t const &geometry = weights.geometry;
+    encoded_t encoded;
+    encoded.tokens = text_token_offset(batch, batch.count);
+    encoded.states.assign(encoded.tokens * geometry.hidden, NAN);
+    encoded.token_vectors.assign(encoded.tokens * geometry.token_width, NAN);
+    encoded.embeddings.assign(batch.count * geometry.dimensions, NAN);
+    encoded.logits.assign(batch.count * 256, NAN);
+    text_outputs_t outputs;
+    outputs.states = encoded.states.data(), outputs.states_stride = geometry.hidden;
+    outputs.embeddings = encoded.embeddings.data(), outputs.embeddings_stride = geometry.dimensions;
+    if (all) outputs.token_vectors = encoded.token_vectors.data(), outputs.token_vectors_stride = geometry.token_width;
+    if (batch.append_choose) outputs.choose_logits = encoded.logits.data(), outputs.choose_logits_stride = 256;
+    forward_hooks_t hooks;
+    hooks.parallel = parallel;
+    char const *message = nullptr;
+    encoded.status = text_forward(weights, batch, outputs, scratch, hooks, &message);
+    if (encoded.status != uform_status_ok_k) std::printf("text_forward: %s\n", message ? message : "?");
+    return encoded;
+}
+
+/** @brief Deterministic printable text of `length` bytes. */
+std::string lcg_text(std::size_t length, std::uint64_t seed) {
+    std::string text(length, ' ');
+    for (char &c : text) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        c = static_cast<char>(32 + (seed >> 33) % 95);
+    }
+    return text;
+}
+
+/** @brief Empty, one byte, and up to 2 KiB, with UTF-8. */
+texts_t varied_texts() {
+    texts_t texts;
+    texts.add("");
+    texts.add("x");
+    texts.add("a cat on a mat");
+    texts.add("Gr\xC3\xB6\xC3\x9F"
+              "e: \xE5\xA4\xA7\xE3\x81\x8D\xE3\x81\x84\xE7\x8C\xAB \xF0\x9F\x90\x88 na\xC3\xAFve");
+    texts.add("");
+    texts.add(lcg_text(63, 1));
+    texts.add(lcg_text(300, 2));
+    texts.add(lcg_text(2048, 3));
+    texts.add(lcg_text(700, 4));
+    return texts;
+}
+
+/** @brief A packed batch equals its items one by one within 1e-3, on one and on two threads. */
+void test_batch_equals_items(model_weights_t const &weights) {
+    texts_t const texts = varied_texts();
+    geometry_t const &geometry = weights.geometry;
+    scratch_t scratch;
+    for (bool choose : {false, true}) {
+        encoded_t const packed = encode(weights, texts.batch(choose), scratch, pair_parallel);
+        CHECK(packed.status == uform_status_ok_k);
+        double states = 0, vectors = 0, embeddings = 0, logits = 0;
+        for (std::size_t i = 0; i != texts.count(); ++i) {
+            texts_t one;
+            one.add(std::string_view(reinterpret_cast<char const *>(texts.bytes.data()) + texts.offsets[i],
+                                     texts.offsets[i + 1] - texts.offsets[i]));
+            encoded_t const alone = encode(weights, one.batch(choose), scratch);
+            std::size_t const row = text_token_offset(texts.batch(choose), i);
+            states = std::max(states,
+                              agree(alone.states.data(), geometry.hidden, packed.states.data() + row * geometry.hidden,
+                                    geometry.hidden, alone.tokens, geometry.hidden)
+                                  .max_abs);
+            vectors = std::max(vectors, agree(alone.token_vectors.data(), geometry.token_width,
+                                              packed.token_vectors.data() + row * geometry.token_width,
+                                              geometry.token_width, alone.tokens, geometry.token_width)
+                                            .max_abs);
+            embeddings = std::max(embeddings,
+                                  agree(alone.embeddings.data(), 0, packed.embeddings.data() + i * geometry.dimensions,
+                                        0, 1, geometry.dimensions)
+                                      .max_abs);
+            if (choose)
+                logits =
+                    std::max(logits, agree(alone.logits.data(), 0, packed.logits.data() + i * 256, 0, 1, 256).max_abs);
+        }
+        std::string const label = choose ? "with CHOOSE" : "plain";
+        CHECK_LABEL(states <= 1e-3, label + " states " + std::to_string(states));
+        CHECK_LABEL(vectors <= 1e-3, label + " token vectors " + std::to_string(vectors));
+        CHECK_LABEL(embeddings <= 1e-3, label + " embeddings " + std::to_string(embeddings));
+        CHECK_LABEL(logits <= 1e-3, label + " logits " + std::to_string(logits));
+    }
+    // Empty items: no states, a zero embedding.
+    encoded_t const packed = encode(weights, texts.batch(false), scratch);
+    bool zero = true;
+    for (std::size_t c = 0; c != geometry.dimensions; ++c) zero &= packed.embeddings[c] == 0.0f;
+    CHECK(zero);
+    // A steady loop of same-shaped calls does not grow the scratch again.
+    encode(weights, texts.batch(true), scratch, pair_parallel);
+    std::size_t const allocations = scratch.allocations();
+    for (int i = 0; i != 3; ++i) encode(weights, texts.batch(true), scratch, pair_parallel);
+    CHECK(scratch.allocations() == allocations);
+}
+
+/** @brief Two models agree under MODEL.md's rules: rows' cosine, relative Frobenius, embeddings' cosine. */
+void check_models_agree(model_weights_t const &a, model_weights_t const &b, double row_cosine, double frobenius,
+                        double embedding_cosine, std::string const &label) {
+    texts_t const texts = varied_texts();
+    geometry_t const &geometry = a.geometry;
+    scratch_t scratch;
+    encoded_t const x = encode(a, texts.batch(false), scratch), y = encode(b, texts.batch(false), scratch);
+    agreement_t const states =
+        agree(x.states.data(), geometry.hidden, y.states.data(), geometry.hidden, x.tokens, geometry.hidden);
+    agreement_t const vectors = agree(x.token_vectors.data(), geometry.token_width, y.token_vectors.data(),
+                                      geometry.token_width, x.tokens, geometry.token_width);
+    agreement_t const embeddings = agree(x.embeddings.data(), geometry.dimensions, y.embeddings.data(),
+                                         geometry.dimensions, texts.count(), geometry.dimensions);
+    char text[200];
+    std::snprintf(text, sizeof text, "%s: states cos %.6f frob %.2e, vectors cos %.6f frob %.2e, embeddings cos %.6f",
+                  label.c_str(), states.worst_cosine, states.relative_frobenius, vectors.worst_cosine,
+                  vectors.relative_frobenius, embeddings.worst_cosine);
+    std::printf("  %s\n", text);
+    CHECK_LABEL(states.worst_cosine >= row_cosine && states.relative_frobenius <= frobenius, text);
+    CHECK_LABEL(vectors.worst_cosine >= row_cosine && vectors.relative_frobenius <= frobenius, text);
+    CHECK_LABEL(embeddings.worst_cosine >= embedding_cosine, text);
+}
+
+// region: the goldens
+
+/** @brief A safetensors file read whole, with typed access to its tensors. */
+struct safetensors_t {
+    std::vector<char> bytes;
+    json::value_t header;
+    std::size_t data = 0;
+    bool ok = false;
+
+    explicit safetensors_t(std::string const &path) {
+        std::ifstream file(path, std::ios::binary);
+        if (!file) return;
+        bytes.assign(std::istreambuf_iterator<char>(file), {});
+        if (bytes.size() < 8) return;
+        std::uint64_t length;
+        std::memcpy(&length, bytes.data(), 8);
+        if (length > bytes.size() - 8) return;
+        data = 8 + length;
+        ok = json::parse(std::string_view(bytes.data() + 8, length), header) == json::error_t::none;
+    }
+    /** @brief The tensor `name` as `value_t` values (its dtype must have that size). */
+    template <typename value_t>
+    std::vector<value_t> get(std::string_view name) const {
+        json::value_t const *entry = header.find(name);
+        if (entry == nullptr) return {};
+        json::value_t const *offsets = entry->find("data_offsets");
+        std::size_t const begin = offsets->items[0].integer, end = offsets->items[1].integer;
+        std::vector<value_t> values((end - begin) / sizeof(value_t));
+        std::memcpy(values.data(), bytes.data() + data + begin, values.size() * sizeof(value_t));
+        return values;
+    }
+};
+
+/** @brief text_encode against text.safetensors: states, token vectors, embeddings. */
+void test_text_golden(model_weights_t const &weights, std::string const &label) {
+    safetensors_t const golden(data_dir() + "/goldens/text.safetensors");
+    CHECK_LABEL(golden.ok, "goldens/text.safetensors");
+    if (!golden.ok) return;
+    std::vector<std::uint8_t> const bytes = golden.get<std::uint8_t>("bytes");
+    std::vector<std::int64_t> const offsets64 = golden.get<std::int64_t>("offsets");
+    std::vector<float> const states = golden.get<float>("states"), vectors = golden.get<float>("token_vectors"),
+                             embeddings = golden.get<float>("embeddings");
+    std::vector<std::size_t> offsets(offsets64.begin(), offsets64.end());
+    geometry_t const &geometry = weights.geometry;
+    text_batch_t const batch{bytes.data(), offsets.data(), offsets.size() - 1, false};
+    scratch_t scratch;
+    encoded_t const ours = encode(weights, batch, scratch, pair_parallel);
+    CHECK(ours.status == uform_status_ok_k);
+    std::size_t const vector_rows = vectors.size() / geometry.token_width;
+    double worst_cosine = 1, worst_frobenius = 0, worst_embedding = 1;
+    bool empty_zero = true;
+    for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+        std::size_t const row = offsets[i], rows = offsets[i + 1] - offsets[i];
+        agreement_t const s = agree(ours.states.data() + row * geometry.hidden, geometry.hidden,
+                                    states.data() + row * geometry.hidden, geometry.hidden, rows, geometry.hidden);
+        worst_cosine = std::min(worst_cosine, s.worst_cosine);
+        worst_frobenius = std::max(worst_frobenius, s.relative_frobenius);
+        if (row + rows <= vector_rows) {
+            agreement_t const v =
+                agree(ours.token_vectors.data() + row * geometry.token_width, geometry.token_width,
+                      vectors.data() + row * geometry.token_width, geometry.token_width, rows, geometry.token_width);
+            worst_cosine = std::min(worst_cosine, v.worst_cosine);
+            worst_frobenius = std::max(worst_frobenius, v.relative_frobenius);
+        }
+        float const *e = ours.embeddings.data() + i * geometry.dimensions;
+        if (rows == 0)
+            for (std::size_t c = 0; c != geometry.dimensions; ++c)
+                empty_zero &= e[c] == 0.0f && embeddings[i * geometry.dimensions + c] == 0.0f;
+        else
+            worst_embedding =
+                std::min(worst_embedding, cosine(e, embeddings.data() + i * geometry.dimensions, geometry.dimensions));
+    }
+    char text[200];
+    std::snprintf(text, sizeof text, "%s text golden: worst row cosine %.6f, relative Frobenius %.2e, embedding %.7f",
+                  label.c_str(), worst_cosine, worst_frobenius, worst_embedding);
+    std::printf("  %s\n", text);
+    CHECK_LABEL(worst_cosine >= 0.999 && worst_frobenius <= 1e-2, text);
+    CHECK_LABEL(worst_embedding >= 0.9999, text);
+    CHECK_LABEL(empty_zero, text);
+}
+
+/** @brief text_choose against choose.safetensors: the logits at CHOOSE, each group's temperature, the softmax. */
+void test_choose_golden(model_weights_t const &weights, std::string const &label) {
+    safetensors_t const golden(data_dir() + "/goldens/choose.safetensors");
+    CHECK_LABEL(golden.ok, "goldens/choose.safetensors");
+    if (!golden.ok) return;
+    std::vector<std::uint8_t> const prompts = golden.get<std::uint8_t>("prompt_bytes"),
+                                    legal = golden.get<std::uint8_t>("legal_bytes");
+    std::vector<std::int64_t> const prompt_offsets = golden.get<std::int64_t>("prompt_offsets"),
+                                    legal_offsets = golden.get<std::int64_t>("legal_offsets"),
+                                    groups = golden.get<std::int64_t>("groups");
+    std::vector<float> const expected = golden.get<float>("probabilities");
+    std::vector<std::size_t> offsets(prompt_offsets.begin(), prompt_offsets.end());
+    text_batch_t const batch{prompts.data(), offsets.data(), offsets.size() - 1, true};
+    scratch_t scratch;
+    encoded_t const ours = encode(weights, batch, scratch, serial_parallel, false);
+    CHECK(ours.status == uform_status_ok_k);
+    double worst = 0;
+    for (std::size_t i = 0; i != batch.count; ++i) {
+        float const temperature = weights.temperatures[groups[i]];
+        std::size_t const begin = legal_offsets[i], end = legal_offsets[i + 1];
+        double maximum = -INFINITY, sum = 0;
+        for (std::size_t j = begin; j != end; ++j)
+            maximum = std::max<double>(maximum, ours.logits[i * 256 + legal[j]] / temperature);
+        for (std::size_t j = begin; j != end; ++j)
+            sum += std::exp(ours.logits[i * 256 + legal[j]] / temperature - maximum);
+        for (std::size_t j = begin; j != end; ++j) {
+            double const probability = std::exp(ours.logits[i * 256 + legal[j]] / temperature - maximum) / sum;
+            worst = std::max(worst, std::fabs(probability - expected[j]));
+        }
+    }
+    char text[120];
+    std::snprintf(text, sizeof text, "%s choose golden: worst probability difference %.2e", label.c_str(), worst);
+    std::printf("  %s\n", text);
+    CHECK_LABEL(worst <= 2e-3, text);
+}
+
+} // namespace
+
+int main() {
+    test_scalars();
+    test_gemm();
+
+    model_t native, serial, e4m3;
+    load(native, uform_cpu_class_auto_k, false, pair_parallel);
+    load(serial, uform_cpu_class_serial_k, false);
+    load(e4m3, uform_cpu_class_auto_k, true, pair_parallel);
+    if (native.ok && serial.ok && e4m3.ok) {
+        std::printf("  native class %d, weights %zu bytes\n", int(native.weights.cpu_class), native.weights.bytes());
+        test_batch_equals_items(native.weights);
+        test_batch_equals_items(serial.weights);
+        check_models_agree(serial.weights, native.weights, 0.999, 1e-2, 0.9999, "serial vs native");
+        check_models_agree(e4m3.weights, native.weights, 0.9, 1.0, 0.99, "E4M3 vs BF16");
+        test_text_golden(native.weights, "native");
+        test_text_golden(serial.weights, "serial");
+        test_choose_golden(native.weights, "native");
+        test_choose_golden(serial.weights, "serial");
+    }
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 ? 0 : 1;
+}
