@@ -26,10 +26,12 @@
  *     modality, an empty or repeated choice byte, choice targets negative, NaN or not summing to one
  *     (within 1e-3).
  *  8. Falling edge offsets are `shape-mismatch`, as for tapes.
- *  9. A RAM model on a VRAM executor is `invalid-argument` (handles that do not belong together).
+ *  9. Receivers outside the model's residency are `invalid-argument` (encode.h, "Receivers"), as are choices
+ *     on a step's item that is not text.
  * 10. A refusal found before a call starts leaves the arena's previous rows untouched, and a deferred
  *     call refused that way answers the status itself, writing no outcome.
  * 11. A trainer step refused before it starts does not count as a step.
+ * 12. A failure found before the call started writes nothing: neither the result struct nor the stats.
  */
 #include "common.h"
 
@@ -428,6 +430,39 @@ static void choices(void) {
     }
 }
 
+/** A failure found before the call started writes nothing: neither the result struct nor the stats. */
+static void writes_nothing(void) {
+    uform_encoded_t sentinel, untouched;
+    uform_text_encode_stats_t stats, untouched_stats;
+    uform_text_encode_args_t args;
+    uform_tape_t probabilities, untouched_probabilities;
+    size_t falling[5] = {0, 14, 10, 30, 31};
+    memset(&sentinel, 0x5A, sizeof(sentinel));
+    memcpy(&untouched, &sentinel, sizeof(sentinel));
+    memset(&stats, 0x5A, sizeof(stats));
+    memcpy(&untouched_stats, &stats, sizeof(stats));
+    memset(&args, 0, sizeof(args));
+    args.stats = &stats;
+    CHECK_STATUS(uform_text_encode(model, ram, tape.data, tape.length, falling, 4, uform_outputs_embeddings_k, &args,
+                                   arena, &sentinel, NULL, MSG),
+                 uform_status_shape_mismatch_k);
+    CHECK(memcmp(&sentinel, &untouched, sizeof(sentinel)) == 0 && memcmp(&stats, &untouched_stats, sizeof(stats)) == 0);
+    CHECK_STATUS(uform_text_encode(model, ram, tape.data, tape.length, tape.offsets, 4, (uform_outputs_t)8, &args,
+                                   arena, &sentinel, NULL, MSG),
+                 uform_status_invalid_argument_k);
+    CHECK(memcmp(&sentinel, &untouched, sizeof(sentinel)) == 0 && memcmp(&stats, &untouched_stats, sizeof(stats)) == 0);
+    CHECK_STATUS(uform_text_encode(NULL, ram, tape.data, tape.length, tape.offsets, 4, uform_outputs_embeddings_k,
+                                   &args, arena, &sentinel, NULL, MSG),
+                 uform_status_invalid_argument_k);
+    CHECK(memcmp(&sentinel, &untouched, sizeof(sentinel)) == 0 && memcmp(&stats, &untouched_stats, sizeof(stats)) == 0);
+    memset(&probabilities, 0x5A, sizeof(probabilities));
+    memcpy(&untouched_probabilities, &probabilities, sizeof(probabilities));
+    CHECK_STATUS(uform_text_choose(model, ram, tape.data, tape.length, tape.offsets, 4, tape.data, tape.length,
+                                   tape.offsets, 4, NULL, arena, &probabilities, NULL, MSG),
+                 uform_status_invalid_argument_k); /* the empty text has no choices */
+    CHECK(memcmp(&probabilities, &untouched_probabilities, sizeof(probabilities)) == 0);
+}
+
 /** Every refusal above was found before its call started, so the rows already in the arena are intact. */
 static void arena_untouched(float const *saved, void const *rows) {
     CHECK(rows != NULL && memcmp(saved, rows, 4 * 64 * sizeof(float)) == 0);
@@ -479,6 +514,7 @@ static void training(void) {
     init.hidden = 64;
     init.batch.max_rows_per_device = 8;
     init.batch.max_columns_per_row = 64;
+    init.batch.image.patch_side = 16;
     init.seed = 42;
     if (!CHECK_OK(uform_trainer_init_vram(vram, &init, &trainer, MSG))) {
         uform_executor_free(vram);
@@ -632,6 +668,20 @@ static void training(void) {
         CHECK_STATUS(step(&args), uform_status_invalid_argument_k);
     }
 
+    /* Choices on an item that is not text. */
+    {
+        char const *mixed[4];
+        test_tape_t mixed_tape;
+        uform_modality_t with_image[4] = {uform_modality_image_k, uform_modality_text_k, uform_modality_text_k,
+                                          uform_modality_text_k};
+        mixed[0] = tiny_path(), mixed[1] = contents[1], mixed[2] = contents[2], mixed[3] = contents[3];
+        tape_of(&mixed_tape, mixed, 4);
+        args = good;
+        CHECK_STATUS(uform_trainer_step(trainer, vram, with_image, mixed_tape.data, mixed_tape.length,
+                                        mixed_tape.offsets, 4, &args, NULL, NULL, MSG),
+                     uform_status_invalid_argument_k);
+    }
+
     /* Modalities and contents. */
     args = good;
     modalities[1] = (uform_modality_t)4;
@@ -666,15 +716,53 @@ static void training(void) {
     stats.step = 99;
     if (CHECK_OK(step(&good))) CHECK_SIZE(stats.step, 3);
 
-    /* A RAM model on a VRAM executor. */
+    /* Receivers outside the model's residency: a RAM model on a VRAM executor or into a VRAM arena, a VRAM
+     * model into a host arena or on a RAM executor, a VRAM executor sharing no device with the VRAM model. */
     {
-        uform_arena_t host = NULL;
-        if (CHECK_OK(uform_arena_init(NULL, &host, MSG))) {
+        uform_arena_t host = NULL, device_arena = NULL;
+        uform_model_t on_device = NULL;
+        uform_model_load_vram_args_t load;
+        memset(&load, 0, sizeof(load));
+        load.path = tiny_path();
+        load.path_length = strlen(load.path);
+        if (CHECK_OK(uform_arena_init(NULL, &host, MSG)) && CHECK_OK(uform_arena_init(vram, &device_arena, MSG))) {
             CHECK_STATUS(uform_text_encode(model, vram, tape.data, tape.length, tape.offsets, tape.count,
                                            uform_outputs_embeddings_k, NULL, host, &encoded, NULL, MSG),
                          uform_status_invalid_argument_k);
-            uform_arena_free(host);
+            CHECK_STATUS(uform_text_encode(model, ram, tape.data, tape.length, tape.offsets, tape.count,
+                                           uform_outputs_embeddings_k, NULL, device_arena, &encoded, NULL, MSG),
+                         uform_status_invalid_argument_k);
+            CHECK_STATUS(uform_text_encode(model, NULL, tape.data, tape.length, tape.offsets, tape.count,
+                                           uform_outputs_embeddings_k, NULL, device_arena, &encoded, NULL, MSG),
+                         uform_status_invalid_argument_k);
+            if (CHECK_OK(uform_model_load_vram(&load, &on_device, MSG))) {
+                CHECK_OK(uform_text_encode(on_device, vram, tape.data, tape.length, tape.offsets, tape.count,
+                                           uform_outputs_embeddings_k, NULL, device_arena, &encoded, NULL, MSG));
+                CHECK_STATUS(uform_text_encode(on_device, vram, tape.data, tape.length, tape.offsets, tape.count,
+                                               uform_outputs_embeddings_k, NULL, host, &encoded, NULL, MSG),
+                             uform_status_invalid_argument_k);
+                CHECK_STATUS(uform_text_encode(on_device, ram, tape.data, tape.length, tape.offsets, tape.count,
+                                               uform_outputs_embeddings_k, NULL, host, &encoded, NULL, MSG),
+                             uform_status_invalid_argument_k);
+                if (count >= 2) {
+                    size_t second = 1;
+                    uform_executor_t elsewhere = NULL;
+                    uform_arena_t elsewhere_arena = NULL;
+                    if (CHECK_OK(uform_executor_init_vram(&second, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0,
+                                                          0, &elsewhere, MSG)) &&
+                        CHECK_OK(uform_arena_init(elsewhere, &elsewhere_arena, MSG)))
+                        CHECK_STATUS(uform_text_encode(on_device, elsewhere, tape.data, tape.length, tape.offsets,
+                                                       tape.count, uform_outputs_embeddings_k, NULL, elsewhere_arena,
+                                                       &encoded, NULL, MSG),
+                                     uform_status_invalid_argument_k);
+                    uform_arena_free(elsewhere_arena);
+                    uform_executor_free(elsewhere);
+                }
+                uform_model_free(on_device);
+            }
         }
+        uform_arena_free(host);
+        uform_arena_free(device_arena);
     }
     uform_trainer_free(trainer);
     uform_executor_free(vram);
@@ -708,6 +796,7 @@ int main(void) {
         null_handles();
         text_tapes();
         outputs_and_scalars(0);
+        writes_nothing();
         arena_untouched(saved, rows);
     }
 

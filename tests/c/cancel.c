@@ -104,10 +104,20 @@ static void other_verbs(void) {
         args.progress = stop_at_once;
         args.progress_context = &calls;
         calls = 0;
-        CHECK_STATUS(uform_image_encode_pixels(model, ram, pixels, sizeof(pixels), pixel_offsets, 2, heights, widths,
-                                               uform_outputs_embeddings_k, &args, arena, &encoded, NULL, MSG),
-                     uform_status_cancelled_k);
-        CHECK(calls == 1 && encoded_empty(&encoded));
+        {
+            /* Stats are left untouched by a cancellation. */
+            uform_image_encode_stats_t stats, untouched;
+            memset(&stats, 0x5A, sizeof(stats));
+            memcpy(&untouched, &stats, sizeof(stats));
+            args.stats = &stats;
+            CHECK_STATUS(uform_image_encode_pixels(model, ram, pixels, sizeof(pixels), pixel_offsets, 2, heights,
+                                                   widths, uform_outputs_embeddings_k, &args, arena, &encoded, NULL,
+                                                   MSG),
+                         uform_status_cancelled_k);
+            CHECK(calls == 1 && encoded_empty(&encoded));
+            CHECK(memcmp(&stats, &untouched, sizeof(stats)) == 0);
+            args.stats = NULL;
+        }
         CHECK_OK(uform_image_encode_pixels(model, local, pixels, sizeof(pixels), pixel_offsets, 2, heights, widths,
                                            uform_outputs_embeddings_k, NULL, arena, &encoded, NULL, MSG));
         outcome = NULL;

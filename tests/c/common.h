@@ -102,11 +102,11 @@ static inline int test_report(char const *name) {
 /* Tapes                                                                                                       */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** A byte tape with room for 64 items and 16 KiB of data: `data`, `length`, `offsets` (count + 1), `count`. */
+/** A byte tape with room for 128 items and 16 KiB of data: `data`, `length`, `offsets` (count + 1), `count`. */
 typedef struct test_tape_t {
     char data[16384];
     size_t length;
-    size_t offsets[65];
+    size_t offsets[129];
     size_t count;
 } test_tape_t;
 
@@ -118,7 +118,7 @@ static inline void tape_clear(test_tape_t *tape) {
 
 /** Appends one item of `length` bytes. */
 static inline void tape_push(test_tape_t *tape, void const *bytes, size_t length) {
-    if (tape->count >= 64 || tape->length + length > sizeof(tape->data)) {
+    if (tape->count >= 128 || tape->length + length > sizeof(tape->data)) {
         fprintf(stderr, "test tape overflow\n");
         abort();
     }

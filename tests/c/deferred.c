@@ -184,6 +184,33 @@ static void poll_wait_release(void) {
         for (i = 0; i != 8; ++i) uform_arena_free(arenas[i]);
     }
 
+    /* A deferred call without an executor runs at once on the calling thread: final on return. */
+    outcome = NULL;
+    memset(&encoded, 0, sizeof(encoded));
+    memset(&stats, 0, sizeof(stats));
+    if (CHECK_STATUS(submit(NULL, &args, arena, &encoded, &outcome), uform_status_deferred_k) &&
+        CHECK(outcome != NULL)) {
+        CHECK_OK(uform_outcome_status(outcome, MSG));
+        CHECK(complete(&encoded));
+        CHECK_SIZE(stats.items, 4);
+        uform_outcome_release(outcome);
+    }
+    {
+        test_progress_t stop;
+        uform_text_encode_args_t stopping;
+        memset(&stop, 0, sizeof(stop));
+        stop.stop_at_call = 1;
+        memset(&stopping, 0, sizeof(stopping));
+        stopping.progress = test_progress;
+        stopping.progress_context = &stop;
+        outcome = NULL;
+        if (CHECK_STATUS(submit(NULL, &stopping, arena, &encoded, &outcome), uform_status_deferred_k)) {
+            CHECK_STATUS(uform_outcome_status(outcome, MSG), uform_status_cancelled_k);
+            CHECK(encoded_empty(&encoded));
+            uform_outcome_release(outcome);
+        }
+    }
+
     /* A deferred call refused before submission answers its status and takes no outcome. */
     outcome = NULL;
     CHECK_STATUS(uform_text_encode(model, ram, tape.data, tape.length, tape.offsets, tape.count, (uform_outputs_t)8,
@@ -260,6 +287,32 @@ static void local_holds(void) {
         CHECK_OK(uform_executor_drain(local, uform_mood_spinning_k, MSG));
     }
     progress.stop_at_call = 0;
+
+    /* The held call holds the executor: another deferred call meanwhile is contended, touching nothing. */
+    outcome = NULL;
+    memset(&progress, 0, sizeof(progress));
+    memset(&encoded, 0, sizeof(encoded));
+    if (CHECK_STATUS(submit(local, &args, arena, &encoded, &outcome), uform_status_deferred_k)) {
+        uform_outcome_t second_outcome = NULL;
+        uform_encoded_t untouched;
+        memset(&second, 0x5A, sizeof(second));
+        memcpy(&untouched, &second, sizeof(second));
+        CHECK_STATUS(submit(local, NULL, other, &second, &second_outcome), uform_status_contended_k);
+        CHECK(second_outcome == NULL);
+        CHECK(memcmp(&second, &untouched, sizeof(second)) == 0);
+        CHECK_SIZE(progress.calls, 0);
+        CHECK_OK(uform_outcome_wait(outcome, MSG));
+        CHECK(complete(&encoded));
+        uform_outcome_release(outcome);
+        /* Once it ran, the executor takes the next deferred call. */
+        second_outcome = NULL;
+        memset(&second, 0, sizeof(second));
+        if (CHECK_STATUS(submit(local, NULL, other, &second, &second_outcome), uform_status_deferred_k)) {
+            CHECK_OK(uform_outcome_wait(second_outcome, MSG));
+            CHECK(complete(&second));
+            uform_outcome_release(second_outcome);
+        }
+    }
 
     /* Held until the executor's next blocking call, which runs it first, then itself. */
     outcome = NULL;

@@ -213,6 +213,16 @@ static void batches(void) {
             CHECK_SIZE(encoded.embeddings.items, 0);
             CHECK_SIZE(encoded.states.count, 0);
         }
+        /* Texts are bytes, not checked as UTF-8: invalid sequences and NULs are tokens like any other. */
+        offsets[0] = 0;
+        offsets[1] = 5;
+        if (CHECK_OK(uform_text_encode(model, NULL, "\xFF\xFE\0\xC3(", 5, offsets, 1, all, NULL, arena, &encoded, NULL,
+                                       MSG))) {
+            CHECK_ROWS_PER_ITEM(&encoded.embeddings, 1, dimensions_k);
+            CHECK_UNIT_ROWS(&encoded.embeddings, 1e-4);
+            CHECK_SIZE(encoded.states.count, 5);
+        }
+        offsets[1] = 16;
         /* Offsets need not start at zero: a tape may skip a prefix of its data. */
         offsets[0] = 2;
         if (CHECK_OK(uform_text_encode(model, NULL, "a dog in the fog", 16, offsets, 1, uform_outputs_states_k, NULL,

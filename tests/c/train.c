@@ -7,6 +7,9 @@
  */
 #include "common.h"
 
+#include <pthread.h>
+#include <time.h>
+
 static char directory[4096];
 static uform_executor_t vram = NULL;
 static size_t width = 0;
@@ -18,6 +21,41 @@ static test_tape_t content_tape;
 static size_t bags[4] = {0, 0, 1, 1};
 static size_t attract_offsets[5] = {0, 1, 2, 3, 4};
 static size_t attract_ids[4] = {1, 0, 3, 2};
+
+/* A gate: a progress handler that announces it was entered, then blocks until the gate opens. */
+static pthread_mutex_t gate_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_changed = PTHREAD_COND_INITIALIZER;
+static int gate_entered = 0, gate_opened = 0;
+
+static bool gate_handler(void *context, size_t completed, size_t total) {
+    (void)context, (void)completed, (void)total;
+    pthread_mutex_lock(&gate_mutex);
+    gate_entered = 1;
+    pthread_cond_broadcast(&gate_changed);
+    while (!gate_opened) pthread_cond_wait(&gate_changed, &gate_mutex);
+    pthread_mutex_unlock(&gate_mutex);
+    return false;
+}
+
+static int gate_wait_entered(void) {
+    struct timespec deadline;
+    int entered;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 5;
+    pthread_mutex_lock(&gate_mutex);
+    while (!gate_entered)
+        if (pthread_cond_timedwait(&gate_changed, &gate_mutex, &deadline) != 0) break;
+    entered = gate_entered;
+    pthread_mutex_unlock(&gate_mutex);
+    return entered;
+}
+
+static void gate_open(void) {
+    pthread_mutex_lock(&gate_mutex);
+    gate_opened = 1;
+    pthread_cond_broadcast(&gate_changed);
+    pthread_mutex_unlock(&gate_mutex);
+}
 
 static void without_gpus(void) {
     uform_executor_t ram = NULL;
@@ -111,6 +149,15 @@ static void mesh_and_trainer(void) {
         CHECK_STATUS(uform_mesh_bootstrap(ram, &options, &lonely, MSG), uform_status_unsupported_k);
     }
     CHECK_STATUS(uform_mesh_bootstrap(NULL, &options, &lonely, MSG), uform_status_invalid_argument_k);
+    /* A job name that could leave the directory, and a directory that is null but has a length. */
+    options.job = "../ctest";
+    options.job_length = 8;
+    CHECK_STATUS(uform_mesh_bootstrap(vram, &options, &lonely, MSG), uform_status_invalid_argument_k);
+    options.job = "ctest";
+    options.job_length = 5;
+    options.directory = NULL;
+    CHECK_STATUS(uform_mesh_bootstrap(vram, &options, &lonely, MSG), uform_status_invalid_argument_k);
+    options.directory = directory;
     CHECK_STATUS(uform_mesh_bootstrap(vram, &options, NULL, MSG), uform_status_invalid_argument_k);
 
     /* The spec's configuration, shrunk to depth 2 and hidden 64 for speed. */
@@ -129,6 +176,14 @@ static void mesh_and_trainer(void) {
     if (ram) {
         CHECK_STATUS(uform_trainer_init_vram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
         uform_executor_free(ram);
+    }
+    {
+        uform_executor_t local = NULL;
+        if (CHECK_OK(uform_executor_init_local(&local, MSG))) {
+            CHECK_STATUS(uform_trainer_init_vram(local, &init, &trainer, MSG), uform_status_unsupported_k);
+            CHECK_STATUS(uform_mesh_bootstrap(local, &options, &lonely, MSG), uform_status_unsupported_k);
+            uform_executor_free(local);
+        }
     }
     init.objective = (uform_objective_t)5;
     CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_invalid_argument_k);
@@ -296,6 +351,59 @@ static void mesh_and_trainer(void) {
         }
     }
 
+    /* A trainer serves one call at a time: while a step runs, another executor over the same devices finds the
+     * trainer busy for a step and for a save; an executor over other devices is refused outright. */
+    {
+        uform_executor_t same = NULL;
+        size_t devices[2] = {0, 1};
+        args = base_step(&stats);
+        args.progress = gate_handler;
+        outcome = NULL;
+        if (CHECK_OK(uform_executor_init_vram(devices, width, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &same,
+                                              MSG)) &&
+            CHECK_STATUS(uform_trainer_step(trainer, vram, texts_only, content_tape.data, content_tape.length,
+                                            content_tape.offsets, content_tape.count, &args, NULL, &outcome, MSG),
+                         uform_status_deferred_k)) {
+            if (CHECK(gate_wait_entered())) {
+                uform_trainer_step_args_t plain = base_step(NULL);
+                CHECK_STATUS(uform_trainer_step(trainer, same, texts_only, content_tape.data, content_tape.length,
+                                                content_tape.offsets, content_tape.count, &plain, NULL, NULL, MSG),
+                             uform_status_contended_k);
+                snprintf(saved, sizeof(saved), "%s/busy.safetensors", directory);
+                CHECK_STATUS(uform_trainer_save(trainer, same, saved, strlen(saved), NULL, MSG),
+                             uform_status_contended_k);
+                /* The executor is busy too. */
+                CHECK_STATUS(uform_trainer_save(trainer, vram, saved, strlen(saved), NULL, MSG),
+                             uform_status_contended_k);
+            }
+            gate_open();
+            CHECK_OK(uform_outcome_wait(outcome, MSG));
+            uform_outcome_release(outcome);
+            CHECK_SIZE(stats.step, next_step);
+            ++next_step;
+            /* Free again. */
+            args = base_step(&stats);
+            if (CHECK_OK(uform_trainer_step(trainer, same, texts_only, content_tape.data, content_tape.length,
+                                            content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG))) {
+                CHECK_SIZE(stats.step, next_step);
+                ++next_step;
+            }
+        }
+        gate_open();
+        uform_executor_free(same);
+        if (width >= 2) {
+            uform_executor_t other = NULL;
+            if (CHECK_OK(uform_executor_init_vram(devices + 1, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0,
+                                                  &other, MSG))) {
+                args = base_step(&stats);
+                CHECK_STATUS(uform_trainer_step(trainer, other, texts_only, content_tape.data, content_tape.length,
+                                                content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG),
+                             uform_status_invalid_argument_k);
+                uform_executor_free(other);
+            }
+        }
+    }
+
     /* Save, then load the checkpoint back into host memory and describe it. */
     snprintf(saved, sizeof(saved), "%s/trained.safetensors", directory);
     if (CHECK_OK(uform_trainer_save(trainer, vram, saved, strlen(saved), NULL, MSG))) {
@@ -368,6 +476,32 @@ static void from_checkpoint(void) {
     if (CHECK_OK(step(trainer, texts_only, &content_tape, &args, NULL))) {
         CHECK_SIZE(stats.step, 0);
         CHECK(finite_stats(&stats));
+    }
+    /* The batch's bounds per device (8 rows of 64 tokens, so 32 items) are documented limits. */
+    {
+        static char long_text[65];
+        char const *items[65];
+        uform_modality_t modalities[65];
+        test_tape_t big;
+        size_t i;
+        memset(long_text, 'a', 64);
+        long_text[64] = '\0';
+        for (i = 0; i != 65; ++i) items[i] = "x", modalities[i] = uform_modality_text_k;
+        items[0] = long_text;
+        tape_of(&big, items, 1);
+        args = base_step(NULL);
+        args.bags_count = 0, args.relations.attract.offsets_count = 0, args.relations.attract.ids_count = 0;
+        CHECK_OK(step(trainer, modalities, &big, &args, NULL));
+        long_text[63] = 'b';
+        memmove(long_text + 1, long_text, 64); /* 65 bytes now: longer than a packed row */
+        tape_clear(&big);
+        tape_push(&big, long_text, 65);
+        CHECK_STATUS(step(trainer, modalities, &big, &args, NULL), uform_status_limit_exceeded_k);
+        items[0] = "x";
+        tape_of(&big, items, 32 * width);
+        CHECK_OK(step(trainer, modalities, &big, &args, NULL));
+        tape_of(&big, items, 32 * width + 1);
+        CHECK_STATUS(step(trainer, modalities, &big, &args, NULL), uform_status_limit_exceeded_k);
     }
     snprintf(saved, sizeof(saved), "%s/fine-tuned.safetensors", directory);
     if (CHECK_OK(uform_trainer_save(trainer, vram, saved, strlen(saved), NULL, MSG))) {
