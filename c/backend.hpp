@@ -70,6 +70,15 @@ bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept;
 /** @brief The class `auto` resolves to on this machine. */
 uform_cpu_class_t cpu_class_native() noexcept;
 
+/**
+ * @brief Runs first on every thread an executor owns, before any work: where a backend pins the thread to
+ * its NUMA node (`numa_nodes[worker % size]`, when any are named) or configures it for its kernels (such as
+ * NumKong's `nk_configure_thread`). `worker` counts from 1 to `workers`; VRAM executors' threads have
+ * `residency` VRAM and no NUMA nodes.
+ */
+void worker_start(uform_residency_t residency, std::span<std::size_t const> numa_nodes, std::size_t worker,
+                  std::size_t workers) noexcept;
+
 /** @brief The GPUs the process can drive, as `uform_gpu_devices` answers; zero without a GPU residency. */
 std::size_t gpu_count() noexcept;
 /** @brief Describes GPU `ordinal`, below `gpu_count()`. */

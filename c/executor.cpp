@@ -55,9 +55,11 @@ void loop_work(pool_t &pool, std::size_t worker) noexcept {
     inside_loop = was_inside;
 }
 
-void worker_main(pool_t *pool, std::size_t worker) noexcept {
+void worker_main(pool_t *pool, std::size_t worker, uform_executor_s const *executor) noexcept {
     current_pool = pool;
     current_worker = worker;
+    backend::worker_start(executor->kind == executor_kind_t::vram ? uform_residency_vram_k : uform_residency_ram_k,
+                          executor->numa_nodes, worker, executor->threads);
     std::uint64_t loop_seen = 0;
     std::unique_lock lock(pool->mutex);
     for (;;) {
@@ -92,12 +94,13 @@ void worker_main(pool_t *pool, std::size_t worker) noexcept {
 }
 
 /** @brief Starts `threads` workers, numbered from 1; answers `nullptr` when the OS refused. */
-pool_t *pool_start(std::size_t threads) noexcept {
+pool_t *pool_start(uform_executor_s const *executor) noexcept {
+    std::size_t const threads = executor->threads;
     pool_t *pool = new (std::nothrow) pool_t;
     if (!pool) return nullptr;
     try {
         pool->threads.reserve(threads);
-        for (std::size_t i = 0; i != threads; ++i) pool->threads.emplace_back(worker_main, pool, i + 1);
+        for (std::size_t i = 0; i != threads; ++i) pool->threads.emplace_back(worker_main, pool, i + 1, executor);
     } catch (...) {
         {
             std::lock_guard lock(pool->mutex);
@@ -304,7 +307,7 @@ uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nod
         delete made;
         return fail(message, uform_status_out_of_memory_k, "out of memory making an executor");
     }
-    made->pool = pool_start(threads);
+    made->pool = pool_start(made);
     if (!made->pool) {
         delete made;
         return fail(message, uform_status_out_of_memory_k, "the OS refused to start the executor's threads");
@@ -366,7 +369,7 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
         delete made;
         return status;
     }
-    made->pool = pool_start(devices_count);
+    made->pool = pool_start(made);
     if (!made->pool) {
         backend::vram_close(made->device_state);
         delete made;

@@ -185,6 +185,8 @@ std::size_t numa_nodes() noexcept {
     return nodes;
 }
 
+void worker_start(uform_residency_t, std::span<std::size_t const>, std::size_t, std::size_t) noexcept {}
+
 bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept { return architecture_has(cpu_class); }
 
 uform_cpu_class_t cpu_class_native() noexcept { return uform_cpu_class_serial_k; }
