@@ -357,6 +357,28 @@ int main() {
     steady_verbs(model, local, arena, "on a local executor");
     steady_deferred(model, ram, arena, "on a RAM executor");
     steady_deferred(model, local, arena, "on a local executor");
+    // VRAM: a model on a simulated (stub) or real device, its executor and a device arena.
+    std::size_t gpus = 0;
+    CHECK(uform_gpu_devices(nullptr, 0, &gpus, nullptr) == uform_status_ok_k);
+    if (gpus) {
+        std::size_t device = 0;
+        uform_executor_t vram = nullptr;
+        uform_arena_t device_arena = nullptr;
+        uform_model_t device_model = nullptr;
+        uform_model_load_vram_args_t vram_load{};
+        vram_load.path = path.c_str();
+        vram_load.path_length = path.size();
+        CHECK(uform_executor_init_vram(&device, 1, uform_gpu_class_auto_k, nullptr, 0, nullptr, nullptr, 0, 0, &vram,
+                                       nullptr) == uform_status_ok_k);
+        vram_load.executor = vram;
+        CHECK(uform_model_load_vram(&vram_load, &device_model, nullptr) == uform_status_ok_k);
+        CHECK(uform_arena_init(vram, &device_arena, nullptr) == uform_status_ok_k);
+        steady_verbs(device_model, vram, device_arena, "on a VRAM executor");
+        steady_deferred(device_model, vram, device_arena, "on a VRAM executor");
+        uform_arena_free(device_arena);
+        uform_model_free(device_model);
+        uform_executor_free(vram);
+    }
     check_steady(
         "drain", 10, [&] { CHECK(uform_executor_drain(ram, uform_mood_sleeping_k, nullptr) == uform_status_ok_k); },
         __LINE__);
