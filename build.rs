@@ -88,15 +88,19 @@ fn main() {
         );
     }
 
-    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("Cargo sets CARGO_MANIFEST_DIR"));
+    let manifest_dir =
+        PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("Cargo sets CARGO_MANIFEST_DIR"));
     declare_inputs(&manifest_dir, &features);
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
-    let sanitizers = env::var("UFORM_SANITIZE").ok().filter(|value| !value.is_empty());
+    let sanitizers = env::var("UFORM_SANITIZE")
+        .ok()
+        .filter(|value| !value.is_empty());
 
-    let (library_dir, pkg_config) = match env::var_os("UFORM_LIBRARY_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => prebuilt(Path::new(&dir)),
-        None => build_with_cmake(&manifest_dir, &features, &target_os, sanitizers.as_deref()),
-    };
+    let (library_dir, pkg_config) =
+        match env::var_os("UFORM_LIBRARY_DIR").filter(|dir| !dir.is_empty()) {
+            Some(dir) => prebuilt(Path::new(&dir)),
+            None => build_with_cmake(&manifest_dir, &features, &target_os, sanitizers.as_deref()),
+        };
     println!("cargo:rustc-link-search=native={}", library_dir.display());
     println!("cargo:rustc-link-lib=static={TARGET}");
     link_system_libraries(pkg_config.as_deref(), &target_os);
@@ -115,7 +119,10 @@ fn declare_inputs(manifest_dir: &Path, features: &Features) {
         (features.cuda, "cuda"),
         (features.rocm, "rocm"),
     ];
-    let residencies = residencies.iter().filter(|(on, _)| *on).map(|(_, folder)| folder);
+    let residencies = residencies
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, folder)| folder);
     for source in SOURCES.iter().chain(residencies) {
         if manifest_dir.join(source).exists() {
             println!("cargo:rerun-if-changed={source}");
@@ -152,9 +159,12 @@ fn prebuilt(dir: &Path) -> (PathBuf, Option<PathBuf>) {
     let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
     println!("cargo:rerun-if-changed={}", dir.join(ARCHIVE).display());
     // A build folder holds `uform.pc` beside the archive, an installation in `lib/pkgconfig/`.
-    let pkg_config = [dir.join(PKG_CONFIG_FILE), dir.join("pkgconfig").join(PKG_CONFIG_FILE)]
-        .into_iter()
-        .find(|path| path.is_file());
+    let pkg_config = [
+        dir.join(PKG_CONFIG_FILE),
+        dir.join("pkgconfig").join(PKG_CONFIG_FILE),
+    ]
+    .into_iter()
+    .find(|path| path.is_file());
     if let Some(path) = &pkg_config {
         println!("cargo:rerun-if-changed={}", path.display());
     }
@@ -257,19 +267,31 @@ fn cargo_metadata(manifest_dir: &Path) -> Result<serde_json::Value, String> {
 }
 
 /// The folder of the `name` package `cargo metadata` lists, preferring the one this package depends on.
-fn package_root(metadata: &Result<serde_json::Value, String>, name: &str) -> Result<PathBuf, String> {
+fn package_root(
+    metadata: &Result<serde_json::Value, String>,
+    name: &str,
+) -> Result<PathBuf, String> {
     let metadata = metadata.as_ref().map_err(Clone::clone)?;
-    let packages = metadata["packages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let packages = metadata["packages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     // The ids this package depends on: `resolve.root` is the package of the manifest asked about.
     let root = &metadata["resolve"]["root"];
-    let nodes = metadata["resolve"]["nodes"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let nodes = metadata["resolve"]["nodes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     let direct = nodes
         .iter()
         .find(|node| node["id"] == *root)
         .and_then(|node| node["dependencies"].as_array())
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let candidates: Vec<&serde_json::Value> = packages.iter().filter(|package| package["name"] == name).collect();
+    let candidates: Vec<&serde_json::Value> = packages
+        .iter()
+        .filter(|package| package["name"] == name)
+        .collect();
     let chosen = candidates
         .iter()
         .find(|package| direct.contains(&package["id"]))
@@ -322,13 +344,18 @@ fn configure_wasi(config: &mut cmake::Config) {
         );
     }
     let target_features = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
-    if !target_features.split(',').any(|feature| feature == "simd128") {
+    if !target_features
+        .split(',')
+        .any(|feature| feature == "simd128")
+    {
         panic!(
             "uform: a WASI build needs 128-bit SIMD: build with RUSTFLAGS=\"-C target-feature=+simd128\", \
              or set that `target-feature` in `.cargo/config.toml`."
         );
     }
-    config.define("CMAKE_TOOLCHAIN_FILE", &toolchain).define("WASI_SDK_PREFIX", &sdk);
+    config
+        .define("CMAKE_TOOLCHAIN_FILE", &toolchain)
+        .define("WASI_SDK_PREFIX", &sdk);
 }
 
 /// Forwards the system libraries on the `Libs:` line of `uform.pc` to rustc: `-L`, `-l`, `-pthread` and
@@ -347,7 +374,10 @@ fn link_system_libraries(pkg_config: Option<&Path>, target_os: &str) {
             _ => "stdc++",
         };
         println!("cargo:rustc-link-lib={stdlib}");
-        if matches!(target_os, "linux" | "android" | "freebsd" | "openbsd" | "netbsd") {
+        if matches!(
+            target_os,
+            "linux" | "android" | "freebsd" | "openbsd" | "netbsd"
+        ) {
             println!("cargo:rustc-link-lib=pthread");
         }
         return;
@@ -377,7 +407,9 @@ fn link_sanitizers(sanitizers: &str) {
     let output = Command::new(&compiler)
         .arg("-print-runtime-dir")
         .output()
-        .unwrap_or_else(|error| panic!("uform: UFORM_SANITIZE needs Clang as CXX; running {compiler:?} failed: {error}"));
+        .unwrap_or_else(|error| {
+            panic!("uform: UFORM_SANITIZE needs Clang as CXX; running {compiler:?} failed: {error}")
+        });
     let runtime_dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     println!("cargo:rustc-link-search=native={runtime_dir}");
@@ -389,7 +421,10 @@ fn link_sanitizers(sanitizers: &str) {
             other => panic!("uform: UFORM_SANITIZE names `{other}`; use `address`, `undefined`, or both comma-separated."),
         };
         // A per-target runtime directory names the runtime without the architecture.
-        let name = if Path::new(&runtime_dir).join(format!("libclang_rt.{runtime}.so")).is_file() {
+        let name = if Path::new(&runtime_dir)
+            .join(format!("libclang_rt.{runtime}.so"))
+            .is_file()
+        {
             format!("clang_rt.{runtime}")
         } else {
             format!("clang_rt.{runtime}-{arch}")
