@@ -543,6 +543,14 @@ static void timeout(void) {
     options.job_length = 6;
     options.timeout_seconds = 1;
     CHECK_STATUS(uform_mesh_bootstrap(vram, &options, &mesh, MSG), uform_status_timeout_k);
+    /* What host 0 published before it gave up (the stub's names; harmless where absent). */
+    {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/lonely.mesh", directory);
+        remove(path);
+        snprintf(path, sizeof(path), "%s/lonely.mesh.0", directory);
+        remove(path);
+    }
 }
 
 int main(void) {
