@@ -1,1 +1,94 @@
-//! UForm.
+//! UForm: a pocket-sized multimodal encoder library, from Rust.
+//!
+//! A thin, safe layer over the C ABI in `include/uform/*.h`. The raw bindings live in [`sys`]; the enums,
+//! configs, plain structs and verb traits are generated from the headers' `@uform` annotations by
+//! `tools/uform-gen` (`cargo run -p uform-gen`), and the handles, views, inputs and deferred calls are
+//! written by hand. Every public name is its C name without `uform_` and `_t`, in CamelCase; a verb's
+//! argument struct becomes its `*Config`; every wrapper's documentation names the C symbol it calls.
+//!
+//! - [`Model`] encodes text, images, video and audio into pooled embeddings, per-token states and token
+//!   vectors, and scores calibrated choices over text, through [`EncodeVerbs`] and [`ModelVerbs`].
+//! - [`Trainer`] trains one on GPUs through [`TrainVerbs`], joined across hosts by a [`Mesh`].
+//! - [`Executor`] owns the threads or streams every call runs on; [`Arena`] owns the memory outputs land
+//!   in, which [`Rows`], [`RowsTape`] and [`Tape`] view without copying.
+//!
+//! ```no_run
+//! use uform::*;
+//!
+//! # fn main() -> uform::Result<()> {
+//! let executor = Executor::for_ram(&[], None, 0)?;
+//! let mut arena = Arena::new_in(&executor)?;
+//! let model = Model::load_ram("model.safetensors")?;
+//!
+//! let texts = ["a cat on a mat", "a dog in the fog"];
+//! let encoded = model.on(&executor).text_encode(&texts, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
+//! if let Some(embeddings) = encoded.embeddings {
+//!     let values: &[f32] = embeddings.values()?;
+//!     assert_eq!(values.len(), texts.len() * model.describe()?.dimensions);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod sys;
+
+mod arena;
+mod call;
+mod deferred;
+mod error;
+mod executor;
+mod handler;
+mod handles;
+pub mod inputs;
+mod raw;
+mod rows;
+
+#[path = "generated/encode.rs"]
+mod encode;
+#[path = "generated/model.rs"]
+mod model;
+#[path = "generated/train.rs"]
+mod train;
+#[path = "generated/types.rs"]
+mod types;
+
+pub use crate::arena::Arena;
+pub use crate::deferred::{Deferred, DeferredFuture, DeferredOn, On, Receiver};
+pub use crate::encode::*;
+pub use crate::error::{Error, Result};
+pub use crate::executor::Executor;
+pub use crate::handler::Progress;
+pub use crate::handles::{Mesh, Model, Trainer};
+pub use crate::inputs::Accepts;
+pub use crate::model::*;
+pub use crate::rows::{Encoded, Rows, RowsTape, Tape, Value};
+pub use crate::train::*;
+pub use crate::types::*;
+
+/// The library's version as `"MAJOR.MINOR.PATCH"`, which may differ from the headers' macros.
+///
+/// Calls `uform_version`.
+#[doc(alias = "uform_version")]
+pub fn version() -> &'static str {
+    // SAFETY: the library answers a static, NUL-terminated string.
+    raw::static_str(unsafe { sys::uform_version() }).unwrap_or("")
+}
+
+/// The residencies this build carries, such as `"ram"`, `"ram,cuda"` or `"stub"`.
+///
+/// Calls `uform_build_flavor`.
+#[doc(alias = "uform_build_flavor")]
+pub fn build_flavor() -> &'static str {
+    // SAFETY: the library answers a static, NUL-terminated string.
+    raw::static_str(unsafe { sys::uform_build_flavor() }).unwrap_or("")
+}
+
+/// The version of the C ABI the bindings were generated from, as the headers' `UFORM_VERSION_*` macros say.
+#[doc(alias = "UFORM_VERSION_MAJOR")]
+pub const HEADER_VERSION: (u32, u32, u32) = (
+    sys::UFORM_VERSION_MAJOR,
+    sys::UFORM_VERSION_MINOR,
+    sys::UFORM_VERSION_PATCH,
+);

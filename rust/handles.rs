@@ -1,0 +1,223 @@
+//! The handles of `model.h` and `train.h`: `Model`, `Mesh` and `Trainer`, and the receivers they lend.
+
+use core::ffi::c_void;
+use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
+
+use crate::call::{OfModel, OfTrainer, Target};
+use crate::error::unknown;
+use crate::raw::Handle;
+use crate::{sys, DeferredOn, Executor, On, Result};
+
+/// A loaded model: immutable once loaded, and shared freely by any number of threads and executors of its
+/// residency at once.
+///
+/// Load one with [`Model::load_ram`], [`Model::load_vram`], [`Model::load_ram_buffer`] or
+/// [`Model::load_vram_buffer`]; run its verbs ([`EncodeVerbs`](crate::EncodeVerbs),
+/// [`ModelVerbs`](crate::ModelVerbs)) through `&Model` on the calling thread, through
+/// [`on`](Model::on) blocking on an executor, or through [`deferred`](Model::deferred) submitted to one.
+/// `Model` carries no type parameter: quantization is the runtime [`Scalar`](crate::Scalar) passed at load.
+///
+/// Wraps `uform_model_t`. Dropping it waits for the calls reading it (`uform_model_free`).
+#[doc(alias = "uform_model_t")]
+pub struct Model {
+    raw: NonNull<sys::uform_model_s>,
+}
+
+// SAFETY: a model is immutable once loaded and the library allows sharing it across threads.
+unsafe impl Send for Model {}
+// SAFETY: as above.
+unsafe impl Sync for Model {}
+
+impl Model {
+    /// Wraps a handle the library answered.
+    pub(crate) fn from_raw(raw: sys::uform_model_t) -> Result<Self> {
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(unknown("the library answered a null model"))?,
+        })
+    }
+
+    /// A receiver that runs verbs blocking on `executor`, failing [`Status::Contended`](crate::Status::Contended)
+    /// while another call holds it.
+    pub fn on<'r>(&'r self, executor: &'r Executor) -> On<'r, Model> {
+        On {
+            target: self,
+            executor,
+        }
+    }
+
+    /// A receiver that submits verbs to `executor` and answers [`Deferred`](crate::Deferred) calls.
+    pub fn deferred<'r>(&'r self, executor: &'r Executor) -> DeferredOn<'r, Model> {
+        DeferredOn {
+            target: self,
+            executor,
+        }
+    }
+
+    /// The C handle (`uform_model_t`), for calling the C ABI directly; it stays owned by this `Model`.
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.raw.as_ptr().cast()
+    }
+}
+
+impl Handle for Model {
+    type Raw = sys::uform_model_t;
+    fn raw(&self) -> sys::uform_model_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Target for Model {
+    type Of = OfModel;
+    fn target(&self) -> *mut c_void {
+        self.raw.as_ptr().cast()
+    }
+}
+
+impl Drop for Model {
+    /// Waits for the calls reading the model, then frees it.
+    #[doc(alias = "uform_model_free")]
+    fn drop(&mut self) {
+        // SAFETY: the model is live and owned.
+        unsafe { sys::uform_model_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Model")
+            .field("description", &self.describe())
+            .finish()
+    }
+}
+
+/// The devices of every host of a training run, joined for collectives; made by [`Mesh::bootstrap`].
+///
+/// A [`Trainer`] borrows its mesh, so the mesh outlives every trainer made over it.
+///
+/// Wraps `uform_mesh_t`; dropping it calls `uform_mesh_free`.
+#[doc(alias = "uform_mesh_t")]
+pub struct Mesh {
+    raw: NonNull<sys::uform_mesh_s>,
+}
+
+// SAFETY: a mesh is only read by the trainers made over it, which the library synchronizes.
+unsafe impl Send for Mesh {}
+// SAFETY: as above.
+unsafe impl Sync for Mesh {}
+
+impl Mesh {
+    /// Wraps a handle the library answered.
+    pub(crate) fn from_raw(raw: sys::uform_mesh_t) -> Result<Self> {
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(unknown("the library answered a null mesh"))?,
+        })
+    }
+
+    /// The C handle (`uform_mesh_t`), for calling the C ABI directly; it stays owned by this `Mesh`.
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.raw.as_ptr().cast()
+    }
+}
+
+impl Handle for Mesh {
+    type Raw = sys::uform_mesh_t;
+    fn raw(&self) -> sys::uform_mesh_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Mesh {
+    /// Frees the mesh; the borrow checker has already ended every trainer made over it.
+    #[doc(alias = "uform_mesh_free")]
+    fn drop(&mut self) {
+        // SAFETY: the mesh is live and owned, and no trainer borrows it any more.
+        unsafe { sys::uform_mesh_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Mesh {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mesh")
+            .field("description", &self.describe())
+            .finish()
+    }
+}
+
+/// A model in training on a VRAM executor's devices, made by [`Trainer::init_vram`], borrowing the
+/// [`Mesh`] it trains across for `'m`.
+///
+/// Its verbs ([`TrainVerbs`](crate::TrainVerbs)) run through [`on`](Trainer::on), blocking on an executor,
+/// or [`deferred`](Trainer::deferred), submitted to one.
+///
+/// Wraps `uform_trainer_t`; dropping it waits for its calls (`uform_trainer_free`).
+#[doc(alias = "uform_trainer_t")]
+pub struct Trainer<'m> {
+    raw: NonNull<sys::uform_trainer_s>,
+    _mesh: PhantomData<&'m crate::Mesh>,
+}
+
+// SAFETY: a trainer may move between threads; it is not `Sync`, so its steps never overlap through `&`.
+unsafe impl Send for Trainer<'_> {}
+
+impl<'m> Trainer<'m> {
+    /// Wraps a handle the library answered.
+    pub(crate) fn from_raw(raw: sys::uform_trainer_t) -> Result<Self> {
+        let raw = NonNull::new(raw).ok_or(unknown("the library answered a null trainer"))?;
+        Ok(Self {
+            raw,
+            _mesh: PhantomData,
+        })
+    }
+
+    /// A receiver that runs steps blocking on `executor`.
+    pub fn on<'r>(&'r self, executor: &'r Executor) -> On<'r, Trainer<'m>> {
+        On {
+            target: self,
+            executor,
+        }
+    }
+
+    /// A receiver that submits steps to `executor` and answers [`Deferred`](crate::Deferred) calls.
+    pub fn deferred<'r>(&'r self, executor: &'r Executor) -> DeferredOn<'r, Trainer<'m>> {
+        DeferredOn {
+            target: self,
+            executor,
+        }
+    }
+
+    /// The C handle (`uform_trainer_t`), for calling the C ABI directly; it stays owned by this `Trainer`.
+    pub fn as_ptr(&self) -> *mut c_void {
+        self.raw.as_ptr().cast()
+    }
+}
+
+impl Handle for Trainer<'_> {
+    type Raw = sys::uform_trainer_t;
+    fn raw(&self) -> sys::uform_trainer_t {
+        self.raw.as_ptr()
+    }
+}
+
+impl Target for Trainer<'_> {
+    type Of = OfTrainer;
+    fn target(&self) -> *mut c_void {
+        self.raw.as_ptr().cast()
+    }
+}
+
+impl Drop for Trainer<'_> {
+    /// Waits for the trainer's calls, then frees it.
+    #[doc(alias = "uform_trainer_free")]
+    fn drop(&mut self) {
+        // SAFETY: the trainer is live and owned.
+        unsafe { sys::uform_trainer_free(self.raw.as_ptr()) }
+    }
+}
+
+impl fmt::Debug for Trainer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Trainer").finish_non_exhaustive()
+    }
+}
