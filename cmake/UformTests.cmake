@@ -1,5 +1,7 @@
 # ctest: one executable per tests/c/*.c (C99) and per tests/c/*.cpp (C++23), each linking libuform_static.a
-# through the public headers only; plus two tests that install the package into a scratch prefix and build
+# through the public headers only; one per tests/unit/*_test.cpp (C++23), which may also include the library's
+# internal headers ("c/...", "cpp/...", NumKong's and the other crates'), and which runs only in the RAM build
+# when it includes "cpp/..."; plus two tests that install the package into a scratch prefix and build
 # tests/cmake-consumer/ against it, once through find_package(uform) and once through pkg-config.
 #
 # Every test runs in the repository root with UFORM_TEST_DATA=<repo>/tests/data (tiny.safetensors lives
@@ -42,6 +44,35 @@ function(uform_add_c_tests)
             RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests")
         add_test(NAME ${test} COMMAND ${target})
         _uform_test_environment(${test})
+    endforeach()
+endfunction()
+
+function(uform_add_unit_tests)
+    file(GLOB unit_tests CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/tests/unit/*_test.cpp")
+    foreach(source IN LISTS unit_tests)
+        cmake_path(GET source STEM stem)
+        file(STRINGS "${source}" ram_includes REGEX "^#[ \t]*include[ \t]*\"cpp/")
+        if(ram_includes AND UFORM_STUB)
+            continue() # the RAM residency's internals are not in the stub's archive
+        endif()
+        string(MAKE_C_IDENTIFIER "${stem}" id)
+        set(target uform_unit_${id})
+        add_executable(${target} "${source}")
+        target_link_libraries(${target} PRIVATE uform::uform_static)
+        target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/c")
+        if(NOT UFORM_STUB)
+            foreach(crate IN ITEMS uform_numkong uform_stringzilla uform_forkunion)
+                target_include_directories(${target} SYSTEM PRIVATE
+                    $<TARGET_PROPERTY:${crate},INTERFACE_INCLUDE_DIRECTORIES>)
+                target_compile_definitions(${target} PRIVATE $<TARGET_PROPERTY:${crate},INTERFACE_COMPILE_DEFINITIONS>)
+            endforeach()
+        endif()
+        target_compile_options(${target} PRIVATE ${UFORM_WARNING_FLAGS})
+        set_target_properties(${target} PROPERTIES
+            CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+            RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests")
+        add_test(NAME unit.${stem} COMMAND ${target})
+        _uform_test_environment(unit.${stem})
     endforeach()
 endfunction()
 
