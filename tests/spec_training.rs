@@ -175,12 +175,8 @@ fn choices_and_sides_cross_as_tapes() {
         ];
         let config = TrainerStepConfig {
             sides: &sides,
-            choices: (b"ynABC".as_slice(), &[0usize, 2, 2, 5][..]).into(),
-            choice_targets: (
-                &[0.25f32, 0.75, 0.5, 0.25, 0.25][..],
-                &[0usize, 2, 2, 5][..],
-            )
-                .into(),
+            choices: (b"ynABC".as_slice(), &[0, 2, 2, 5]),
+            choice_targets: (&[0.25, 0.75, 0.5, 0.25, 0.25], &[0, 2, 2, 5]),
             ..TrainerStepConfig::default()
         };
         trainer
