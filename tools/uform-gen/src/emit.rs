@@ -335,11 +335,11 @@ impl<'i> Cx<'i> {
     }
 
     /// Converts from the C struct: only owned values, which the library fills.
-    fn from_raw_able(&self, c: &str) -> Result<bool> {
+    fn readable(&self, c: &str) -> Result<bool> {
         for field in self.classify(self.struct_of(c)?)? {
             let ok = match &field.kind {
                 Kind::Number(_) | Kind::Enum(_) | Kind::Array(..) | Kind::Chars => true,
-                Kind::Nested(nested) => self.from_raw_able(nested)?,
+                Kind::Nested(nested) => self.readable(nested)?,
                 _ => false,
             };
             if !ok {
@@ -350,12 +350,12 @@ impl<'i> Cx<'i> {
     }
 
     /// Converts to the C struct by reference: no `&mut`, no handler, no `String`.
-    fn to_raw_able(&self, c: &str) -> Result<bool> {
+    fn writable(&self, c: &str) -> Result<bool> {
         for field in self.classify(self.struct_of(c)?)? {
             let ok = match &field.kind {
                 Kind::Chars | Kind::Out(_) | Kind::Progress { .. } => false,
                 Kind::Handle(handle) => !handle_info(handle).is_some_and(|h| h.mutable),
-                Kind::Nested(nested) => self.to_raw_able(nested)?,
+                Kind::Nested(nested) => self.writable(nested)?,
                 _ => true,
             };
             if !ok {
@@ -466,7 +466,7 @@ impl<'i> Cx<'i> {
         let fields = match &field.kind {
             Kind::Number(_) | Kind::Array(..) => vec![(name.clone(), quote!(self.#name))],
             Kind::Enum(_) | Kind::Flags(_) => vec![(name.clone(), quote!(self.#name.to_raw()))],
-            Kind::Nested(_) => vec![(name.clone(), quote!(self.#name.to_raw()?))],
+            Kind::Nested(_) => vec![(name.clone(), quote!(self.#name.as_raw()?))],
             Kind::Chars => {
                 return Err("uform-gen: a string field cannot be handed to the library".into())
             }
@@ -1006,14 +1006,14 @@ impl<'i> Cx<'i> {
 
         // Conversions.
         let mut conversions = TokenStream::new();
-        if config || self.to_raw_able(&s.c)? {
+        if config || self.writable(&s.c)? {
             let mut lets = TokenStream::new();
             let mut inits = Vec::new();
             for field in &fields {
                 let (l, f) = self.field_to_raw(field)?;
                 lets.extend(l);
                 inits.extend(f.into_iter().map(|(n, e)| {
-                    if e.to_string() == n.to_string() {
+                    if n == e.to_string() {
                         quote!(#n,)
                     } else {
                         quote!(#n: #e,)
@@ -1036,14 +1036,14 @@ impl<'i> Cx<'i> {
             } else {
                 conversions.extend(quote! {
                     /// The C struct.
-                    pub(crate) fn to_raw(&self) -> crate::Result<sys::#c_ty> {
+                    pub(crate) fn as_raw(&self) -> crate::Result<sys::#c_ty> {
                         #lets
                         Ok(sys::#c_ty { #(#inits)* })
                     }
                 });
             }
         }
-        if !config && self.from_raw_able(&s.c)? {
+        if !config && self.readable(&s.c)? {
             let inits = fields
                 .iter()
                 .map(|f| {
@@ -1069,7 +1069,7 @@ impl<'i> Cx<'i> {
         }
 
         // Checks before a call.
-        if config || self.to_raw_able(&s.c)? {
+        if config || self.writable(&s.c)? {
             let body = self.check_body(&fields)?;
             out.extend(quote! {
                 impl crate::call::Check for #name #anon {
@@ -1174,7 +1174,7 @@ impl<'i> Cx<'i> {
                     let names = tape_names(&field.name, "");
                     body.extend(quote!(crate::inputs::check_tape(self.#fname.0.len(), self.#fname.1, #names)?;));
                 }
-                Kind::Nested(c) if self.to_raw_able(c)? => {
+                Kind::Nested(c) if self.writable(c)? => {
                     body.extend(quote!(crate::call::Check::check(&self.#fname, items)?;));
                 }
                 _ => {}
@@ -1245,7 +1245,7 @@ impl<'i> Cx<'i> {
                     quote!(#ty::from_raw(out).ok_or(crate::error::unknown(#message))),
                 )
             }
-            CType::Struct(c) if self.from_raw_able(c)? => {
+            CType::Struct(c) if self.readable(c)? => {
                 let ty = self.struct_type(c, &quote!('_))?;
                 let c_ty = ident(c);
                 let rust = ident(&self.struct_rust_name(c));
@@ -1355,7 +1355,7 @@ impl<'i> Cx<'i> {
                     } else {
                         let ty = self.struct_type(c, &quote!('_))?;
                         params.push(quote!(#pident: &#ty));
-                        lets.extend(quote!(let #pident = #pident.to_raw()?;));
+                        lets.extend(quote!(let #pident = #pident.as_raw()?;));
                     }
                     args.push(quote!(&#pident));
                 }

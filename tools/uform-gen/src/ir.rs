@@ -401,13 +401,15 @@ pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
                     let doc = doc_of(&s.attrs);
                     match &s.fields {
                         syn::Fields::Unnamed(fields) if names.enums.contains(&name) => {
-                            let repr =
-                                match fields.unnamed.first().map(|f| resolve(&f.ty, &names)) {
-                                    Some(Ok(CType::Int(repr))) => repr,
-                                    _ => return Err(format!(
+                            let repr = match fields.unnamed.first().map(|f| resolve(&f.ty, &names))
+                            {
+                                Some(Ok(CType::Int(repr))) => repr,
+                                _ => {
+                                    return Err(format!(
                                         "uform-gen: the enum `{name}` is not held in an integer"
-                                    )),
-                                };
+                                    ))
+                                }
+                            };
                             decls.push(Decl::Enum(Enum {
                                 variants: variants.remove(&name).unwrap_or_default(),
                                 directives: Directives::parse(&doc),
