@@ -1034,7 +1034,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "texts's offsets fall",
                 leave: "texts's offsets leave its data",
-                per_item: "`texts` holds one value per item of `texts`",
+                per_item: "",
             },
         )?;
         crate::call::Check::check(&self.config, texts.count)?;
@@ -1118,7 +1118,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "files's offsets fall",
                 leave: "files's offsets leave its data",
-                per_item: "`files` holds one value per item of `files`",
+                per_item: "",
             },
         )?;
         crate::call::Check::check(&self.config, files.count)?;
@@ -1209,7 +1209,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "pixels's offsets fall",
                 leave: "pixels's offsets leave its data",
-                per_item: "`pixels` holds one value per item of `pixels`",
+                per_item: "",
             },
         )?;
         let heights = <Heights as crate::Accepts<R::Mode, crate::inputs::Each<usize>>>::measure(
@@ -1340,7 +1340,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "files's offsets fall",
                 leave: "files's offsets leave its data",
-                per_item: "`files` holds one value per item of `files`",
+                per_item: "",
             },
         )?;
         crate::call::Check::check(&self.config, files.count)?;
@@ -1424,7 +1424,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "files's offsets fall",
                 leave: "files's offsets leave its data",
-                per_item: "`files` holds one value per item of `files`",
+                per_item: "",
             },
         )?;
         crate::call::Check::check(&self.config, files.count)?;
@@ -1510,7 +1510,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "samples's offsets fall",
                 leave: "samples's offsets leave its data",
-                per_item: "`samples` holds one value per item of `samples`",
+                per_item: "",
             },
         )?;
         crate::call::Check::check(&self.config, samples.count)?;
@@ -1654,7 +1654,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "texts's offsets fall",
                 leave: "texts's offsets leave its data",
-                per_item: "`texts` holds one value per item of `texts`",
+                per_item: "",
             },
         )?;
         let choices = <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(

@@ -1725,7 +1725,7 @@ impl crate::call::Check for TrainerStepConfig<'_> {
             &crate::inputs::TapeNames {
                 fall: "choices's offsets fall",
                 leave: "choices's offsets leave its data",
-                per_item: "`choices` holds one value per item of ``",
+                per_item: "",
             },
         )?;
         crate::inputs::check_tape(
@@ -1734,7 +1734,7 @@ impl crate::call::Check for TrainerStepConfig<'_> {
             &crate::inputs::TapeNames {
                 fall: "choice_targets's offsets fall",
                 leave: "choice_targets's offsets leave its data",
-                per_item: "`choice_targets` holds one value per item of ``",
+                per_item: "",
             },
         )?;
         Ok(())
@@ -1917,7 +1917,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "contents's offsets fall",
                 leave: "contents's offsets leave its data",
-                per_item: "`contents` holds one value per item of `contents`",
+                per_item: "",
             },
         )?;
         crate::inputs::per_item(
@@ -2007,7 +2007,7 @@ where
             &crate::inputs::TapeNames {
                 fall: "path's offsets fall",
                 leave: "path's offsets leave its data",
-                per_item: "`path` holds one value per item of ``",
+                per_item: "",
             },
         )?;
         Ok(path.words)

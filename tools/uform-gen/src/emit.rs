@@ -2067,7 +2067,11 @@ fn first_tape_name(vparams: &[VParam]) -> String {
 fn tape_names(name: &str, first: &str) -> TokenStream {
     let fall = format!("{name}'s offsets fall");
     let leave = format!("{name}'s offsets leave its data");
-    let per_item = format!("`{name}` holds one value per item of `{first}`");
+    let per_item = if first.is_empty() || first == name {
+        String::new()
+    } else {
+        format!("`{name}` holds one value per item of `{first}`")
+    };
     quote!(&crate::inputs::TapeNames { fall: #fall, leave: #leave, per_item: #per_item })
 }
 

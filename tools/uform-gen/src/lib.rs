@@ -84,10 +84,15 @@ pub fn bindings(include: &Path) -> Result<String, String> {
 /// Formats Rust source: prettyplease, then `rustfmt` when one is on the `PATH`, so that `cargo fmt --check`
 /// finds nothing to change. `--check` compares token streams, so either way is not stale.
 pub fn format(source: &str) -> Result<String, String> {
+    let pretty = pretty(source)?;
+    Ok(rustfmt(&pretty).unwrap_or(pretty))
+}
+
+/// Formats Rust source with prettyplease alone, which depends on nothing installed.
+pub fn pretty(source: &str) -> Result<String, String> {
     let file = syn::parse_file(source)
         .map_err(|e| format!("uform-gen: generated code does not parse: {e}"))?;
-    let pretty = space_items(&prettyplease::unparse(&file));
-    Ok(rustfmt(&pretty).unwrap_or(pretty))
+    Ok(space_items(&prettyplease::unparse(&file)))
 }
 
 /// Puts a blank line between consecutive items (and between the members of an `impl` or `trait`), which
@@ -164,6 +169,14 @@ fn rustfmt(source: &str) -> Option<String> {
 
 /// The safe layer of the raw bindings `sys` (the text of `rust/sys.rs`): `generated/<module>.rs` per header.
 pub fn safe_layer(sys: &str) -> Result<Vec<File>, String> {
+    safe_layer_with(sys, format)
+}
+
+/// The safe layer of the raw bindings `sys`, formatted by `format` (such as [`format`] or [`pretty`]).
+pub fn safe_layer_with(
+    sys: &str,
+    format: fn(&str) -> Result<String, String>,
+) -> Result<Vec<File>, String> {
     let ir = ir::parse(&ir::split_sys(sys))?;
     let mut files = Vec::new();
     for output in emit::emit(&ir)? {

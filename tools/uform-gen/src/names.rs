@@ -59,19 +59,20 @@ pub fn ident(name: &str) -> Ident {
 /// directives removed, lines trimmed.
 pub fn clean_doc(doc: &str) -> String {
     let mut out: Vec<String> = Vec::new();
-    let mut skipping_param = false;
-    for line in doc.lines() {
-        let line = line.trim();
-        if line.starts_with("@param") {
-            skipping_param = true;
-            continue;
-        }
-        if skipping_param {
-            if line.is_empty() || line.starts_with('@') {
-                skipping_param = false;
-            } else {
+    // The indentation of the `@param` line being skipped: deeper lines continue it.
+    let mut param_indent: Option<usize> = None;
+    for raw in doc.lines() {
+        let indent = raw.len() - raw.trim_start().len();
+        let line = raw.trim();
+        if let Some(base) = param_indent {
+            if !line.is_empty() && indent > base && !line.starts_with('@') {
                 continue;
             }
+            param_indent = None;
+        }
+        if line.starts_with("@param") {
+            param_indent = Some(indent);
+            continue;
         }
         let line = match line.find("@uform") {
             Some(at) => line[..at].trim_end(),
