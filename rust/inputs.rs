@@ -537,49 +537,39 @@ owned_paths!(
 );
 
 /// Checks an edge set against a step's items as the library does: offsets empty or one per item plus one,
-/// ascending from their start to the ids' count, and weights empty or one per id (`Status::ShapeMismatch`);
+/// ascending, the last one the ids' count, and weights empty or one per id (`Status::ShapeMismatch`);
 /// every id below the items and never the item itself, every weight finite and positive
 /// (`Status::InvalidArgument`).
-pub(crate) fn check_edges(
-    offsets: &[usize],
-    ids: &[usize],
-    weights: &[f32],
-    items: usize,
-) -> Result<()> {
+pub(crate) fn check_edges(offsets: &[usize], ids: &[usize], weights: &[f32], items: usize) -> Result<()> {
     if offsets.is_empty() {
         if !ids.is_empty() || !weights.is_empty() {
-            return Err(mismatch("an edge set without offsets has ids or weights"));
+            return Err(mismatch("an edge set has ids but no offsets"));
         }
         return Ok(());
     }
     if offsets.len() != items + 1 {
-        return Err(mismatch(
-            "an edge set's offsets count one per item plus one",
-        ));
+        return Err(mismatch("an edge set's offsets are not one per item plus one"));
     }
     if offsets.windows(2).any(|pair| pair[0] > pair[1]) {
         return Err(mismatch("an edge set's offsets fall"));
     }
-    if offsets[0] != 0 || offsets[items] != ids.len() {
-        return Err(mismatch("an edge set's offsets disagree with its ids"));
+    if offsets[items] != ids.len() {
+        return Err(mismatch("an edge set's ids do not match its last offset"));
     }
     if !weights.is_empty() && weights.len() != ids.len() {
-        return Err(mismatch("an edge set's weights disagree with its ids"));
+        return Err(mismatch("an edge set's weights are neither zero nor one per id"));
     }
     for item in 0..items {
         for &id in &ids[offsets[item]..offsets[item + 1]] {
             if id >= items {
-                return Err(invalid("an edge leads to an item outside the batch"));
+                return Err(invalid("an edge leads outside the step's items"));
             }
             if id == item {
-                return Err(invalid("an edge leads from an item to itself"));
+                return Err(invalid("an edge leads to its own item"));
             }
         }
     }
-    if weights
-        .iter()
-        .any(|weight| !weight.is_finite() || *weight <= 0.0)
-    {
+    if weights.iter().any(|weight| !weight.is_finite() || *weight <= 0.0) {
         return Err(invalid("an edge's weight is not finite and positive"));
     }
     Ok(())

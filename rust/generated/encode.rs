@@ -1032,8 +1032,8 @@ where
         let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
             &self.texts,
             &crate::inputs::TapeNames {
-                fall: "texts's offsets fall",
-                leave: "texts's offsets leave its data",
+                fall: "the texts tape's offsets fall",
+                leave: "the texts tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1116,8 +1116,8 @@ where
         let files = <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::measure(
             &self.files,
             &crate::inputs::TapeNames {
-                fall: "files's offsets fall",
-                leave: "files's offsets leave its data",
+                fall: "the files tape's offsets fall",
+                leave: "the files tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1207,24 +1207,24 @@ where
         let pixels = <Pixels as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
             &self.pixels,
             &crate::inputs::TapeNames {
-                fall: "pixels's offsets fall",
-                leave: "pixels's offsets leave its data",
+                fall: "the pixels tape's offsets fall",
+                leave: "the pixels tape's offsets leave its data",
                 per_item: "",
             },
         )?;
         let heights = <Heights as crate::Accepts<R::Mode, crate::inputs::Each<usize>>>::measure(
             &self.heights,
             &crate::inputs::TapeNames {
-                fall: "heights's offsets fall",
-                leave: "heights's offsets leave its data",
+                fall: "the heights tape's offsets fall",
+                leave: "the heights tape's offsets leave its data",
                 per_item: "`heights` holds one value per item of `pixels`",
             },
         )?;
         let widths = <Widths as crate::Accepts<R::Mode, crate::inputs::Each<usize>>>::measure(
             &self.widths,
             &crate::inputs::TapeNames {
-                fall: "widths's offsets fall",
-                leave: "widths's offsets leave its data",
+                fall: "the widths tape's offsets fall",
+                leave: "the widths tape's offsets leave its data",
                 per_item: "`widths` holds one value per item of `pixels`",
             },
         )?;
@@ -1338,8 +1338,8 @@ where
         let files = <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::measure(
             &self.files,
             &crate::inputs::TapeNames {
-                fall: "files's offsets fall",
-                leave: "files's offsets leave its data",
+                fall: "the files tape's offsets fall",
+                leave: "the files tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1422,8 +1422,8 @@ where
         let files = <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::measure(
             &self.files,
             &crate::inputs::TapeNames {
-                fall: "files's offsets fall",
-                leave: "files's offsets leave its data",
+                fall: "the files tape's offsets fall",
+                leave: "the files tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1508,8 +1508,8 @@ where
         let samples = <SamplesIn as crate::Accepts<R::Mode, crate::inputs::Samples>>::measure(
             &self.samples,
             &crate::inputs::TapeNames {
-                fall: "samples's offsets fall",
-                leave: "samples's offsets leave its data",
+                fall: "the samples tape's offsets fall",
+                leave: "the samples tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1652,16 +1652,16 @@ where
         let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
             &self.texts,
             &crate::inputs::TapeNames {
-                fall: "texts's offsets fall",
-                leave: "texts's offsets leave its data",
+                fall: "the texts tape's offsets fall",
+                leave: "the texts tape's offsets leave its data",
                 per_item: "",
             },
         )?;
         let choices = <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
             &self.choices,
             &crate::inputs::TapeNames {
-                fall: "choices's offsets fall",
-                leave: "choices's offsets leave its data",
+                fall: "the choices tape's offsets fall",
+                leave: "the choices tape's offsets leave its data",
                 per_item: "`choices` holds one value per item of `texts`",
             },
         )?;

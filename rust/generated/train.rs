@@ -1723,8 +1723,8 @@ impl crate::call::Check for TrainerStepConfig<'_> {
             self.choices.0.len(),
             self.choices.1,
             &crate::inputs::TapeNames {
-                fall: "choices's offsets fall",
-                leave: "choices's offsets leave its data",
+                fall: "the choices tape's offsets fall",
+                leave: "the choices tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1732,8 +1732,8 @@ impl crate::call::Check for TrainerStepConfig<'_> {
             self.choice_targets.0.len(),
             self.choice_targets.1,
             &crate::inputs::TapeNames {
-                fall: "choice_targets's offsets fall",
-                leave: "choice_targets's offsets leave its data",
+                fall: "the choice targets tape's offsets fall",
+                leave: "the choice targets tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -1907,16 +1907,16 @@ where
             <Modalities as crate::Accepts<R::Mode, crate::inputs::Each<crate::Modality>>>::measure(
                 &self.modalities,
                 &crate::inputs::TapeNames {
-                    fall: "modalities's offsets fall",
-                    leave: "modalities's offsets leave its data",
+                    fall: "the modalities tape's offsets fall",
+                    leave: "the modalities tape's offsets leave its data",
                     per_item: "`modalities` holds one value per item of `contents`",
                 },
             )?;
         let contents = <Contents as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
             &self.contents,
             &crate::inputs::TapeNames {
-                fall: "contents's offsets fall",
-                leave: "contents's offsets leave its data",
+                fall: "the contents tape's offsets fall",
+                leave: "the contents tape's offsets leave its data",
                 per_item: "",
             },
         )?;
@@ -2005,8 +2005,8 @@ where
         let path = <Path as crate::Accepts<R::Mode, crate::inputs::OnePath>>::measure(
             &self.path,
             &crate::inputs::TapeNames {
-                fall: "path's offsets fall",
-                leave: "path's offsets leave its data",
+                fall: "the path tape's offsets fall",
+                leave: "the path tape's offsets leave its data",
                 per_item: "",
             },
         )?;

@@ -2065,8 +2065,10 @@ fn first_tape_name(vparams: &[VParam]) -> String {
 
 /// The messages of a tape's refusals, worded as the library words them.
 fn tape_names(name: &str, first: &str) -> TokenStream {
-    let fall = format!("{name}'s offsets fall");
-    let leave = format!("{name}'s offsets leave its data");
+    // As the library words them: `UFORM_TAPE_MESSAGES("the texts tape")`.
+    let spoken = name.replace('_', " ");
+    let fall = format!("the {spoken} tape's offsets fall");
+    let leave = format!("the {spoken} tape's offsets leave its data");
     let per_item = if first.is_empty() || first == name {
         String::new()
     } else {
