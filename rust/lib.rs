@@ -44,6 +44,8 @@ mod handles;
 pub mod inputs;
 mod raw;
 mod rows;
+#[cfg(test)]
+mod tests;
 
 #[path = "generated/encode.rs"]
 mod encode;
