@@ -540,7 +540,12 @@ owned_paths!(
 /// ascending, the last one the ids' count, and weights empty or one per id (`Status::ShapeMismatch`);
 /// every id below the items and never the item itself, every weight finite and positive
 /// (`Status::InvalidArgument`).
-pub(crate) fn check_edges(offsets: &[usize], ids: &[usize], weights: &[f32], items: usize) -> Result<()> {
+pub(crate) fn check_edges(
+    offsets: &[usize],
+    ids: &[usize],
+    weights: &[f32],
+    items: usize,
+) -> Result<()> {
     if offsets.is_empty() {
         if !ids.is_empty() || !weights.is_empty() {
             return Err(mismatch("an edge set has ids but no offsets"));
@@ -548,7 +553,9 @@ pub(crate) fn check_edges(offsets: &[usize], ids: &[usize], weights: &[f32], ite
         return Ok(());
     }
     if offsets.len() != items + 1 {
-        return Err(mismatch("an edge set's offsets are not one per item plus one"));
+        return Err(mismatch(
+            "an edge set's offsets are not one per item plus one",
+        ));
     }
     if offsets.windows(2).any(|pair| pair[0] > pair[1]) {
         return Err(mismatch("an edge set's offsets fall"));
@@ -557,7 +564,9 @@ pub(crate) fn check_edges(offsets: &[usize], ids: &[usize], weights: &[f32], ite
         return Err(mismatch("an edge set's ids do not match its last offset"));
     }
     if !weights.is_empty() && weights.len() != ids.len() {
-        return Err(mismatch("an edge set's weights are neither zero nor one per id"));
+        return Err(mismatch(
+            "an edge set's weights are neither zero nor one per id",
+        ));
     }
     for item in 0..items {
         for &id in &ids[offsets[item]..offsets[item + 1]] {
@@ -569,7 +578,10 @@ pub(crate) fn check_edges(offsets: &[usize], ids: &[usize], weights: &[f32], ite
             }
         }
     }
-    if weights.iter().any(|weight| !weight.is_finite() || *weight <= 0.0) {
+    if weights
+        .iter()
+        .any(|weight| !weight.is_finite() || *weight <= 0.0)
+    {
         return Err(invalid("an edge's weight is not finite and positive"));
     }
     Ok(())
