@@ -402,7 +402,6 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
     if (!b.max_bags_per_device) b.max_bags_per_device = b.max_segments_per_device;
     if (b.image.patch_side) {
         if (!b.image.channels) b.image.channels = 3;
-        if (!b.image.max_patches) b.image.max_patches = 256;
     }
     if (b.video.tubelet_frames) {
         if (b.video.fps == 0) b.video.fps = 1;
@@ -475,7 +474,7 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
         if (g.has_image || g.has_video) {
             g.image_patch_side = b.image.patch_side;
             g.image_channels = b.image.channels;
-            g.image_max_patches = b.image.max_patches;
+            g.image_max_patches = b.max_columns_per_row;
             for (int i = 0; i != 3; ++i) g.image_mean[i] = g.image_std[i] = 0.5f;
         }
         if (g.has_video) {

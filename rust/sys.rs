@@ -1065,7 +1065,8 @@ pub struct uform_mesh_description_t {
     /// The GPU class every GPU of the run dispatches as.
     pub gpu_class: uform_gpu_class_t,
 }
-/// @brief The image front-end a trainer builds; all-zero leaves images out.
+/** @brief The image front-end a trainer builds; all-zero leaves images out. An image's patch budget is the
+batch's `max_columns_per_row`: an image fills one packed row at most.*/
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct uform_image_shape_t {
@@ -1073,8 +1074,6 @@ pub struct uform_image_shape_t {
     pub patch_side: usize,
     /// Channels; zero takes 3.
     pub channels: usize,
-    /// Patches per image at most; zero takes 256.
-    pub max_patches: usize,
 }
 /// @brief The video front-end a trainer builds; all-zero leaves video out.
 #[repr(C)]

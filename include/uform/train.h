@@ -181,14 +181,15 @@ void uform_mesh_free(uform_mesh_t mesh);
 /* The trainer's configuration                                                                                 */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** @brief The image front-end a trainer builds; all-zero leaves images out. */
+/**
+ * @brief The image front-end a trainer builds; all-zero leaves images out. An image's patch budget is the
+ * batch's `max_columns_per_row`: an image fills one packed row at most.
+ */
 typedef struct uform_image_shape_t {
     /** Patch side in pixels; zero leaves images out. */
     size_t patch_side;
     /** Channels; zero takes 3. */
     size_t channels;
-    /** Patches per image at most; zero takes 256. */
-    size_t max_patches;
 } uform_image_shape_t;
 
 /** @brief The video front-end a trainer builds; all-zero leaves video out. */

@@ -532,7 +532,8 @@ impl crate::call::Check for MeshDescription {
     }
 }
 
-/// The image front-end a trainer builds; all-zero leaves images out.
+/// The image front-end a trainer builds; all-zero leaves images out. An image's patch budget is the
+/// batch's `max_columns_per_row`: an image fills one packed row at most.
 ///
 /// Mirrors `uform_image_shape_t` field by field.
 #[doc(alias = "uform_image_shape_t")]
@@ -547,10 +548,6 @@ pub struct ImageShape {
     ///
     /// The C field `channels`.
     pub channels: usize,
-    /// Patches per image at most; zero takes 256.
-    ///
-    /// The C field `max_patches`.
-    pub max_patches: usize,
 }
 
 const _: () = {
@@ -566,10 +563,6 @@ const _: () = {
         core::mem::offset_of!(ImageShape, channels)
             == core::mem::offset_of!(sys::uform_image_shape_t, channels),
     );
-    assert!(
-        core::mem::offset_of!(ImageShape, max_patches)
-            == core::mem::offset_of!(sys::uform_image_shape_t, max_patches),
-    );
 };
 
 #[allow(dead_code)]
@@ -579,7 +572,6 @@ impl ImageShape {
         Ok(sys::uform_image_shape_t {
             patch_side: self.patch_side,
             channels: self.channels,
-            max_patches: self.max_patches,
         })
     }
 
@@ -588,7 +580,6 @@ impl ImageShape {
         Ok(Self {
             patch_side: raw.patch_side,
             channels: raw.channels,
-            max_patches: raw.max_patches,
         })
     }
 }

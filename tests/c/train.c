@@ -426,7 +426,7 @@ static void mesh_and_trainer(void) {
                 CHECK_SIZE(d.choice_temperature_groups, 1);
                 CHECK_SIZE(d.image_patch_side, 16);
                 CHECK_SIZE(d.image_channels, 3);
-                CHECK_SIZE(d.image_max_patches, 256);
+                CHECK_SIZE(d.image_max_patches, 1024); /* the batch's max_columns_per_row */
                 CHECK_SIZE(d.video_tubelet_frames, 0);
                 CHECK_SIZE(d.audio_sample_rate, 0);
             }
