@@ -1,0 +1,133 @@
+//! Encodes texts with a UForm checkpoint and prints their embeddings' shape, a cosine similarity matrix and
+//! the throughput.
+//!
+//! ```sh
+//! cargo run --release --example encode                              # the tiny checkpoint, built-in texts
+//! cargo run --release --example encode -- --model model.safetensors "a cat" "a dog"
+//! cargo run --release --example encode -- --lines corpus.txt        # one text per line, with a progress bar
+//! ```
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use uform::*;
+
+/// The texts encoded when none are given.
+const BUILT_IN: [&str; 4] = [
+    "a cat on a mat",
+    "a kitten on a rug",
+    "a dog in the fog",
+    "stock prices fell sharply",
+];
+
+/// Batches above this many items report progress on standard error.
+const PROGRESS_FROM: usize = 256;
+
+fn main() {
+    if let Err(error) = run() {
+        eprintln!("encode: {error}");
+        std::process::exit(1);
+    }
+}
+
+/// Parses the arguments, loads the model, encodes and prints.
+fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let mut model_path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tiny.safetensors"));
+    let mut texts: Vec<String> = Vec::new();
+    let mut arguments = std::env::args().skip(1);
+    while let Some(argument) = arguments.next() {
+        match argument.as_str() {
+            "--model" => model_path = arguments.next().ok_or("--model needs a path")?.into(),
+            "--lines" => {
+                let path = arguments.next().ok_or("--lines needs a path")?;
+                texts.extend(std::fs::read_to_string(path)?.lines().map(str::to_owned));
+            }
+            "--help" | "-h" => {
+                println!("usage: encode [--model PATH] [--lines FILE] [TEXT...]");
+                return Ok(());
+            }
+            _ => texts.push(argument),
+        }
+    }
+    if texts.is_empty() {
+        texts = BUILT_IN.iter().map(|text| text.to_string()).collect();
+    }
+
+    let executor = Executor::for_ram(&[], None, 0)?;
+    let mut arena = Arena::new_in(&executor)?;
+    let model = Model::load_ram(model_path.as_path())?;
+    let description = model.describe()?;
+    println!(
+        "model: {} (build {}), depth {}, hidden {}, {} dimensions, dispatched as {}",
+        model_path.display(),
+        build_flavor(),
+        description.depth,
+        description.hidden,
+        description.dimensions,
+        description.cpu_class
+    );
+
+    let mut stats = TextEncodeStats::default();
+    let total_items = texts.len();
+    let mut bar = |completed: usize, total: usize| {
+        if total_items >= PROGRESS_FROM {
+            let filled = completed * 40 / total.max(1);
+            eprint!(
+                "\r[{}{}] {completed}/{total}",
+                "#".repeat(filled),
+                " ".repeat(40 - filled)
+            );
+            let _ = std::io::stderr().flush();
+        }
+        ControlFlow::Continue(())
+    };
+    let config = TextEncodeConfig {
+        stats: Some(&mut stats),
+        progress: Some(&mut bar),
+        ..TextEncodeConfig::from(Scalar::F32)
+    };
+    let started = Instant::now();
+    let encoded = model
+        .on(&executor)
+        .text_encode(&texts, Outputs::EMBEDDINGS, config, &mut arena)?;
+    let seconds = started.elapsed().as_secs_f64();
+    if total_items >= PROGRESS_FROM {
+        eprintln!();
+    }
+
+    let embeddings = encoded.embeddings.ok_or("the model answered no embeddings")?;
+    let values: &[f32] = embeddings.values()?;
+    let columns = embeddings.columns();
+    println!("embeddings: {} x {} f32", embeddings.count(), columns);
+
+    let shown = texts.len().min(8);
+    println!("cosine similarity of the first {shown} texts:");
+    for (i, text) in texts.iter().take(shown).enumerate() {
+        let row_i = &values[i * columns..(i + 1) * columns];
+        let cells: Vec<String> = (0..shown)
+            .map(|j| {
+                let row_j = &values[j * columns..(j + 1) * columns];
+                format!("{:+.3}", row_i.iter().zip(row_j).map(|(a, b)| a * b).sum::<f32>())
+            })
+            .collect();
+        println!("  {}  {}", cells.join(" "), truncate(text, 40));
+    }
+    println!(
+        "throughput: {} texts, {} tokens in {:.3} ms: {:.0} tokens/s",
+        stats.items,
+        stats.tokens,
+        seconds * 1e3,
+        stats.tokens as f64 / seconds.max(1e-9)
+    );
+    Ok(())
+}
+
+/// The first `limit` characters of `text`, with an ellipsis when cut.
+fn truncate(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
