@@ -34,7 +34,10 @@ fn main() {
 
 /// Parses the arguments, loads the model, encodes and prints.
 fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let mut model_path = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tiny.safetensors"));
+    let mut model_path = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/tiny.safetensors"
+    ));
     let mut texts: Vec<String> = Vec::new();
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
@@ -89,15 +92,18 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ..TextEncodeConfig::from(Scalar::F32)
     };
     let started = Instant::now();
-    let encoded = model
-        .on(&executor)
-        .text_encode(&texts, Outputs::EMBEDDINGS, config, &mut arena)?;
+    let encoded =
+        model
+            .on(&executor)
+            .text_encode(&texts, Outputs::EMBEDDINGS, config, &mut arena)?;
     let seconds = started.elapsed().as_secs_f64();
     if total_items >= PROGRESS_FROM {
         eprintln!();
     }
 
-    let embeddings = encoded.embeddings.ok_or("the model answered no embeddings")?;
+    let embeddings = encoded
+        .embeddings
+        .ok_or("the model answered no embeddings")?;
     let values: &[f32] = embeddings.values()?;
     let columns = embeddings.columns();
     println!("embeddings: {} x {} f32", embeddings.count(), columns);
@@ -109,7 +115,10 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
         let cells: Vec<String> = (0..shown)
             .map(|j| {
                 let row_j = &values[j * columns..(j + 1) * columns];
-                format!("{:+.3}", row_i.iter().zip(row_j).map(|(a, b)| a * b).sum::<f32>())
+                format!(
+                    "{:+.3}",
+                    row_i.iter().zip(row_j).map(|(a, b)| a * b).sum::<f32>()
+                )
             })
             .collect();
         println!("  {}  {}", cells.join(" "), truncate(text, 40));
