@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing UForm needs on a fresh Debian machine, and only what is missing, so
-# running it again costs a second: Clang 22 with its sanitizer runtimes, clang-format, Ninja, pkg-config,
+# running it again costs a second: Clang 22 with its sanitizer runtimes and libclang (for the Rust generator
+# check), clang-format, Ninja, pkg-config,
 # the codec headers, CMake >= 3.27 (from PyPI when the system's is older), and the sources of the crates
 # Cargo.lock names (NumKong, StringZilla, ForkUnion), which the standalone CMake build compiles.
 #
@@ -12,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # The toolchain, from Debian's packages.
-UFORM_TOOL_PACKAGES=(clang-22 clang-format-22 libclang-rt-22-dev ninja-build pkg-config)
+UFORM_TOOL_PACKAGES=(clang-22 clang-format-22 libclang-rt-22-dev libclang1-22 ninja-build pkg-config)
 
 # >>> Codec headers: the Debian -dev packages the RAM residency's image, video and audio decoders link
 # >>> (e.g. libjpeg62-turbo-dev libpng-dev libwebp-dev ...). cpp/ fills this in when it starts using them.
