@@ -27,9 +27,17 @@ std::size_t row_block(std::size_t depth) noexcept {
     return std::clamp<std::size_t>(rows, 4 * gemm_micro_rows_k, row_block_max_k);
 }
 
+/// Whether rows `stride` floats apart alias in L1: a C tile's six rows on a few sets evict the resident B panel.
+constexpr bool aliasing_stride(std::size_t stride) noexcept { return stride % 256 == 0; }
+
+/// Columns of the contiguous C tile a group goes through when the caller's C rows alias: 4 panels, padded.
+constexpr std::size_t tile_stride_k = panel_group_k * gemm_panel_columns_k + 16;
+
 /// Packed rows [0, rows) of A times panels [panel_begin, panel_end) of B into C, in column groups and depth blocks.
+/// With `tile`, each group accumulates in that contiguous buffer first and is then merged into C once.
 void gemm_block(kernels_t const &kernels, float const *a_packed, std::size_t rows, gemm_b_t const &b,
-                std::size_t panel_begin, std::size_t panel_end, float *c, std::size_t ldc, unsigned flags) noexcept {
+                std::size_t panel_begin, std::size_t panel_end, float *c, std::size_t ldc, unsigned flags,
+                float *tile) noexcept {
     if (b.depth == 0) {
         if (flags & gemm_accumulate_k) return;
         std::size_t const column_begin = panel_begin * gemm_panel_columns_k;
@@ -40,20 +48,28 @@ void gemm_block(kernels_t const &kernels, float const *a_packed, std::size_t row
     }
     for (std::size_t group = panel_begin; group < panel_end; group += panel_group_k) {
         std::size_t const group_end = std::min(panel_end, group + panel_group_k);
+        std::size_t const group_column = group * gemm_panel_columns_k;
+        std::size_t const group_columns = std::min(b.columns, group_end * gemm_panel_columns_k) - group_column;
+        float *target = tile != nullptr ? tile : c + group_column;
+        std::size_t const target_stride = tile != nullptr ? tile_stride_k : ldc;
+        unsigned const final_flags = tile != nullptr ? 0u : flags;
         for (std::size_t k = 0; k < b.depth; k += depth_block_k) {
             std::size_t const depth = std::min(depth_block_k, b.depth - k);
-            unsigned block_flags = k == 0 ? (flags & gemm_accumulate_k) : gemm_accumulate_k;
-            if (k + depth == b.depth) block_flags |= flags & gemm_round_output_k;
+            unsigned block_flags = k == 0 ? (final_flags & gemm_accumulate_k) : gemm_accumulate_k;
+            if (k + depth == b.depth) block_flags |= final_flags & gemm_round_output_k;
             for (std::size_t panel = group; panel != group_end; ++panel) {
                 float const *b_panel = b.data + panel * b.panel_stride + k * b.row_stride;
                 std::size_t const column = panel * gemm_panel_columns_k;
                 std::size_t const columns = std::min(gemm_panel_columns_k, b.columns - column);
                 for (std::size_t r = 0; r < rows; r += gemm_micro_rows_k)
                     kernels.gemm_micro(depth, a_packed + r * b.depth + k * gemm_micro_rows_k, b_panel, b.row_stride,
-                                       c + r * ldc + column, ldc, std::min(gemm_micro_rows_k, rows - r), columns,
-                                       block_flags);
+                                       target + r * target_stride + (column - group_column), target_stride,
+                                       std::min(gemm_micro_rows_k, rows - r), columns, block_flags);
             }
         }
+        if (tile != nullptr)
+            for (std::size_t r = 0; r != rows; ++r)
+                kernels.merge(tile + r * tile_stride_k, c + r * ldc + group_column, group_columns, flags);
     }
 }
 
@@ -104,7 +120,7 @@ bool pack_bf16(std::uint16_t const *weights, std::size_t columns, std::size_t de
 }
 
 // Enough for the largest row block of `depth`.
-std::size_t gemm_scratch_floats(std::size_t depth) noexcept { return row_block(depth) * depth; }
+std::size_t gemm_scratch_floats(std::size_t depth) noexcept { return row_block(depth) * (depth + tile_stride_k); }
 
 // The product split into tasks of row blocks by column ranges, each task packing its rows of A once.
 void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
@@ -126,9 +142,10 @@ void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, 
         if (row >= rows || panel >= panels) return;
         std::size_t const count = std::min(block_rows, rows - row);
         float *a_packed = scratch + thread * scratch_floats;
+        float *tile = aliasing_stride(ldc) ? a_packed + row_block(b.depth) * b.depth : nullptr;
         kernels.pack_a(a + row * lda, lda, count, b.depth, a_packed);
         gemm_block(kernels, a_packed, count, b, panel, std::min(panels, panel + range_panels), c + row * ldc, ldc,
-                   flags);
+                   flags, tile);
     });
 }
 
@@ -137,7 +154,7 @@ void gemm_packed(kernels_t const &kernels, float const *a_packed, std::size_t ro
                  std::size_t ldc, unsigned flags) noexcept {
     std::size_t const panels = (b.columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
     if (rows == 0 || panels == 0) return;
-    gemm_block(kernels, a_packed, rows, b, 0, panels, c, ldc, flags);
+    gemm_block(kernels, a_packed, rows, b, 0, panels, c, ldc, flags, nullptr);
 }
 
 } // namespace uform::ram

@@ -57,6 +57,13 @@ class packed_matrix_t {
 [[nodiscard]] bool pack_bf16(std::uint16_t const *weights, std::size_t columns, std::size_t depth,
                              std::size_t row_stride, packed_matrix_t &out) noexcept;
 
+/// A row stride for `columns` floats that keeps a micro tile's rows off the same L1 sets: a multiple of 16 floats,
+/// never a multiple of 256 (1 KiB). Internal buffers that feed or receive GEMMs use it.
+constexpr std::size_t gemm_padded_stride(std::size_t columns) noexcept {
+    std::size_t const stride = (columns + 15) / 16 * 16;
+    return stride % 256 == 0 ? stride + 16 : stride;
+}
+
 /// Floats of A-panel scratch one thread needs for a product of `depth`: `gemm` takes `threads` times this.
 std::size_t gemm_scratch_floats(std::size_t depth) noexcept;
 

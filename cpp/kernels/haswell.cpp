@@ -154,6 +154,17 @@ void gemm_micro_haswell(std::size_t depth, float const *a, float const *b, std::
     }
 }
 
+// Merges a finished row of products into C.
+void merge_haswell(float const *tile, float *c, std::size_t count, unsigned flags) noexcept {
+    for (std::size_t i = 0; i < count; i += 8) {
+        std::size_t const lanes = count - i < 8 ? count - i : 8;
+        __m256 value = load_partial(tile + i, lanes);
+        if (flags & gemm_accumulate_k) value = _mm256_add_ps(load_partial(c + i, lanes), value);
+        if (flags & gemm_round_output_k) value = round_bf16_x8(value);
+        store_partial(c + i, value, lanes);
+    }
+}
+
 // Rounds every value to BF16.
 void round_bf16_haswell(float const *in, float *out, std::size_t count) noexcept {
     for (std::size_t i = 0; i < count; i += 8) {
@@ -235,7 +246,10 @@ void silu_mul_round_haswell(float const *gate, float const *up, float *out, std:
     for (std::size_t i = 0; i < count; i += 8) {
         std::size_t const lanes = count - i < 8 ? count - i : 8;
         __m256 const g = load_partial(gate + i, lanes);
-        __m256 const silu = _mm256_div_ps(g, _mm256_add_ps(one, exp_x8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+        __m256 const denominator = _mm256_add_ps(one, exp_x8(_mm256_sub_ps(_mm256_setzero_ps(), g)));
+        __m256 inverse = _mm256_rcp_ps(denominator); // 12 bits, then one Newton step: ~23 bits
+        inverse = _mm256_fmadd_ps(inverse, _mm256_fnmadd_ps(denominator, inverse, one), inverse);
+        __m256 const silu = _mm256_mul_ps(g, inverse);
         store_partial(out + i, round_bf16_x8(_mm256_mul_ps(silu, load_partial(up + i, lanes))), lanes);
     }
 }
@@ -268,6 +282,7 @@ constexpr kernels_t haswell_k{
     uform_cpu_class_intel_haswell_k,
     pack_a_haswell,
     gemm_micro_haswell,
+    merge_haswell,
     round_bf16_haswell,
     rms_norm_haswell,
     rope_round_haswell,

@@ -37,6 +37,10 @@ struct kernels_t {
     void (*gemm_micro)(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
                        std::size_t rows, std::size_t columns, unsigned flags) noexcept;
 
+    /// Merges a finished row of products into C: `c[i] = (accumulate ? c[i] : 0) + tile[i]`, then rounded to BF16
+    /// when `gemm_round_output_k` is set, over `count` values; `flags` are `gemm_flags_t`.
+    void (*merge)(float const *tile, float *c, std::size_t count, unsigned flags) noexcept;
+
     /// `out[i] = round_bf16(in[i])`; `out` may equal `in`.
     void (*round_bf16)(float const *in, float *out, std::size_t count) noexcept;
 

@@ -41,6 +41,16 @@ void gemm_micro_serial(std::size_t depth, float const *a, float const *b, std::s
         }
 }
 
+// Merges a finished row of products into C.
+void merge_serial(float const *tile, float *c, std::size_t count, unsigned flags) noexcept {
+    for (std::size_t i = 0; i != count; ++i) {
+        float value = tile[i];
+        if (flags & gemm_accumulate_k) value = c[i] + value;
+        if (flags & gemm_round_output_k) value = round_bf16(value);
+        c[i] = value;
+    }
+}
+
 // Rounds every value to BF16.
 void round_bf16_serial(float const *in, float *out, std::size_t count) noexcept {
     for (std::size_t i = 0; i != count; ++i) out[i] = round_bf16(in[i]);
@@ -116,9 +126,9 @@ void l2_normalize_serial(float *x, std::size_t count) noexcept {
 }
 
 constexpr kernels_t serial_k{
-    uform_cpu_class_serial_k, pack_a_serial,        gemm_micro_serial,     round_bf16_serial, rms_norm_serial,
-    rope_round_serial,        softmax_round_serial, silu_mul_round_serial, add_serial,        scale_serial,
-    l2_normalize_serial,
+    uform_cpu_class_serial_k, pack_a_serial,   gemm_micro_serial, merge_serial,
+    round_bf16_serial,        rms_norm_serial, rope_round_serial, softmax_round_serial,
+    silu_mul_round_serial,    add_serial,      scale_serial,      l2_normalize_serial,
 };
 
 } // namespace

@@ -145,6 +145,17 @@ void gemm_micro_skylake(std::size_t depth, float const *a, float const *b, std::
     }
 }
 
+// Merges a finished row of products into C.
+void merge_skylake(float const *tile, float *c, std::size_t count, unsigned flags) noexcept {
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 value = _mm512_maskz_loadu_ps(mask, tile + i);
+        if (flags & gemm_accumulate_k) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c + i), value);
+        if (flags & gemm_round_output_k) value = round_bf16_x16(value);
+        _mm512_mask_storeu_ps(c + i, mask, value);
+    }
+}
+
 // Rounds every value to BF16.
 void round_bf16_skylake(float const *in, float *out, std::size_t count) noexcept {
     std::size_t i = 0;
@@ -236,7 +247,10 @@ void silu_mul_round_skylake(float const *gate, float const *up, float *out, std:
     for (std::size_t i = 0; i < count; i += 16) {
         __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
         __m512 const g = _mm512_maskz_loadu_ps(mask, gate + i);
-        __m512 const silu = _mm512_div_ps(g, _mm512_add_ps(one, exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+        __m512 const denominator = _mm512_add_ps(one, exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), g)));
+        __m512 inverse = _mm512_rcp14_ps(denominator); // 14 bits, then one Newton step: ~23 bits
+        inverse = _mm512_fmadd_ps(inverse, _mm512_fnmadd_ps(denominator, inverse, one), inverse);
+        __m512 const silu = _mm512_mul_ps(g, inverse);
         _mm512_mask_storeu_ps(out + i, mask, round_bf16_x16(_mm512_mul_ps(silu, _mm512_maskz_loadu_ps(mask, up + i))));
     }
 }
@@ -270,6 +284,7 @@ constexpr kernels_t skylake_k{
     uform_cpu_class_intel_skylake_k,
     pack_a_skylake,
     gemm_micro_skylake,
+    merge_skylake,
     round_bf16_skylake,
     rms_norm_skylake,
     rope_round_skylake,
