@@ -1,0 +1,158 @@
+// NumKong's AMX BF16 GEMM behind the core's GEMM conventions: row blocks per thread, BF16 A, merges into C.
+#include "amx.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <utility>
+
+#include <numkong/numkong.h>
+
+#include "gemm.hpp"
+#include "scalars.hpp"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+
+#if !defined(NK_TARGET_SAPPHIREAMX)
+#define NK_TARGET_SAPPHIREAMX 0
+#endif
+
+namespace uform::ram {
+namespace {
+
+/// Rows of A one task converts and multiplies: a multiple of the 16-row tiles, the C tile within ~1 MiB.
+std::size_t row_block(std::size_t columns) noexcept {
+    std::size_t const rows = (256 * 1024) / std::max<std::size_t>(columns, 1) / 16 * 16;
+    return std::clamp<std::size_t>(rows, 16, 256);
+}
+
+/// Floats holding `rows x depth` BF16 values, rounded up to whole cache lines.
+std::size_t bf16_floats(std::size_t rows, std::size_t depth) noexcept { return (rows * depth + 31) / 32 * 16; }
+
+} // namespace
+
+#if NK_TARGET_SAPPHIREAMX && (defined(__x86_64__) || defined(_M_X64))
+
+namespace {
+
+/// Rounds `count` F32 values to BF16 bits, nearest even (NaN stays NaN), 16 at a time.
+__attribute__((target("avx512f,avx512bw"))) void to_bf16(float const *in, std::uint16_t *out,
+                                                         std::size_t count) noexcept {
+    std::size_t i = 0;
+    for (; i + 16 <= count; i += 16) {
+        __m512i const bits = _mm512_loadu_si512(in + i);
+        __m512i const lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+        __m512i rounded =
+            _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), 16);
+        __mmask16 const nan = _mm512_cmp_ps_mask(_mm512_castsi512_ps(bits), _mm512_castsi512_ps(bits), _CMP_UNORD_Q);
+        rounded = _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x0040));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + i), _mm512_cvtepi32_epi16(rounded));
+    }
+    for (; i != count; ++i) out[i] = bf16_from_f32(in[i]);
+}
+
+} // namespace
+
+// Probes the CPU and asks the OS for the tile state once.
+bool amx_available() noexcept {
+    static bool const available = [] {
+        nk_capability_t const capabilities = nk_capabilities();
+        if ((capabilities & nk_cap_sapphireamx_k) == 0) return false;
+        return nk_configure_thread(capabilities) != 0;
+    }();
+    return available;
+}
+
+// Copies the weights to aligned BF16 when needed, then lets NumKong lay out the tiles.
+bool amx_matrix_t::pack(void const *weights, std::size_t columns, std::size_t depth) noexcept {
+    if (!amx_available()) return false;
+    std::free(data_);
+    data_ = nullptr;
+    std::size_t const size = nk_dots_packed_size_bf16_sapphireamx(columns, depth);
+    void *packed = std::aligned_alloc(64, (size + 63) / 64 * 64);
+    std::unique_ptr<std::uint16_t[]> aligned(new (std::nothrow)
+                                                 std::uint16_t[std::max<std::size_t>(columns * depth, 1)]);
+    if (packed == nullptr || !aligned) {
+        std::free(packed);
+        return false;
+    }
+    std::memcpy(aligned.get(), weights, columns * depth * sizeof(std::uint16_t));
+    nk_dots_pack_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(aligned.get()), columns, depth,
+                                  depth * sizeof(std::uint16_t), packed);
+    data_ = packed;
+    columns_ = columns;
+    depth_ = depth;
+    bytes_ = size;
+    return true;
+}
+
+// Row blocks: BF16 A into scratch, tiles into C or into a tile buffer merged into C.
+void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
+              amx_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
+    std::size_t const columns = b.columns(), depth = b.depth();
+    if (rows == 0 || columns == 0) return;
+    std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
+    std::size_t const wanted = threads > 1 ? 2 * threads : 1;
+    std::size_t block = std::min(row_block(columns), ((rows + wanted - 1) / wanted + 15) / 16 * 16);
+    block = std::max<std::size_t>(block, 16);
+    std::size_t const blocks = (rows + block - 1) / block, scratch_floats = amx_scratch_floats(depth, columns);
+    std::size_t const tile_stride = gemm_padded_stride(columns);
+    parallel(blocks, [&](std::size_t task, std::size_t thread) noexcept {
+        std::size_t const row = task * block, count = std::min(block, rows - row);
+        float *mine = scratch + thread * scratch_floats;
+        auto *a16 = reinterpret_cast<std::uint16_t *>(mine);
+        float *tile = mine + bf16_floats(row_block(columns), depth);
+        for (std::size_t r = 0; r != count; ++r) to_bf16(a + (row + r) * lda, a16 + r * depth, depth);
+        if (depth == 0) {
+            for (std::size_t r = 0; r != count; ++r) std::fill_n(tile + r * tile_stride, columns, 0.0f);
+        } else {
+            nk_dots_packed_bf16_sapphireamx(
+                reinterpret_cast<nk_bf16_t const *>(a16), b.data(), flags == 0 ? c + row * ldc : tile, count, columns,
+                depth, depth * sizeof(std::uint16_t), (flags == 0 ? ldc : tile_stride) * sizeof(float));
+            if (flags == 0) return;
+        }
+        for (std::size_t r = 0; r != count; ++r)
+            kernels.merge(tile + r * tile_stride, c + (row + r) * ldc, columns, flags);
+    });
+}
+
+#else
+
+// Without NumKong's AMX kernels there is nothing to run.
+bool amx_available() noexcept { return false; }
+bool amx_matrix_t::pack(void const *, std::size_t, std::size_t) noexcept { return false; }
+void amx_gemm(kernels_t const &, parallel_t const &, float const *, std::size_t, std::size_t, amx_matrix_t const &,
+              float *, std::size_t, unsigned, float *) noexcept {}
+
+#endif
+
+// Moves the tiles.
+amx_matrix_t::amx_matrix_t(amx_matrix_t &&other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), columns_(std::exchange(other.columns_, 0)),
+      depth_(std::exchange(other.depth_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+// Moves the tiles, freeing ours.
+amx_matrix_t &amx_matrix_t::operator=(amx_matrix_t &&other) noexcept {
+    if (this != &other) {
+        std::free(data_);
+        data_ = std::exchange(other.data_, nullptr);
+        columns_ = std::exchange(other.columns_, 0);
+        depth_ = std::exchange(other.depth_, 0);
+        bytes_ = std::exchange(other.bytes_, 0);
+    }
+    return *this;
+}
+
+// Frees the tiles.
+amx_matrix_t::~amx_matrix_t() noexcept { std::free(data_); }
+
+// Converted rows of A and a C tile for the largest row block.
+std::size_t amx_scratch_floats(std::size_t depth, std::size_t columns) noexcept {
+    return bf16_floats(row_block(columns), depth) + row_block(columns) * gemm_padded_stride(columns);
+}
+
+} // namespace uform::ram

@@ -1,0 +1,49 @@
+// The AMX path for BF16 weights on Sapphire Rapids: NumKong's tile kernels, BF16 x BF16 products accumulated in F32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "../parallel.hpp"
+#include "kernels.hpp"
+
+namespace uform::ram {
+
+/// Whether AMX BF16 tiles can run here: NumKong was built with its Sapphire Rapids AMX kernels, the CPU has them, and
+/// the OS granted the process the tile state (asked for once, by the first call).
+bool amx_available() noexcept;
+
+/// A BF16 weight matrix `W[columns x depth]` packed into NumKong's AMX tile layout, so that `y = x * W^T`.
+class amx_matrix_t {
+  public:
+    amx_matrix_t() noexcept = default;
+    amx_matrix_t(amx_matrix_t &&other) noexcept;
+    amx_matrix_t &operator=(amx_matrix_t &&other) noexcept;
+    amx_matrix_t(amx_matrix_t const &) = delete;
+    amx_matrix_t &operator=(amx_matrix_t const &) = delete;
+    ~amx_matrix_t() noexcept;
+
+    /// Packs BF16 values (little-endian, row-major, any alignment); false when out of memory or AMX is unavailable.
+    [[nodiscard]] bool pack(void const *weights, std::size_t columns, std::size_t depth) noexcept;
+    bool empty() const noexcept { return data_ == nullptr; }
+    void const *data() const noexcept { return data_; }
+    std::size_t columns() const noexcept { return columns_; }
+    std::size_t depth() const noexcept { return depth_; }
+    std::size_t bytes() const noexcept { return bytes_; }
+
+  private:
+    void *data_ = nullptr;
+    std::size_t columns_ = 0, depth_ = 0, bytes_ = 0;
+};
+
+/// Floats of scratch one thread needs for `amx_gemm` over `b`: its rows of A in BF16 and a C tile.
+std::size_t amx_scratch_floats(std::size_t depth, std::size_t columns) noexcept;
+
+/// C[rows x b.columns()] (+)= A[rows x b.depth()] * W^T: A's rows (`lda` apart) rounded to BF16 into scratch, the
+/// product in AMX tiles with F32 accumulation, then merged into C (`ldc` apart) by `kernels.merge` when `flags`
+/// (`gemm_flags_t`) accumulate or round. Row blocks spread across `parallel`'s threads; `scratch` holds
+/// `parallel.threads * amx_scratch_floats(...)` floats.
+void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
+              amx_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept;
+
+} // namespace uform::ram
