@@ -38,8 +38,8 @@ std::size_t group_end(text_batch_t const &batch, std::size_t first) noexcept {
     return end;
 }
 
-/// The row stride of an item's attention scores: its keys rounded up to a cache line.
-std::size_t score_stride(std::size_t keys) noexcept { return round_up(std::max<std::size_t>(keys, 1), 16); }
+/// The row stride of an item's attention scores: its keys, padded.
+std::size_t score_stride(std::size_t keys) noexcept { return gemm_padded_stride(std::max<std::size_t>(keys, 1)); }
 
 /// Query rows per attention task for `keys` keys: whole micro panels within the score budget.
 std::size_t query_rows(std::size_t keys) noexcept {
@@ -93,27 +93,29 @@ void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_o
         }
     }
     std::size_t const hidden = geometry.hidden, attention_width = geometry.heads * geometry.head_dim;
+    std::size_t const x_stride = gemm_padded_stride(hidden), qkv_stride = gemm_padded_stride(3 * attention_width);
+    std::size_t const out_stride = gemm_padded_stride(attention_width);
+    std::size_t const mlp_stride = gemm_padded_stride(2 * geometry.ffn_hidden);
     std::size_t const rows = plan.group_rows, items = plan.group_items;
     std::size_t const mlp_rows = std::min(rows, mlp_rows_k);
     std::size_t const extra_positions =
         plan.longest > weights.rope_positions ? plan.longest - weights.rope_positions : 0;
-    std::size_t const gemm_depth = std::max({hidden, attention_width, geometry.ffn_hidden});
     bool const scratch_states = outputs.states == nullptr;
     struct slice_t {
         float **target;
         std::size_t floats;
     };
     slice_t const slices[] = {
-        {buffers ? &buffers->x : nullptr, rows * hidden},
-        {buffers ? &buffers->normed : nullptr, rows * hidden},
-        {buffers ? &buffers->qkv : nullptr, rows * 3 * attention_width},
-        {buffers ? &buffers->attention_out : nullptr, rows * attention_width},
-        {buffers ? &buffers->mlp : nullptr, mlp_rows * 2 * geometry.ffn_hidden},
+        {buffers ? &buffers->x : nullptr, rows * x_stride},
+        {buffers ? &buffers->normed : nullptr, rows * x_stride},
+        {buffers ? &buffers->qkv : nullptr, rows * qkv_stride},
+        {buffers ? &buffers->attention_out : nullptr, rows * out_stride},
+        {buffers ? &buffers->mlp : nullptr, mlp_rows * mlp_stride},
         {buffers ? &buffers->keys : nullptr, plan.key_floats},
-        {buffers ? &buffers->states : nullptr, scratch_states ? rows * hidden : 0},
-        {buffers ? &buffers->gathered : nullptr, items * hidden},
+        {buffers ? &buffers->states : nullptr, scratch_states ? rows * x_stride : 0},
+        {buffers ? &buffers->gathered : nullptr, items * x_stride},
         {buffers ? &buffers->rope : nullptr, extra_positions * geometry.head_dim},
-        {buffers ? &buffers->gemm : nullptr, threads * gemm_scratch_floats(gemm_depth)},
+        {buffers ? &buffers->gemm : nullptr, threads * weights.scratch_floats},
         {buffers ? &buffers->attention : nullptr, threads * plan.attention},
     };
     if (scratch == nullptr) {
@@ -166,7 +168,11 @@ class forward_t {
   private:
     std::size_t hidden() const noexcept { return geometry_.hidden; }
     std::size_t attention_width() const noexcept { return geometry_.heads * geometry_.head_dim; }
-    std::size_t qkv_width() const noexcept { return 3 * attention_width(); }
+    /// Row strides of the scratch buffers, padded off L1-aliasing multiples.
+    std::size_t x_stride() const noexcept { return gemm_padded_stride(hidden()); }
+    std::size_t qkv_stride() const noexcept { return gemm_padded_stride(3 * attention_width()); }
+    std::size_t out_stride() const noexcept { return gemm_padded_stride(attention_width()); }
+    std::size_t mlp_stride() const noexcept { return gemm_padded_stride(2 * geometry_.ffn_hidden); }
     /// The first row of item `item` within the group.
     std::size_t item_row(std::size_t item) const noexcept { return text_token_offset(batch_, item) - row_base_; }
     /// The final states of the group: the caller's rows, or scratch.
@@ -174,7 +180,7 @@ class forward_t {
         return outputs_.states != nullptr ? outputs_.states + row_base_ * outputs_.states_stride : buffers_.states;
     }
     std::size_t states_stride() const noexcept {
-        return outputs_.states != nullptr ? outputs_.states_stride : hidden();
+        return outputs_.states != nullptr ? outputs_.states_stride : x_stride();
     }
     /// The item of the group holding row `row`.
     std::size_t item_of(std::size_t row) const noexcept {
@@ -194,19 +200,19 @@ class forward_t {
             body(begin, std::min(rows, begin + row_task_k));
         });
     }
-    /// A GEMM over this call's threads and scratch.
-    void multiply(float const *a, std::size_t lda, std::size_t rows, packed_matrix_t const &b, float *c,
-                  std::size_t ldc, unsigned flags) const noexcept {
-        gemm(kernels_, parallel_, a, lda, rows, b.view(), c, ldc, flags, buffers_.gemm);
+    /// A linear's product over this call's threads and scratch.
+    void multiply(float const *a, std::size_t lda, std::size_t rows, linear_t const &b, float *c, std::size_t ldc,
+                  unsigned flags) const noexcept {
+        b.multiply(kernels_, parallel_, a, lda, rows, c, ldc, flags, buffers_.gemm);
     }
 
     /// Byte embeddings (CHOOSE after each item when appended) into the residual stream.
     void embed() noexcept {
-        std::size_t const width = hidden();
+        std::size_t const width = hidden(), stride = x_stride();
         parallel_(end_ - first_, [&](std::size_t index, std::size_t) noexcept {
             std::size_t const item = first_ + index;
-            float *row = buffers_.x + item_row(item) * width;
-            for (std::size_t offset = batch_.offsets[item]; offset != batch_.offsets[item + 1]; ++offset, row += width)
+            float *row = buffers_.x + item_row(item) * stride;
+            for (std::size_t offset = batch_.offsets[item]; offset != batch_.offsets[item + 1]; ++offset, row += stride)
                 std::memcpy(row, weights_.byte_embedding.data() + batch_.bytes[offset] * width, width * sizeof(float));
             if (batch_.append_choose)
                 std::memcpy(row, weights_.byte_embedding.data() + 257 * width, width * sizeof(float));
@@ -216,13 +222,13 @@ class forward_t {
     /// `x += Out(Attention(RoPE(Q(n1)), RoPE(K(n1)), V(n1)))` with `n1 = RMSNorm(x) * attn_norm`.
     void attention(block_weights_t const &block) noexcept {
         std::size_t const width = hidden(), heads = geometry_.heads, head_dim = geometry_.head_dim;
-        std::size_t const half = head_dim / 2, qkv = qkv_width(), attention = attention_width();
+        std::size_t const half = head_dim / 2, qkv = qkv_stride(), attention = attention_width(), stride = x_stride();
         for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
             for (std::size_t row = begin; row != end; ++row)
-                kernels_.rms_norm(buffers_.x + row * width, block.attn_norm.data(), width, geometry_.norm_eps,
-                                  buffers_.normed + row * width, true);
+                kernels_.rms_norm(buffers_.x + row * stride, block.attn_norm.data(), width, geometry_.norm_eps,
+                                  buffers_.normed + row * stride, true);
         });
-        multiply(buffers_.normed, width, rows_, block.qkv, buffers_.qkv, qkv, 0);
+        multiply(buffers_.normed, stride, rows_, block.qkv, buffers_.qkv, qkv, 0);
         // RoPE on q and k (then BF16, as they only feed q.k^T), BF16 on v (it only feeds softmax.v).
         for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
             std::size_t item = item_of(begin);
@@ -260,7 +266,7 @@ class forward_t {
             std::size_t const local = task - buffers_.item_tasks[index];
             attend(index, local % heads, local / heads, thread);
         });
-        multiply(buffers_.attention_out, attention, rows_, block.out, buffers_.x, width, gemm_accumulate_k);
+        multiply(buffers_.attention_out, out_stride(), rows_, block.out, buffers_.x, stride, gemm_accumulate_k);
     }
 
     /// Transposes head `head`'s keys of the group's item `index` into 64-key panels of `head_dim` rows.
@@ -268,12 +274,12 @@ class forward_t {
         std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
         std::size_t const panels = (tokens + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
         float *target = buffers_.keys + buffers_.item_keys[index] + head * panels * head_dim * gemm_panel_columns_k;
-        float const *keys = buffers_.qkv + item_row(item) * qkv_width() + attention_width() + head * head_dim;
+        float const *keys = buffers_.qkv + item_row(item) * qkv_stride() + attention_width() + head * head_dim;
         for (std::size_t panel = 0; panel != panels; ++panel) {
             float *block = target + panel * head_dim * gemm_panel_columns_k;
             for (std::size_t column = 0; column != gemm_panel_columns_k; ++column) {
                 std::size_t const key = panel * gemm_panel_columns_k + column;
-                float const *source = keys + key * qkv_width();
+                float const *source = keys + key * qkv_stride();
                 for (std::size_t dim = 0; dim != head_dim; ++dim)
                     block[dim * gemm_panel_columns_k + column] = key < tokens ? source[dim] : 0.0f;
             }
@@ -291,7 +297,8 @@ class forward_t {
         float *query_panel = probabilities + queries * stride;
         std::size_t const row = item_row(item) + begin;
         // q . k^T over the key panels, into `count` rows of scores.
-        kernels_.pack_a(buffers_.qkv + row * qkv_width() + head * head_dim, qkv_width(), count, head_dim, query_panel);
+        kernels_.pack_a(buffers_.qkv + row * qkv_stride() + head * head_dim, qkv_stride(), count, head_dim,
+                        query_panel);
         gemm_b_t const keys{buffers_.keys + buffers_.item_keys[index] + head * panels * head_dim * gemm_panel_columns_k,
                             head_dim, tokens, head_dim * gemm_panel_columns_k, gemm_panel_columns_k};
         gemm_packed(kernels_, query_panel, count, keys, scores, stride, 0);
@@ -299,43 +306,42 @@ class forward_t {
         for (std::size_t r = 0; r != count; ++r) kernels_.softmax_round(scores + r * stride, tokens, scale);
         // softmax . v, rounded for the output projection.
         kernels_.pack_a(scores, stride, count, tokens, probabilities);
-        float const *values = buffers_.qkv + item_row(item) * qkv_width() + 2 * attention_width() + head * head_dim;
-        gemm_b_t const value_view{values, tokens, head_dim, gemm_panel_columns_k, qkv_width()};
+        float const *values = buffers_.qkv + item_row(item) * qkv_stride() + 2 * attention_width() + head * head_dim;
+        gemm_b_t const value_view{values, tokens, head_dim, gemm_panel_columns_k, qkv_stride()};
         gemm_packed(kernels_, probabilities, count, value_view,
-                    buffers_.attention_out + row * attention_width() + head * head_dim, attention_width(),
-                    gemm_round_output_k);
+                    buffers_.attention_out + row * out_stride() + head * head_dim, out_stride(), gemm_round_output_k);
     }
 
     /// `x += Down(silu(Gate(n2)) * Up(n2))` with `n2 = RMSNorm(x) * mlp_norm`, in chunks of rows.
     void mlp(block_weights_t const &block) noexcept {
-        std::size_t const width = hidden(), ffn = geometry_.ffn_hidden;
+        std::size_t const width = hidden(), ffn = geometry_.ffn_hidden, stride = x_stride(), mlp = mlp_stride();
         for (std::size_t chunk = 0; chunk < rows_; chunk += mlp_rows_k) {
             std::size_t const rows = std::min(mlp_rows_k, rows_ - chunk);
-            float *x = buffers_.x + chunk * width;
+            float *x = buffers_.x + chunk * stride;
             for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
                 for (std::size_t row = begin; row != end; ++row)
-                    kernels_.rms_norm(x + row * width, block.mlp_norm.data(), width, geometry_.norm_eps,
-                                      buffers_.normed + row * width, true);
+                    kernels_.rms_norm(x + row * stride, block.mlp_norm.data(), width, geometry_.norm_eps,
+                                      buffers_.normed + row * stride, true);
             });
-            multiply(buffers_.normed, width, rows, block.gate_up, buffers_.mlp, 2 * ffn, 0);
+            multiply(buffers_.normed, stride, rows, block.gate_up, buffers_.mlp, mlp, 0);
             for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
                 for (std::size_t row = begin; row != end; ++row) {
-                    float *gate = buffers_.mlp + row * 2 * ffn;
+                    float *gate = buffers_.mlp + row * mlp;
                     kernels_.silu_mul_round(gate, gate + ffn, gate, ffn);
                 }
             });
-            multiply(buffers_.mlp, 2 * ffn, rows, block.down, x, width, gemm_accumulate_k);
+            multiply(buffers_.mlp, mlp, rows, block.down, x, stride, gemm_accumulate_k);
         }
     }
 
     /// `h = RMSNorm(x) * final_norm`: the states.
     void final_norm() noexcept {
-        std::size_t const width = hidden();
+        std::size_t const width = hidden(), x = x_stride();
         float *states = this->states();
         std::size_t const stride = states_stride();
         for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
             for (std::size_t row = begin; row != end; ++row)
-                kernels_.rms_norm(buffers_.x + row * width, weights_.final_norm.data(), width, geometry_.norm_eps,
+                kernels_.rms_norm(buffers_.x + row * x, weights_.final_norm.data(), width, geometry_.norm_eps,
                                   states + row * stride, false);
         });
     }
@@ -355,9 +361,9 @@ class forward_t {
         std::size_t const width = hidden(), items = end_ - first_;
         float const *states = this->states();
         for (std::size_t index = 0; index != items; ++index)
-            std::memcpy(buffers_.gathered + index * width,
+            std::memcpy(buffers_.gathered + index * x_stride(),
                         states + (item_row(first_ + index + 1) - 1) * states_stride(), width * sizeof(float));
-        multiply(buffers_.gathered, width, items, weights_.byte_head,
+        multiply(buffers_.gathered, x_stride(), items, weights_.byte_head,
                  outputs_.choose_logits + first_ * outputs_.choose_logits_stride, outputs_.choose_logits_stride, 0);
     }
 
@@ -367,7 +373,7 @@ class forward_t {
         float const *states = this->states();
         parallel_(items, [&](std::size_t index, std::size_t) noexcept {
             std::size_t const item = first_ + index, tokens = item_tokens(batch_, item);
-            float *pooled = buffers_.gathered + index * width;
+            float *pooled = buffers_.gathered + index * x_stride();
             std::memset(pooled, 0, width * sizeof(float));
             if (tokens == 0) return;
             std::size_t const row = item_row(item);
@@ -375,7 +381,7 @@ class forward_t {
             kernels_.scale(pooled, width, 1.0f / static_cast<float>(tokens));
         });
         float *target = outputs_.embeddings + first_ * outputs_.embeddings_stride;
-        multiply(buffers_.gathered, width, items, weights_.embedding_head, target, outputs_.embeddings_stride, 0);
+        multiply(buffers_.gathered, x_stride(), items, weights_.embedding_head, target, outputs_.embeddings_stride, 0);
         for (std::size_t index = 0; index != items; ++index)
             kernels_.l2_normalize(target + index * outputs_.embeddings_stride, geometry_.dimensions);
     }

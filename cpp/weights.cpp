@@ -1,12 +1,14 @@
 // Loading a checkpoint's tensors into packed, class-ready weights.
 #include "weights.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
 
+#include "kernels/amx.hpp"
 #include "kernels/cpu_class.hpp"
 #include "kernels/e4m3.hpp"
 #include "kernels/scalars.hpp"
@@ -150,13 +152,14 @@ bool pack_e4m3_matrix(std::byte const *source, std::size_t columns, std::size_t 
     return true;
 }
 
-/// Loads and packs one linear: E4M3 when asked (trunk linears only), else BF16.
-bool load_linear(loader_t &loader, std::string const &name, std::size_t columns, std::size_t depth, bool e4m3,
-                 packed_matrix_t &out) noexcept {
+/// Loads and packs one linear: E4M3 when asked (trunk linears only), AMX tiles when `amx`, else BF16 in F32 panels.
+bool load_linear(loader_t &loader, std::string const &name, std::size_t columns, std::size_t depth, bool e4m3, bool amx,
+                 linear_t &out) noexcept {
     std::byte const *source = loader.bf16(name, columns * depth);
     if (source == nullptr) return false;
-    bool const packed = e4m3 ? pack_e4m3_matrix(source, columns, depth, loader.options().parallel, out)
-                             : pack_bf16_matrix(source, columns, depth, loader.options().parallel, out);
+    bool const packed = e4m3  ? pack_e4m3_matrix(source, columns, depth, loader.options().parallel, out.panels)
+                        : amx ? out.tiles.pack(source, columns, depth)
+                              : pack_bf16_matrix(source, columns, depth, loader.options().parallel, out.panels);
     if (!packed) {
         loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
         return false;
@@ -251,6 +254,9 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
     weights.cpu_class = cpu_class;
     weights.kernels = kernels;
     weights.e4m3 = options.e4m3;
+    weights.amx =
+        options.amx && !options.e4m3 && cpu_class == uform_cpu_class_intel_sapphire_rapids_k && amx_available();
+    bool const amx = weights.amx;
     std::size_t const hidden = geometry.hidden, attention = geometry.heads * geometry.head_dim;
     loader_t loader(checkpoint, file, options);
 
@@ -278,19 +284,19 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
             return fail(uform_status_out_of_memory_k, "out of memory while loading weights");
         }
         ok = load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
-             load_linear(loader, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, block.qkv) &&
-             load_linear(loader, name + ".attn.out.weight", hidden, attention, options.e4m3, block.out) &&
+             load_linear(loader, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, amx, block.qkv) &&
+             load_linear(loader, name + ".attn.out.weight", hidden, attention, options.e4m3, amx, block.out) &&
              load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
-             load_linear(loader, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, options.e4m3,
+             load_linear(loader, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, options.e4m3, amx,
                          block.gate_up) &&
-             load_linear(loader, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.e4m3, block.down);
+             load_linear(loader, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.e4m3, amx, block.down);
     }
     ok = ok && load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) &&
-         load_linear(loader, "head.embedding.weight", geometry.dimensions, hidden, false, weights.embedding_head);
+         load_linear(loader, "head.embedding.weight", geometry.dimensions, hidden, false, amx, weights.embedding_head);
     if (ok && geometry.has_token_head)
-        ok = load_linear(loader, "head.token.weight", geometry.token_width, hidden, false, weights.token_head);
+        ok = load_linear(loader, "head.token.weight", geometry.token_width, hidden, false, amx, weights.token_head);
     if (ok && geometry.has_byte_head) {
-        ok = load_linear(loader, "head.byte.weight", 256, hidden, false, weights.byte_head);
+        ok = load_linear(loader, "head.byte.weight", 256, hidden, false, amx, weights.byte_head);
         if (ok && geometry.choice_groups > 0) {
             std::byte const *source = loader.f32("head.choice.temperatures", geometry.choice_groups);
             ok = source != nullptr;
@@ -300,6 +306,13 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
     }
     if (ok && !build_rope(weights))
         loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights"), ok = false;
+    if (ok) {
+        for (block_weights_t const &block : weights.blocks)
+            for (linear_t const *linear : {&block.qkv, &block.out, &block.gate_up, &block.down})
+                weights.scratch_floats = std::max(weights.scratch_floats, linear->scratch_floats());
+        for (linear_t const *linear : {&weights.embedding_head, &weights.token_head, &weights.byte_head})
+            weights.scratch_floats = std::max(weights.scratch_floats, linear->scratch_floats());
+    }
     if (!ok) {
         failure_t const failure = loader.failure();
         return failure.status == uform_status_ok_k

@@ -1,5 +1,6 @@
-// A model's weights in the RAM residency: embeddings and norms in F32, every product's weights packed once for the
-// GEMM micro-kernels (BF16 converted to F32, or E4M3 blocks dequantized), for the CPU class chosen at load.
+// A model's weights in the RAM residency: embeddings and norms in F32, every linear packed once for the CPU class
+// chosen at load (BF16 converted to F32 panels, E4M3 blocks dequantized into them, or BF16 AMX tiles on Sapphire
+// Rapids).
 #pragma once
 
 #include <cstddef>
@@ -10,8 +11,8 @@
 #include <uform/types.h>
 
 #include "../c/checkpoint.hpp"
-#include "kernels/gemm.hpp"
 #include "kernels/kernels.hpp"
+#include "linear.hpp"
 #include "parallel.hpp"
 
 namespace uform::ram {
@@ -20,10 +21,10 @@ namespace uform::ram {
 struct block_weights_t {
     std::vector<float> attn_norm; // [hidden]
     std::vector<float> mlp_norm;  // [hidden]
-    packed_matrix_t qkv;          // [3 * heads * head_dim] x hidden
-    packed_matrix_t out;          // hidden x [heads * head_dim]
-    packed_matrix_t gate_up;      // [2 * ffn_hidden] x hidden
-    packed_matrix_t down;         // hidden x ffn_hidden
+    linear_t qkv;                 // [3 * heads * head_dim] x hidden
+    linear_t out;                 // hidden x [heads * head_dim]
+    linear_t gate_up;             // [2 * ffn_hidden] x hidden
+    linear_t down;                // hidden x ffn_hidden
 };
 
 /// Everything the text forward reads, immutable after `weights_load`.
@@ -32,16 +33,18 @@ struct model_weights_t {
     uform_cpu_class_t cpu_class = uform_cpu_class_serial_k; // the class the model dispatches as
     kernels_t const *kernels = nullptr;                     // that class's kernels
     bool e4m3 = false;                                      // trunk linears quantized to E4M3 at load
+    bool amx = false;                                       // BF16 linears in AMX tiles (Sapphire Rapids)
     std::vector<float> byte_embedding;                      // [258 x hidden]: 256 bytes, MASK, CHOOSE
     std::vector<block_weights_t> blocks;                    // [depth]
     std::vector<float> final_norm;                          // [hidden]
-    packed_matrix_t embedding_head;                         // dimensions x hidden
-    packed_matrix_t token_head;                             // token_width x hidden; empty when absent
-    packed_matrix_t byte_head;                              // 256 x hidden; empty when absent
+    linear_t embedding_head;                                // dimensions x hidden
+    linear_t token_head;                                    // token_width x hidden; empty when absent
+    linear_t byte_head;                                     // 256 x hidden; empty when absent
     std::vector<float> temperatures;                        // [choice_groups]; empty when absent
     std::vector<double> rope_frequencies;                   // [head_dim / 2]: theta^(-2j / head_dim), F64
     std::vector<float> rope_cos, rope_sin;                  // [rope_positions x head_dim / 2], F64 rounded once
     std::size_t rope_positions = 0;                         // positions the tables cover
+    std::size_t scratch_floats = 0;                         // per thread, for the largest linear's product
 
     /// Fills `cos` and `sin` (head_dim / 2 each) for `position`: the angle `position * frequency` in F64, its cosine
     /// and sine rounded to F32 once, as the reference does.
@@ -57,6 +60,9 @@ struct weights_options_t {
     uform_cpu_class_t cpu_class = uform_cpu_class_auto_k;
     /// Quantize the trunk's linears to E4M3 (128 x 128 blocks) instead of keeping BF16.
     bool e4m3 = false;
+    /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models and
+    /// every other class use F32 panels and FMA micro-kernels).
+    bool amx = true;
     /// Threads to pack with.
     parallel_t parallel{};
     /// Nullable; called with bytes loaded and bytes in all, answers true to stop (the load then fails `cancelled`).
