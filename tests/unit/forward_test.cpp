@@ -24,15 +24,18 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "c/checkpoint.hpp"
 #include "c/json.hpp"
 #include "cpp/forward.hpp"
+#include "cpp/kernels/amx.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
 #include "cpp/kernels/gemm.hpp"
 #include "cpp/kernels/scalars.hpp"
+#include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
 
@@ -174,21 +177,24 @@ std::vector<uform_cpu_class_t> available_classes() {
     return classes;
 }
 
-/** @brief One product of given shape, flags and class against an F64 loop over the BF16-rounded inputs. */
-void check_gemm(kernels_t const &kernels, std::size_t rows, std::size_t depth, std::size_t columns, unsigned flags,
-                parallel_t const &parallel, std::mt19937 &random) {
+/** @brief Multiplies `rows` rows of A (`lda` apart) by BF16 `W[columns x depth]` into C (`ldc` apart). */
+using product_t =
+    std::function<void(float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w, std::size_t columns,
+                       std::size_t depth, float *c, std::size_t ldc, unsigned flags)>;
+
+/** @brief One product of given shape and flags against an F64 loop over the BF16-rounded inputs. */
+void check_product(product_t const &product, std::string const &name, std::size_t rows, std::size_t depth,
+                   std::size_t columns, unsigned flags, std::mt19937 &random, bool aliasing = false) {
     std::normal_distribution<float> normal;
-    std::size_t const lda = depth + 3, ldc = columns + 5;
+    // C rows a multiple of 1 KiB apart take the F32 driver's contiguous-tile path; others are written in place.
+    std::size_t const lda = depth + 3, ldc = aliasing ? (columns + 255) / 256 * 256 + 256 : columns + 5;
     std::vector<float> a(rows * lda), c(rows * ldc), initial(rows * ldc);
     std::vector<std::uint16_t> w(columns * depth);
     for (float &value : a) value = normal(random);
     for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
     for (float &value : initial) value = normal(random);
     c = initial;
-    packed_matrix_t packed;
-    CHECK(pack_bf16(w.data(), columns, depth, depth, packed));
-    std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * gemm_scratch_floats(depth));
-    gemm(kernels, parallel, a.data(), lda, rows, packed.view(), c.data(), ldc, flags, scratch.data());
+    product(a.data(), lda, rows, w.data(), columns, depth, c.data(), ldc, flags);
     double worst = 0;
     for (std::size_t r = 0; r != rows; ++r)
         for (std::size_t n = 0; n != columns; ++n) {
@@ -207,25 +213,58 @@ void check_gemm(kernels_t const &kernels, std::size_t rows, std::size_t depth, s
     for (std::size_t r = 0; r != rows; ++r)
         for (std::size_t n = columns; n != ldc; ++n) untouched &= c[r * ldc + n] == initial[r * ldc + n];
     char label[160];
-    std::snprintf(label, sizeof label, "gemm class %d %zux%zux%zu flags %u threads %zu (worst/tolerance %.3g)",
-                  int(kernels.cpu_class), rows, depth, columns, flags, parallel.threads, worst);
+    std::snprintf(label, sizeof label, "%s %zux%zux%zu ldc %zu flags %u (worst/tolerance %.3g)", name.c_str(), rows,
+                  depth, columns, ldc, flags, worst);
     CHECK_LABEL(worst <= 1, label);
     CHECK_LABEL(untouched, label);
+}
+
+/** @brief The F32 driver of `kernels` on `parallel`'s threads. */
+product_t f32_product(kernels_t const &kernels, parallel_t const &parallel) {
+    return [&kernels, &parallel](float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w,
+                                 std::size_t columns, std::size_t depth, float *c, std::size_t ldc, unsigned flags) {
+        packed_matrix_t packed;
+        CHECK(pack_bf16(w, columns, depth, depth, packed));
+        std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * gemm_scratch_floats(depth));
+        gemm(kernels, parallel, a, lda, rows, packed.view(), c, ldc, flags, scratch.data());
+    };
+}
+
+/** @brief The AMX path of a linear on `parallel`'s threads. */
+product_t amx_product(parallel_t const &parallel) {
+    return [&parallel](float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w, std::size_t columns,
+                       std::size_t depth, float *c, std::size_t ldc, unsigned flags) {
+        linear_t linear;
+        CHECK(linear.tiles.pack(w, columns, depth));
+        std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * linear.scratch_floats());
+        linear.multiply(*kernels_for(uform_cpu_class_auto_k), parallel, a, lda, rows, c, ldc, flags, scratch.data());
+    };
 }
 
 /** @brief Edge shapes (partial micro tiles and panels, depth blocks), every flag, one and two threads. */
 void test_gemm() {
     std::mt19937 random(7);
+    std::vector<std::pair<std::string, product_t>> paths;
     for (uform_cpu_class_t cpu_class : available_classes()) {
-        kernels_t const &kernels = *kernels_for(cpu_class);
+        std::string const name = "F32 class " + std::to_string(cpu_class);
+        paths.emplace_back(name, f32_product(*kernels_for(cpu_class), serial_parallel));
+        paths.emplace_back(name + " on 2 threads", f32_product(*kernels_for(cpu_class), pair_parallel));
+    }
+    if (amx_available()) {
+        paths.emplace_back("AMX", amx_product(serial_parallel));
+        paths.emplace_back("AMX on 2 threads", amx_product(pair_parallel));
+    }
+    for (auto const &[name, product] : paths) {
         for (std::size_t rows : {1, 5, 6, 7, 13, 300})
             for (std::size_t depth : {1, 17, 128, 129, 300})
                 for (std::size_t columns : {1, 15, 33, 64, 65, 130}) {
                     unsigned const flags = static_cast<unsigned>((rows + depth + columns) % 4);
-                    check_gemm(kernels, rows, depth, columns, flags, serial_parallel, random);
+                    check_product(product, name, rows, depth, columns, flags, random);
+                    check_product(product, name, rows, depth, columns, flags ^ 3u, random, true);
                 }
-        check_gemm(kernels, 517, 256, 700, 0, pair_parallel, random);
-        check_gemm(kernels, 40, 1536, 200, gemm_accumulate_k, pair_parallel, random);
+        check_product(product, name, 517, 256, 700, 0, random);
+        check_product(product, name, 40, 1536, 200, gemm_accumulate_k, random);
+        check_product(product, name, 300, 300, 700, gemm_accumulate_k | gemm_round_output_k, random, true);
     }
     // Every class sums in the same order over exact products: identical bits.
     std::size_t const rows = 50, depth = 300, columns = 130;
@@ -539,20 +578,29 @@ int main() {
     test_scalars();
     test_gemm();
 
-    model_t native, serial, e4m3;
+    // The native class (AMX tiles on Sapphire Rapids when the OS grants them), the AVX-512 F32 path when the machine
+    // has it, the serial floor, and an E4M3 model.
+    model_t native, skylake, serial, e4m3;
     load(native, uform_cpu_class_auto_k, false, pair_parallel);
+    bool const has_skylake = cpu_class_available(uform_cpu_class_intel_skylake_k);
+    if (has_skylake) load(skylake, uform_cpu_class_intel_skylake_k, false, pair_parallel);
     load(serial, uform_cpu_class_serial_k, false);
     load(e4m3, uform_cpu_class_auto_k, true, pair_parallel);
-    if (native.ok && serial.ok && e4m3.ok) {
-        std::printf("  native class %d, weights %zu bytes\n", int(native.weights.cpu_class), native.weights.bytes());
-        test_batch_equals_items(native.weights);
-        test_batch_equals_items(serial.weights);
+    if (native.ok && serial.ok && e4m3.ok && (skylake.ok || !has_skylake)) {
+        std::printf("  native class %d%s, weights %zu bytes\n", int(native.weights.cpu_class),
+                    native.weights.amx ? " with AMX tiles" : "", native.weights.bytes());
+        std::vector<std::pair<char const *, model_weights_t const *>> models{{"native", &native.weights},
+                                                                             {"serial", &serial.weights}};
+        if (has_skylake) models.emplace_back("skylake", &skylake.weights);
+        for (auto [name, weights] : models) {
+            std::printf("  %s:\n", name);
+            test_batch_equals_items(*weights);
+            test_text_golden(*weights, name);
+            test_choose_golden(*weights, name);
+        }
         check_models_agree(serial.weights, native.weights, 0.999, 1e-2, 0.9999, "serial vs native");
+        if (has_skylake) check_models_agree(serial.weights, skylake.weights, 0.999, 1e-2, 0.9999, "serial vs skylake");
         check_models_agree(e4m3.weights, native.weights, 0.9, 1.0, 0.99, "E4M3 vs BF16");
-        test_text_golden(native.weights, "native");
-        test_text_golden(serial.weights, "serial");
-        test_choose_golden(native.weights, "native");
-        test_choose_golden(serial.weights, "serial");
     }
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
