@@ -17,6 +17,11 @@ class scratch_t {
 
     /// Rewinds and ensures `bytes` of capacity; false when the allocation failed (the old block is kept).
     [[nodiscard]] bool reset(std::size_t bytes) noexcept;
+    /// Lends the scratch `capacity` bytes at `data` (64-byte aligned, still the lender's): from then on `reset`
+    /// never allocates, and answers false when asked for more than `capacity`.
+    void borrow(void *data, std::size_t capacity) noexcept;
+    /// Bytes the last `reset` asked for, alignment included, whether it succeeded or not.
+    std::size_t requested() const noexcept { return requested_; }
     /// The next `count` values of `value_t`, 64-byte aligned; the caller sized `reset` with `bytes_for`.
     template <typename value_t>
     value_t *take(std::size_t count) noexcept {
@@ -43,6 +48,8 @@ class scratch_t {
     std::size_t capacity_ = 0;
     std::size_t used_ = 0;
     std::size_t allocations_ = 0;
+    std::size_t requested_ = 0;
+    bool borrowed_ = false;
 };
 
 } // namespace uform::ram
