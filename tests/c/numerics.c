@@ -1,0 +1,492 @@
+/**
+ * @file numerics.c
+ * @brief The RAM residency against the PyTorch goldens of tests/data/goldens/, through the public C API alone:
+ * `uform_text_encode` (states, token vectors, embeddings) and `uform_text_choose`, held to MODEL.md's
+ * "How agreement is measured": every row's cosine >= 0.999 and relative Frobenius error <= 1e-2 per item for
+ * states and token vectors, embedding cosine >= 0.9999 (an empty text's embedding exactly zero), and choice
+ * probabilities within 2e-3. Also: the calling thread and a two-thread executor agree, a narrow output scalar is
+ * the F32 rows converted, and an E4M3 model's embeddings stay within cosine 0.99 of the goldens.
+ *
+ * The stub answers deterministic stand-in rows, not the model's, so under the stub this test only says it skipped.
+ * The goldens are read with a few lines of header parsing (the 8-byte length, then each tensor's `data_offsets`),
+ * enough for files written by Python's safetensors.
+ */
+#include "common.h"
+
+#include <stdint.h>
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Reading a golden                                                                                            */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+typedef struct golden_t {
+    unsigned char *bytes;
+    size_t length;
+    char *header; /* NUL-terminated copy of the JSON header */
+    size_t data_offset;
+} golden_t;
+
+static int golden_open(golden_t *golden, char const *name) {
+    char path[4096];
+    char const *directory = getenv("UFORM_TEST_DATA");
+    uint64_t header_length = 0;
+    int i;
+    memset(golden, 0, sizeof(*golden));
+    if (!directory || !*directory) directory = "tests/data";
+    snprintf(path, sizeof(path), "%s/goldens/%s", directory, name);
+    golden->bytes = read_whole_file(path, &golden->length);
+    if (!golden->bytes || golden->length < 8) {
+        fprintf(stderr, "cannot read %s\n", path);
+        return 0;
+    }
+    for (i = 7; i >= 0; --i) header_length = header_length << 8 | golden->bytes[i];
+    if (header_length > golden->length - 8) return 0;
+    golden->header = (char *)malloc((size_t)header_length + 1);
+    if (!golden->header) return 0;
+    memcpy(golden->header, golden->bytes + 8, (size_t)header_length);
+    golden->header[header_length] = 0;
+    golden->data_offset = 8 + (size_t)header_length;
+    return 1;
+}
+
+static void golden_close(golden_t *golden) {
+    free(golden->bytes);
+    free(golden->header);
+    memset(golden, 0, sizeof(*golden));
+}
+
+/** The bytes of tensor `name` of dtype `dtype` (such as "F32"), and their length; `NULL` when absent. */
+static void const *golden_tensor(golden_t const *golden, char const *name, char const *dtype, size_t *bytes) {
+    char key[128], dtype_key[64];
+    char const *cursor = golden->header;
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    snprintf(dtype_key, sizeof(dtype_key), "\"dtype\":\"%s\"", dtype);
+    while ((cursor = strstr(cursor, key)) != NULL) {
+        char const *object = cursor + strlen(key), *end, *offsets;
+        unsigned long long begin, finish;
+        char *after;
+        while (*object == ' ') ++object;
+        cursor += strlen(key);
+        if (*object != '{') continue; /* the name inside a metadata string */
+        end = strchr(object, '}');
+        offsets = strstr(object, "\"data_offsets\":[");
+        if (!end || !offsets || offsets > end) return NULL;
+        {
+            char const *found_dtype = strstr(object, dtype_key);
+            if (!found_dtype || found_dtype > end) return NULL;
+        }
+        begin = strtoull(offsets + strlen("\"data_offsets\":["), &after, 10);
+        if (*after != ',') return NULL;
+        finish = strtoull(after + 1, &after, 10);
+        if (finish < begin || golden->data_offset + finish > golden->length) return NULL;
+        *bytes = (size_t)(finish - begin);
+        return golden->bytes + golden->data_offset + begin;
+    }
+    return NULL;
+}
+
+/** A tensor's values copied into a `malloc`ed array of `count` elements of `size` bytes; `NULL` when absent. */
+static void *golden_copy(golden_t const *golden, char const *name, char const *dtype, size_t size, size_t *count) {
+    size_t bytes = 0;
+    void const *data = golden_tensor(golden, name, dtype, &bytes);
+    void *copy;
+    *count = 0;
+    if (!data || bytes % size) {
+        fprintf(stderr, "the golden has no %s tensor '%s'\n", dtype, name);
+        return NULL;
+    }
+    copy = malloc(bytes ? bytes : 1);
+    if (!copy) return NULL;
+    memcpy(copy, data, bytes);
+    *count = bytes / size;
+    return copy;
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Agreement                                                                                                   */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/** The worst figures over every item compared so far. */
+typedef struct agreement_t {
+    double worst_cosine;      /* rows of states or token vectors, and embeddings */
+    double worst_frobenius;   /* relative, per item */
+    double worst_probability; /* absolute */
+    int zero_embedding_exact; /* the empty text's embedding is exactly zero */
+} agreement_t;
+
+static double cosine_f64(float const *a, float const *b, size_t columns, double *aa_out, double *bb_out) {
+    double ab = 0, aa = 0, bb = 0;
+    size_t c;
+    for (c = 0; c != columns; ++c) {
+        ab += (double)a[c] * b[c];
+        aa += (double)a[c] * a[c];
+        bb += (double)b[c] * b[c];
+    }
+    if (aa_out) *aa_out = aa;
+    if (bb_out) *bb_out = bb;
+    if (aa == 0 && bb == 0) return 1;
+    if (aa == 0 || bb == 0) return 0;
+    return ab / sqrt(aa * bb);
+}
+
+/** One row of the library's view as F32 values into `out`. */
+static void row_f32(uform_rows_t const *rows, size_t row, float *out) {
+    size_t c;
+    for (c = 0; c != rows->columns; ++c) out[c] = row_value(rows, row, c);
+}
+
+/** Compares the first `items` items of a rows tape with the golden's rows: every row's cosine, each item's relative
+ *  Frobenius error. */
+static void compare_tape(uform_rows_t const *rows, size_t items, float const *golden, size_t columns, double min_cosine,
+                         double max_frobenius, agreement_t *agreement, char const *what) {
+    float row[256];
+    size_t item, r, c;
+    int ok = 1;
+    if (!CHECK(rows->columns == columns && columns <= 256)) return;
+    for (item = 0; item != items; ++item) {
+        double difference = 0, reference = 0, frobenius;
+        for (r = rows->offsets[item]; r != rows->offsets[item + 1]; ++r) {
+            float const *expected = golden + r * columns;
+            double cosine;
+            row_f32(rows, r, row);
+            cosine = cosine_f64(row, expected, columns, NULL, NULL);
+            if (cosine < agreement->worst_cosine) agreement->worst_cosine = cosine;
+            if (cosine < min_cosine) {
+                if (ok) fprintf(stderr, "%s: item %zu row %zu cosine %.6f\n", what, item, r, cosine);
+                ok = 0;
+            }
+            for (c = 0; c != columns; ++c) {
+                double d = (double)row[c] - expected[c];
+                difference += d * d;
+                reference += (double)expected[c] * expected[c];
+            }
+        }
+        frobenius = reference > 0 ? sqrt(difference / reference) : sqrt(difference);
+        if (frobenius > agreement->worst_frobenius) agreement->worst_frobenius = frobenius;
+        if (frobenius > max_frobenius) {
+            fprintf(stderr, "%s: item %zu relative Frobenius error %.3e\n", what, item, frobenius);
+            ok = 0;
+        }
+    }
+    CHECK(ok);
+}
+
+/** Compares one embedding per item; an item whose golden is zero must be exactly zero. */
+static void compare_embeddings(uform_rows_t const *rows, float const *golden, size_t items, size_t columns,
+                               double min_cosine, agreement_t *agreement, char const *what) {
+    float row[256];
+    size_t item;
+    int ok = 1;
+    if (!CHECK(rows->columns == columns && rows->count == items && columns <= 256)) return;
+    for (item = 0; item != items; ++item) {
+        double aa, bb, cosine;
+        row_f32(rows, item, row);
+        cosine = cosine_f64(row, golden + item * columns, columns, &aa, &bb);
+        if (bb == 0) {
+            if (aa != 0 || !row_is_zero(rows, item)) {
+                fprintf(stderr, "%s: item %zu is not exactly zero\n", what, item);
+                agreement->zero_embedding_exact = 0;
+                ok = 0;
+            }
+            continue;
+        }
+        if (cosine < agreement->worst_cosine) agreement->worst_cosine = cosine;
+        if (cosine < min_cosine) {
+            fprintf(stderr, "%s: item %zu embedding cosine %.7f\n", what, item, cosine);
+            ok = 0;
+        }
+    }
+    CHECK(ok);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* text_encode                                                                                                 */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+typedef struct text_golden_t {
+    golden_t file;
+    unsigned char *bytes;
+    size_t bytes_count;
+    size_t offsets[16];
+    size_t items;
+    float *states, *token_vectors, *embeddings;
+    size_t states_count, token_vectors_count, embeddings_count;
+} text_golden_t;
+
+static int text_golden_open(text_golden_t *t) {
+    int64_t *offsets;
+    size_t count, i;
+    memset(t, 0, sizeof(*t));
+    if (!CHECK(golden_open(&t->file, "text.safetensors"))) return 0;
+    t->bytes = (unsigned char *)golden_copy(&t->file, "bytes", "U8", 1, &t->bytes_count);
+    offsets = (int64_t *)golden_copy(&t->file, "offsets", "I64", 8, &count);
+    t->states = (float *)golden_copy(&t->file, "states", "F32", 4, &t->states_count);
+    t->token_vectors = (float *)golden_copy(&t->file, "token_vectors", "F32", 4, &t->token_vectors_count);
+    t->embeddings = (float *)golden_copy(&t->file, "embeddings", "F32", 4, &t->embeddings_count);
+    if (!CHECK(t->bytes && offsets && t->states && t->token_vectors && t->embeddings && count >= 2 && count <= 16)) {
+        free(offsets);
+        return 0;
+    }
+    t->items = count - 1;
+    for (i = 0; i != count; ++i) t->offsets[i] = (size_t)offsets[i];
+    free(offsets);
+    return CHECK(t->offsets[t->items] == t->bytes_count);
+}
+
+static void text_golden_close(text_golden_t *t) {
+    free(t->bytes);
+    free(t->states);
+    free(t->token_vectors);
+    free(t->embeddings);
+    golden_close(&t->file);
+}
+
+static uform_outputs_t const all_outputs =
+    (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
+
+/** The bounds one comparison holds: MODEL.md's for a BF16 model, looser ones for an E4M3 model. */
+typedef struct bounds_t {
+    double row_cosine, frobenius, embedding_cosine;
+} bounds_t;
+
+static bounds_t const model_md_bounds = {0.999, 1e-2, 0.9999};
+
+/** Encodes the golden texts with every surface in F32 and holds them to `bounds`; answers 1 when it ran. */
+static int check_text(uform_model_t model, uform_executor_t executor, text_golden_t const *t, bounds_t bounds,
+                      agreement_t *states, agreement_t *vectors, agreement_t *embeddings, char const *label) {
+    uform_arena_t arena = NULL;
+    uform_encoded_t encoded;
+    uform_text_encode_args_t args;
+    uform_text_encode_stats_t stats;
+    size_t vector_items = 0, hidden = 64, width = 32, dimensions = 64;
+    char what[96];
+    memset(&args, 0, sizeof(args));
+    args.stats = &stats;
+    if (!CHECK_OK(uform_arena_init(NULL, &arena, MSG))) return 0;
+    if (!CHECK_OK(uform_text_encode(model, executor, (char const *)t->bytes, t->bytes_count, t->offsets, t->items,
+                                    all_outputs, &args, arena, &encoded, NULL, MSG))) {
+        uform_arena_free(arena);
+        return 0;
+    }
+    CHECK_SIZE(stats.items, t->items);
+    CHECK_SIZE(stats.tokens, t->bytes_count);
+    CHECK_ROWS_TAPE(&encoded.states, t->items, hidden);
+    CHECK_ROWS_TAPE(&encoded.token_vectors, t->items, width);
+    CHECK_ROWS_PER_ITEM(&encoded.embeddings, t->items, dimensions);
+    CHECK_SIZE(t->states_count, t->bytes_count * hidden);
+    snprintf(what, sizeof(what), "%s states", label);
+    compare_tape(&encoded.states, t->items, t->states, hidden, bounds.row_cosine, bounds.frobenius, states, what);
+    /* The golden's token vectors stop before the last item (the 2 KiB text is left out for size). */
+    while (vector_items < t->items && t->offsets[vector_items + 1] * width <= t->token_vectors_count) ++vector_items;
+    CHECK(vector_items + 1 >= t->items);
+    snprintf(what, sizeof(what), "%s token vectors", label);
+    compare_tape(&encoded.token_vectors, vector_items, t->token_vectors, width, bounds.row_cosine, bounds.frobenius,
+                 vectors, what);
+    snprintf(what, sizeof(what), "%s embeddings", label);
+    compare_embeddings(&encoded.embeddings, t->embeddings, t->items, dimensions, bounds.embedding_cosine, embeddings,
+                       what);
+    uform_arena_free(arena);
+    return 1;
+}
+
+/** Each narrow output scalar holds the F32 rows converted: the same forward, then one rounding. */
+static void check_scalars(uform_model_t model, text_golden_t const *t) {
+    static uform_scalar_t const scalars[] = {uform_scalar_f16_k,  uform_scalar_bf16_k, uform_scalar_e4m3_k,
+                                             uform_scalar_e5m2_k, uform_scalar_i8_k,   uform_scalar_b1_k};
+    uform_arena_t wide = NULL, narrow = NULL;
+    uform_encoded_t reference, encoded;
+    uform_text_encode_args_t args;
+    size_t s, item, column;
+    size_t const items = t->items - 1; /* the 2 KiB text adds nothing here */
+    memset(&args, 0, sizeof(args));
+    if (!CHECK_OK(uform_arena_init(NULL, &wide, MSG)) || !CHECK_OK(uform_arena_init(NULL, &narrow, MSG))) {
+        uform_arena_free(wide);
+        return;
+    }
+    if (CHECK_OK(uform_text_encode(model, NULL, (char const *)t->bytes, t->bytes_count, t->offsets, items, all_outputs,
+                                   &args, wide, &reference, NULL, MSG)))
+        for (s = 0; s != sizeof(scalars) / sizeof(scalars[0]); ++s) {
+            int unit_only = scalars[s] == uform_scalar_i8_k || scalars[s] == uform_scalar_b1_k, ok = 1;
+            uform_outputs_t outputs =
+                unit_only ? (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_token_vectors_k) : all_outputs;
+            args.scalar = scalars[s];
+            if (!CHECK_OK(uform_text_encode(model, NULL, (char const *)t->bytes, t->bytes_count, t->offsets, items,
+                                            outputs, &args, narrow, &encoded, NULL, MSG)))
+                continue;
+            CHECK(encoded.embeddings.scalar == scalars[s] && encoded.token_vectors.scalar == scalars[s]);
+            CHECK(unit_only ? rows_empty(&encoded.states) : encoded.states.scalar == scalars[s]);
+            /* Decode both: the narrow value equals the F32 value rounded, within the scalar's half step. */
+            for (item = 0; item != items; ++item)
+                for (column = 0; column != encoded.embeddings.columns; ++column) {
+                    float const exact = row_value(&reference.embeddings, item, column);
+                    float const got = row_value(&encoded.embeddings, item, column);
+                    double tolerance;
+                    switch (scalars[s]) {
+                    case uform_scalar_f16_k: tolerance = fabs(exact) * 0x1p-11 + 0x1p-25; break;
+                    case uform_scalar_bf16_k: tolerance = fabs(exact) * 0x1p-8; break;
+                    case uform_scalar_e4m3_k: tolerance = fabs(exact) * 0x1p-4 + 0x1p-10; break;
+                    case uform_scalar_e5m2_k: tolerance = fabs(exact) * 0x1p-3 + 0x1p-17; break;
+                    case uform_scalar_i8_k: tolerance = 0.5 / 127 + 1e-6; break;
+                    default:
+                        tolerance = 2.0; /* b1: only the sign */
+                        break;
+                    }
+                    if (scalars[s] == uform_scalar_b1_k) ok = ok && (got > 0) == (exact > 0);
+                    else ok = ok && fabs((double)got - exact) <= tolerance;
+                }
+            if (!CHECK(ok)) fprintf(stderr, "scalar %s disagrees with F32\n", uform_scalar_name(scalars[s]));
+        }
+    uform_arena_free(wide);
+    uform_arena_free(narrow);
+}
+
+/** Only the surfaces asked for: embeddings alone equal the embeddings of the call asking for all. */
+static void check_subsets(uform_model_t model, text_golden_t const *t) {
+    uform_arena_t a = NULL, b = NULL;
+    uform_encoded_t all, one;
+    size_t item;
+    int same = 1;
+    if (!CHECK_OK(uform_arena_init(NULL, &a, MSG)) || !CHECK_OK(uform_arena_init(NULL, &b, MSG))) {
+        uform_arena_free(a);
+        return;
+    }
+    if (CHECK_OK(uform_text_encode(model, NULL, (char const *)t->bytes, t->bytes_count, t->offsets, t->items,
+                                   all_outputs, NULL, a, &all, NULL, MSG)) &&
+        CHECK_OK(uform_text_encode(model, NULL, (char const *)t->bytes, t->bytes_count, t->offsets, t->items,
+                                   uform_outputs_embeddings_k, NULL, b, &one, NULL, MSG))) {
+        CHECK(rows_empty(&one.states) && rows_empty(&one.token_vectors));
+        for (item = 0; item != t->items; ++item)
+            same = same && rows_equal(&all.embeddings, item, &one.embeddings, item);
+        CHECK(same);
+    }
+    uform_arena_free(a);
+    uform_arena_free(b);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* text_choose                                                                                                 */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+static void check_choose(uform_model_t model, uform_executor_t executor, agreement_t *agreement) {
+    golden_t file;
+    unsigned char *prompts = NULL, *legal = NULL;
+    int64_t *prompt_offsets64 = NULL, *legal_offsets64 = NULL, *groups64 = NULL;
+    float *expected = NULL;
+    size_t prompts_count, legal_count, prompt_offsets_count, legal_offsets_count, groups_count, expected_count;
+    size_t prompt_offsets[32], legal_offsets[32], groups[32], items, i;
+    uform_arena_t arena = NULL;
+    uform_tape_t probabilities;
+    uform_text_choose_args_t args;
+    uform_text_choose_stats_t stats;
+    if (!CHECK(golden_open(&file, "choose.safetensors"))) return;
+    prompts = (unsigned char *)golden_copy(&file, "prompt_bytes", "U8", 1, &prompts_count);
+    legal = (unsigned char *)golden_copy(&file, "legal_bytes", "U8", 1, &legal_count);
+    prompt_offsets64 = (int64_t *)golden_copy(&file, "prompt_offsets", "I64", 8, &prompt_offsets_count);
+    legal_offsets64 = (int64_t *)golden_copy(&file, "legal_offsets", "I64", 8, &legal_offsets_count);
+    groups64 = (int64_t *)golden_copy(&file, "groups", "I64", 8, &groups_count);
+    expected = (float *)golden_copy(&file, "probabilities", "F32", 4, &expected_count);
+    if (CHECK(prompts && legal && prompt_offsets64 && legal_offsets64 && groups64 && expected &&
+              prompt_offsets_count >= 2 && prompt_offsets_count <= 32 && legal_offsets_count == prompt_offsets_count &&
+              groups_count + 1 == prompt_offsets_count && expected_count == legal_count) &&
+        CHECK_OK(uform_arena_init(NULL, &arena, MSG))) {
+        items = groups_count;
+        for (i = 0; i <= items; ++i) {
+            prompt_offsets[i] = (size_t)prompt_offsets64[i];
+            legal_offsets[i] = (size_t)legal_offsets64[i];
+        }
+        for (i = 0; i != items; ++i) groups[i] = (size_t)groups64[i];
+        memset(&args, 0, sizeof(args));
+        args.temperature_groups = groups;
+        args.temperature_groups_count = items;
+        args.stats = &stats;
+        if (CHECK_OK(uform_text_choose(model, executor, (char const *)prompts, prompts_count, prompt_offsets, items,
+                                       (char const *)legal, legal_count, legal_offsets, items, &args, arena,
+                                       &probabilities, NULL, MSG))) {
+            float const *got = (float const *)probabilities.data;
+            int ok = 1;
+            CHECK_SIZE(probabilities.items, items);
+            CHECK(probabilities.scalar == uform_scalar_f32_k);
+            CHECK_SIZE(stats.items, items);
+            CHECK_SIZE(stats.tokens, prompts_count + items);
+            CHECK_SIZE(stats.choices, legal_count);
+            for (i = 0; i <= items; ++i) ok = ok && probabilities.offsets[i] == legal_offsets[i];
+            CHECK(ok);
+            for (i = 0; i != legal_count; ++i) {
+                double d = fabs((double)got[i] - expected[i]);
+                if (d > agreement->worst_probability) agreement->worst_probability = d;
+            }
+            if (!CHECK(agreement->worst_probability <= 2e-3))
+                fprintf(stderr, "choose: worst probability difference %.3e\n", agreement->worst_probability);
+        }
+        uform_arena_free(arena);
+    }
+    free(prompts);
+    free(legal);
+    free(prompt_offsets64);
+    free(legal_offsets64);
+    free(groups64);
+    free(expected);
+    golden_close(&file);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+
+static agreement_t fresh(void) {
+    agreement_t a;
+    a.worst_cosine = 1;
+    a.worst_frobenius = 0;
+    a.worst_probability = 0;
+    a.zero_embedding_exact = 1;
+    return a;
+}
+
+int main(void) {
+    uform_model_t model, e4m3 = NULL;
+    uform_executor_t ram = NULL;
+    text_golden_t text;
+    agreement_t states = fresh(), vectors = fresh(), embeddings = fresh(), choices = fresh();
+    agreement_t e4m3_states = fresh(), e4m3_vectors = fresh(), e4m3_embeddings = fresh();
+    if (build_is_stub()) {
+        printf("numerics: skipped: the stub answers stand-in rows, not the model's (build the RAM residency)\n");
+        return test_report("numerics");
+    }
+    model = load_tiny();
+    if (!model) return test_report("numerics");
+    CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 2, &ram, MSG));
+    if (text_golden_open(&text)) {
+        check_text(model, NULL, &text, model_md_bounds, &states, &vectors, &embeddings, "calling thread");
+        if (ram) check_text(model, ram, &text, model_md_bounds, &states, &vectors, &embeddings, "two threads");
+        check_scalars(model, &text);
+        check_subsets(model, &text);
+        {
+            uform_model_load_ram_args_t args;
+            memset(&args, 0, sizeof(args));
+            args.path = tiny_path();
+            args.path_length = strlen(args.path);
+            args.quantization = uform_scalar_e4m3_k;
+            if (CHECK_OK(uform_model_load_ram(&args, &e4m3, MSG))) {
+                /* E4M3 is held to the BF16 model by cosine alone (MODEL.md): embeddings within 0.99 (issue 4),
+                   rows within a loose 0.9 that only catches a broken forward. */
+                bounds_t const e4m3_bounds = {0.9, 0.5, 0.99};
+                check_text(e4m3, NULL, &text, e4m3_bounds, &e4m3_states, &e4m3_vectors, &e4m3_embeddings, "e4m3");
+            }
+        }
+    }
+    check_choose(model, NULL, &choices);
+    if (ram) check_choose(model, ram, &choices);
+    printf("numerics: states worst row cosine %.6f, worst relative Frobenius %.2e\n", states.worst_cosine,
+           states.worst_frobenius);
+    printf("numerics: token vectors worst row cosine %.6f, worst relative Frobenius %.2e\n", vectors.worst_cosine,
+           vectors.worst_frobenius);
+    printf("numerics: embeddings worst cosine %.7f, empty text exactly zero: %s\n", embeddings.worst_cosine,
+           embeddings.zero_embedding_exact ? "yes" : "no");
+    printf("numerics: choices worst probability difference %.2e\n", choices.worst_probability);
+    if (e4m3)
+        printf("numerics: e4m3 model: states worst row cosine %.5f (Frobenius %.2e), embeddings worst cosine %.5f\n",
+               e4m3_states.worst_cosine, e4m3_states.worst_frobenius, e4m3_embeddings.worst_cosine);
+    text_golden_close(&text);
+    uform_model_free(e4m3);
+    uform_executor_free(ram);
+    uform_model_free(model);
+    return test_report("numerics");
+}
