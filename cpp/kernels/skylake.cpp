@@ -33,11 +33,14 @@ inline __m512 round_bf16_x16(__m512 value) noexcept {
     return _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, rounded, quiet));
 }
 
-// e^x for 16 lanes (Cephes' polynomial, about 1 ulp); underflows to zero and overflows to infinity.
+// e^x for 16 lanes (Cephes' polynomial, about 1 ulp) with the exponent placed by integer arithmetic: the rounding
+// shift leaves n in the low bits of t. Inputs are clamped to [-87.3, 88.3], so results stay normal and finite
+// (below -87.3 it answers about 1e-38 instead of a smaller number or zero).
 inline __m512 exp_x16(__m512 x) noexcept {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(88.7f));
-    __m512 const n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 const shifter = _mm512_set1_ps(12582912.0f); // 1.5 * 2^23
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+    __m512 const t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), shifter);
+    __m512 const n = _mm512_sub_ps(t, shifter);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
@@ -47,7 +50,8 @@ inline __m512 exp_x16(__m512 x) noexcept {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
     p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
+    __m512i const exponent = _mm512_slli_epi32(_mm512_castps_si512(t), 23);
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), exponent));
 }
 
 // Packs rows of A into 6-row panels, rounded to BF16: 16 depths of all six rows at a time through L1.
