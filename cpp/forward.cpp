@@ -20,6 +20,8 @@ constexpr std::size_t row_task_k = 16;
 constexpr std::size_t score_budget_k = 64 * 1024;
 /// Most query rows of one attention task.
 constexpr std::size_t query_rows_max_k = 48;
+/// Most rotary pairs per head when tokens carry their own `(t, h, w)` positions (angles assembled on the stack).
+constexpr std::size_t rope_pairs_max_k = 512;
 
 /// `value` rounded up to a multiple of `step`.
 constexpr std::size_t round_up(std::size_t value, std::size_t step) noexcept {
@@ -200,6 +202,17 @@ class forward_t {
             body(begin, std::min(rows, begin + row_task_k));
         });
     }
+    /// The cosines and sines of the RoPE angles of `position`: the weights' tables, or this call's extra rows.
+    void angles(std::size_t position, float const *&cos, float const *&sin) const noexcept {
+        std::size_t const half = geometry_.head_dim / 2;
+        if (position < weights_.rope_positions) {
+            cos = weights_.rope_cos.data() + position * half;
+            sin = weights_.rope_sin.data() + position * half;
+        } else {
+            cos = buffers_.rope + (position - weights_.rope_positions) * 2 * half;
+            sin = cos + half;
+        }
+    }
     /// A linear's product over this call's threads and scratch.
     void multiply(float const *a, std::size_t lda, std::size_t rows, linear_t const &b, float *c, std::size_t ldc,
                   unsigned flags) const noexcept {
@@ -213,7 +226,11 @@ class forward_t {
             std::size_t const item = first_ + index;
             float *row = buffers_.x + item_row(item) * stride;
             for (std::size_t offset = batch_.offsets[item]; offset != batch_.offsets[item + 1]; ++offset, row += stride)
-                std::memcpy(row, weights_.byte_embedding.data() + batch_.bytes[offset] * width, width * sizeof(float));
+                std::memcpy(row,
+                            batch_.embedded != nullptr
+                                ? batch_.embedded + (offset - batch_.offsets[0]) * batch_.embedded_stride
+                                : weights_.byte_embedding.data() + batch_.bytes[offset] * width,
+                            width * sizeof(float));
             if (batch_.append_choose)
                 std::memcpy(row, weights_.byte_embedding.data() + 257 * width, width * sizeof(float));
         });
@@ -236,12 +253,18 @@ class forward_t {
                 while (item + 1 != end_ && item_row(item + 1) <= row) ++item;
                 std::size_t const position = row - item_row(item);
                 float const *cos, *sin;
-                if (position < weights_.rope_positions) {
-                    cos = weights_.rope_cos.data() + position * half;
-                    sin = weights_.rope_sin.data() + position * half;
-                } else {
-                    cos = buffers_.rope + (position - weights_.rope_positions) * 2 * half;
-                    sin = cos + half;
+                angles(position, cos, sin);
+                float assembled[2 * rope_pairs_max_k];
+                if (batch_.positions != nullptr) {
+                    // Pairs of section `axis` rotate by the token's position on that axis: (t, h, w).
+                    std::uint32_t const *axes = batch_.positions + 3 * (row_base_ + row);
+                    for (std::size_t axis = 0, pair = 0; axis != 3; ++axis) {
+                        float const *axis_cos, *axis_sin;
+                        angles(axes[axis], axis_cos, axis_sin);
+                        for (std::size_t end = pair + geometry_.rope_sections[axis]; pair != end; ++pair)
+                            assembled[pair] = axis_cos[pair], assembled[half + pair] = axis_sin[pair];
+                    }
+                    cos = assembled, sin = assembled + half;
                 }
                 float *q = buffers_.qkv + row * qkv;
                 kernels_.rope_round(q, heads, head_dim, cos, sin);
@@ -413,6 +436,10 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
         return fail(uform_status_unsupported_k, "the model has no byte head to score choices");
     if (outputs.choose_logits != nullptr && !batch.append_choose)
         return fail(uform_status_invalid_argument_k, "byte logits at CHOOSE need the CHOOSE token appended");
+    if ((batch.embedded != nullptr || batch.positions != nullptr) && batch.append_choose)
+        return fail(uform_status_invalid_argument_k, "embedded tokens and positions are not text: no CHOOSE token");
+    if (batch.positions != nullptr && weights.geometry.head_dim / 2 > rope_pairs_max_k)
+        return fail(uform_status_unsupported_k, "heads this wide take text positions only");
     if (batch.count == 0) return uform_status_ok_k;
 
     std::size_t const threads = std::max<std::size_t>(1, hooks.parallel.threads);

@@ -15,11 +15,18 @@ namespace uform::ram {
 
 /// A call's texts: item `i` is `bytes[offsets[i]]` up to `bytes[offsets[i + 1]]`, one token per byte, followed by
 /// one CHOOSE token (row 257 of the byte embedding) when `append_choose` is set.
+/// The other modalities' front-ends hand the trunk their tokens already embedded: then `embedded` holds one row of
+/// `hidden` floats per token (`embedded_stride` floats apart, token `t` of the call at row `t - offsets[0]`, since
+/// `offsets` then count tokens), `bytes` is unused, and `positions` holds each token's `(t, h, w)` (three per token,
+/// each below its item's token count); null positions are text's `(i, i, i)`. Neither goes with `append_choose`.
 struct text_batch_t {
     std::uint8_t const *bytes = nullptr;
     std::size_t const *offsets = nullptr; // `count + 1` ascending entries
     std::size_t count = 0;
     bool append_choose = false;
+    float const *embedded = nullptr;
+    std::size_t embedded_stride = 0;
+    std::uint32_t const *positions = nullptr;
 };
 
 /// Where the surfaces go, as F32 rows; a null pointer is a surface not asked for, and never computed.
