@@ -1,8 +1,13 @@
-// Loading a validated checkpoint into the RAM residency: mapped from its path or read from the caller's buffer,
-// packed by cpp/weights in BF16 or E4M3, progress reported in bytes through the call.
+// Loading a validated checkpoint into the RAM residency: mapped from its path or read from the caller's buffer, the
+// trunk and heads packed by cpp/weights in BF16 or E4M3, the image and audio front-ends beside them, progress
+// reported in bytes through the call.
+#include <cmath>
+#include <cstring>
 #include <new>
+#include <numbers>
 #include <utility>
 
+#include "../kernels/scalars.hpp"
 #include "../mapped_file.hpp"
 #include "ram.hpp"
 
@@ -19,6 +24,77 @@ bool report_load(void *context, std::size_t completed, std::size_t total) noexce
     auto &progress = *static_cast<load_progress_t *>(context);
     progress.total = total;
     return progress.call->report(completed < total ? completed : total, total);
+}
+
+/// The bytes of tensor `name` when it has `dtype` and `count` elements; nullptr otherwise.
+std::byte const *tensor_bytes(checkpoint_t const &checkpoint, std::span<std::byte const> file, char const *name,
+                              dtype_t dtype, std::size_t count) noexcept {
+    tensor_entry_t const *entry = checkpoint.find(name);
+    if (entry == nullptr || entry->dtype != dtype || entry->end - entry->begin != count * dtype_size(dtype))
+        return nullptr;
+    if (checkpoint.data_offset + entry->end > file.size()) return nullptr;
+    return file.data() + checkpoint.data_offset + entry->begin;
+}
+
+/// Loads `embed.<modality>.weight` `[hidden x input]` and its bias (BF16) into a front-end.
+uform_status_t load_front_end(checkpoint_t const &checkpoint, std::span<std::byte const> file, char const *weight_name,
+                              char const *bias_name, std::size_t hidden, std::size_t input, front_end_t &out,
+                              char const **message) noexcept {
+    std::byte const *weight = tensor_bytes(checkpoint, file, weight_name, dtype_t::bf16, hidden * input);
+    std::byte const *bias = tensor_bytes(checkpoint, file, bias_name, dtype_t::bf16, hidden);
+    if (weight == nullptr || bias == nullptr)
+        return ram::backend_fail(message, uform_status_corrupt_k, "a front-end's embedding disagrees with the header");
+    try {
+        std::vector<std::uint16_t> aligned(hidden * input); // the file's bytes need not be 2-byte aligned
+        std::memcpy(aligned.data(), weight, aligned.size() * 2);
+        if (!ram::pack_bf16(aligned.data(), hidden, input, input, out.weight))
+            return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory packing a front-end");
+        out.bias.resize(hidden);
+        for (std::size_t i = 0; i != hidden; ++i) {
+            std::uint16_t bits;
+            std::memcpy(&bits, bias + 2 * i, 2);
+            out.bias[i] = ram::f32_from_bf16(bits);
+        }
+    } catch (...) {
+        return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory loading a front-end");
+    }
+    return uform_status_ok_k;
+}
+
+/// The image and audio front-ends of a checkpoint that has them: embedding linears, mel filters, window, twiddles.
+uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::byte const> file, model_t &model,
+                               char const **message) noexcept {
+    geometry_t const &g = checkpoint.geometry;
+    if (g.has_image)
+        if (uform_status_t status =
+                load_front_end(checkpoint, file, "embed.image.weight", "embed.image.bias", g.hidden,
+                               g.image_patch_side * g.image_patch_side * g.image_channels, model.image, message))
+            return status;
+    if (!g.has_audio) return uform_status_ok_k;
+    if (uform_status_t status = load_front_end(checkpoint, file, "embed.audio.weight", "embed.audio.bias", g.hidden,
+                                               g.audio_frames_per_patch * g.audio_mel_bins, model.audio, message))
+        return status;
+    std::size_t const bins = g.audio_n_fft / 2 + 1, n = g.audio_n_fft;
+    std::byte const *filters =
+        tensor_bytes(checkpoint, file, "frontend.audio.mel_filters", dtype_t::f32, g.audio_mel_bins * bins);
+    if (filters == nullptr)
+        return ram::backend_fail(message, uform_status_corrupt_k, "the mel filters disagree with the header");
+    try {
+        model.mel_filters.resize(g.audio_mel_bins * bins);
+        std::memcpy(model.mel_filters.data(), filters, model.mel_filters.size() * sizeof(float));
+        model.hann.resize(n);
+        model.twiddle_cos.resize(n);
+        model.twiddle_sin.resize(n);
+    } catch (...) {
+        return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory loading the audio front-end");
+    }
+    for (std::size_t k = 0; k != n; ++k) {
+        double const angle = 2 * std::numbers::pi * double(k) / double(n);
+        model.hann[k] = float(0.5 - 0.5 * std::cos(angle)); // periodic, as torch.hann_window
+        model.twiddle_cos[k] = std::cos(angle);
+        model.twiddle_sin[k] = std::sin(angle);
+    }
+    return uform_status_ok_k;
 }
 
 } // namespace
@@ -50,13 +126,15 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
     options.progress = report_load;
     options.progress_context = &progress;
     uform_status_t status = ram::weights_load(checkpoint, file, options, made->weights, message);
+    if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, *made, message);
     if (status == uform_status_ok_k && progress.total != 0 && call.report(progress.total, progress.total))
         status = ram::backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
     if (status != uform_status_ok_k) {
         delete made;
         return status;
     }
-    weight_bytes = made->weights.bytes();
+    weight_bytes = made->weights.bytes() + made->image.weight.bytes() + made->audio.weight.bytes() +
+                   (made->image.bias.size() + made->audio.bias.size() + made->mel_filters.size()) * sizeof(float);
     model = made;
     return uform_status_ok_k;
 }

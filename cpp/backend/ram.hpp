@@ -1,23 +1,30 @@
 // What the RAM backend's files share: the model as `c/` holds it, and the bridges from `call_t` to the compute
-// core's hooks (its parallel loop, its progress, its activation scratch).
+// core's hooks (its parallel loop, its progress).
 #pragma once
 
-#include <atomic>
 #include <cstddef>
+#include <vector>
 
 #include "../../c/backend.hpp"
+#include "../kernels/gemm.hpp"
 #include "../parallel.hpp"
-#include "../scratch.hpp"
 #include "../weights.hpp"
 
 namespace uform::backend {
 
-/// A loaded RAM model: its packed weights, and a hint of the activation scratch its calls need.
+/// A front-end's embedding linear: `embed.<modality>.weight` packed for the GEMM, and its bias in F32.
+struct front_end_t {
+    ram::packed_matrix_t weight; // hidden x input; no columns when the checkpoint lacks the modality
+    std::vector<float> bias;     // [hidden]
+};
+
+/// A loaded RAM model: the trunk and heads (cpp/weights), and the front-ends the encoders of pixels and samples use.
 struct model_t {
     ram::model_weights_t weights;
-    /// The most activation scratch a call of this model asked for so far: the first reservation of the next call,
-    /// so that a steady loop reserves once (see `ram::forward_scratch_t`).
-    mutable std::atomic<std::size_t> scratch_hint{0};
+    front_end_t image, audio;
+    std::vector<float> mel_filters;               // [mel_bins x (n_fft / 2 + 1)], F32 as the checkpoint holds them
+    std::vector<float> hann;                      // [n_fft]: the periodic Hann window
+    std::vector<double> twiddle_cos, twiddle_sin; // [n_fft]: cos and sin of 2 pi k / n_fft, for the DFT
 };
 
 } // namespace uform::backend
@@ -46,9 +53,10 @@ inline bool report_to_call(void *context, std::size_t completed, std::size_t tot
     return static_cast<call_t *>(context)->report(completed, total);
 }
 
-/// Bytes `count` floats take in scratch, rounded up to a cache line.
-inline constexpr std::size_t scratch_floats_bytes(std::size_t count) noexcept {
-    return (count * sizeof(float) + 63) / 64 * 64;
+/// Bytes `count` values of `value_type_` take in scratch, rounded up to a cache line.
+template <typename value_type_ = float>
+constexpr std::size_t scratch_bytes(std::size_t count) noexcept {
+    return (count * sizeof(value_type_) + 63) / 64 * 64;
 }
 
 } // namespace uform::ram
