@@ -430,6 +430,119 @@ static void check_choose(uform_model_t model, uform_executor_t executor, agreeme
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */
+/* image_encode_pixels and audio_encode_samples                                                               */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/** Holds one encoding's token offsets, states and embeddings to a golden's. */
+static void compare_media(uform_encoded_t const *encoded, int64_t const *token_offsets, size_t items,
+                          float const *states, size_t states_count, float const *embeddings, agreement_t *rows,
+                          agreement_t *pooled, char const *what) {
+    size_t i;
+    int same = 1;
+    char label[96];
+    if (!CHECK_ROWS_TAPE(&encoded->states, items, 64) || !CHECK_ROWS_PER_ITEM(&encoded->embeddings, items, 64)) return;
+    for (i = 0; i <= items; ++i) same = same && encoded->states.offsets[i] == (size_t)token_offsets[i];
+    if (!CHECK(same && states_count == encoded->states.count * 64)) {
+        fprintf(stderr, "%s: the tokens per item differ from the golden's\n", what);
+        return;
+    }
+    snprintf(label, sizeof(label), "%s states", what);
+    compare_tape(&encoded->states, items, states, 64, 0.999, 1e-2, rows, label);
+    snprintf(label, sizeof(label), "%s embeddings", what);
+    compare_embeddings(&encoded->embeddings, embeddings, items, 64, 0.9999, pooled, label);
+}
+
+/** image.safetensors: grayscale replicated to RGB and alpha dropped, as MODEL.md says, then encoded as pixels. */
+static void check_image(uform_model_t model, uform_executor_t executor, agreement_t *rows, agreement_t *pooled) {
+    golden_t file;
+    unsigned char *pixels = NULL, *rgb = NULL;
+    int64_t *pixel_offsets = NULL, *shapes = NULL, *token_offsets = NULL;
+    float *states = NULL, *embeddings = NULL;
+    size_t pixels_count, offsets_count, shapes_count, tokens_count, states_count, embeddings_count;
+    size_t heights[8], widths[8], rgb_offsets[9], items, i, p, c;
+    uform_arena_t arena = NULL;
+    uform_encoded_t encoded;
+    uform_image_encode_stats_t stats;
+    uform_image_encode_args_t args;
+    if (!CHECK(golden_open(&file, "image.safetensors"))) return;
+    pixels = (unsigned char *)golden_copy(&file, "pixels", "U8", 1, &pixels_count);
+    pixel_offsets = (int64_t *)golden_copy(&file, "pixel_offsets", "I64", 8, &offsets_count);
+    shapes = (int64_t *)golden_copy(&file, "shapes", "I64", 8, &shapes_count);
+    token_offsets = (int64_t *)golden_copy(&file, "token_offsets", "I64", 8, &tokens_count);
+    states = (float *)golden_copy(&file, "states", "F32", 4, &states_count);
+    embeddings = (float *)golden_copy(&file, "embeddings", "F32", 4, &embeddings_count);
+    items = offsets_count ? offsets_count - 1 : 0;
+    if (CHECK(pixels && pixel_offsets && shapes && token_offsets && states && embeddings && items >= 1 && items <= 8 &&
+              shapes_count == 3 * items && tokens_count == items + 1 && embeddings_count == 64 * items) &&
+        CHECK((rgb = (unsigned char *)malloc(3 * pixels_count)) != NULL) &&
+        CHECK_OK(uform_arena_init(NULL, &arena, MSG))) {
+        rgb_offsets[0] = 0;
+        for (i = 0; i != items; ++i) {
+            size_t const channels = (size_t)shapes[3 * i + 2];
+            unsigned char const *source = pixels + pixel_offsets[i];
+            heights[i] = (size_t)shapes[3 * i];
+            widths[i] = (size_t)shapes[3 * i + 1];
+            for (p = 0; p != heights[i] * widths[i]; ++p)
+                for (c = 0; c != 3; ++c)
+                    rgb[rgb_offsets[i] + 3 * p + c] = source[p * channels + (channels >= 3 ? c : 0)];
+            rgb_offsets[i + 1] = rgb_offsets[i] + 3 * heights[i] * widths[i];
+        }
+        memset(&args, 0, sizeof(args));
+        args.stats = &stats;
+        if (CHECK_OK(uform_image_encode_pixels(model, executor, rgb, rgb_offsets[items], rgb_offsets, items, heights,
+                                               widths, all_outputs, &args, arena, &encoded, NULL, MSG))) {
+            CHECK_SIZE(stats.tokens, (size_t)token_offsets[items]);
+            compare_media(&encoded, token_offsets, items, states, states_count, embeddings, rows, pooled, "image");
+        }
+        uform_arena_free(arena);
+    }
+    free(rgb);
+    free(pixels);
+    free(pixel_offsets);
+    free(shapes);
+    free(token_offsets);
+    free(states);
+    free(embeddings);
+    golden_close(&file);
+}
+
+/** audio.safetensors: mono clips at 16 kHz, an empty one among them. */
+static void check_audio(uform_model_t model, uform_executor_t executor, agreement_t *rows, agreement_t *pooled) {
+    golden_t file;
+    float *samples = NULL, *states = NULL, *embeddings = NULL;
+    int64_t *sample_offsets64 = NULL, *rates = NULL, *token_offsets = NULL;
+    size_t samples_count, offsets_count, rates_count, tokens_count, states_count, embeddings_count;
+    size_t sample_offsets[8], items, i;
+    uform_arena_t arena = NULL;
+    uform_encoded_t encoded;
+    if (!CHECK(golden_open(&file, "audio.safetensors"))) return;
+    samples = (float *)golden_copy(&file, "samples", "F32", 4, &samples_count);
+    sample_offsets64 = (int64_t *)golden_copy(&file, "sample_offsets", "I64", 8, &offsets_count);
+    rates = (int64_t *)golden_copy(&file, "sample_rates", "I64", 8, &rates_count);
+    token_offsets = (int64_t *)golden_copy(&file, "token_offsets", "I64", 8, &tokens_count);
+    states = (float *)golden_copy(&file, "states", "F32", 4, &states_count);
+    embeddings = (float *)golden_copy(&file, "embeddings", "F32", 4, &embeddings_count);
+    items = offsets_count ? offsets_count - 1 : 0;
+    if (CHECK(samples && sample_offsets64 && rates && token_offsets && states && embeddings && items >= 1 &&
+              items <= 7 && rates_count == items && tokens_count == items + 1 && embeddings_count == 64 * items) &&
+        CHECK_OK(uform_arena_init(NULL, &arena, MSG))) {
+        for (i = 0; i <= items; ++i) sample_offsets[i] = (size_t)sample_offsets64[i];
+        for (i = 1; i != items; ++i) CHECK(rates[i] == rates[0]);
+        if (CHECK_OK(uform_audio_encode_samples(model, executor, samples, samples_count, sample_offsets, items,
+                                                (size_t)rates[0], all_outputs, NULL, arena, &encoded, NULL, MSG)))
+            compare_media(&encoded, token_offsets, items, states, states_count, embeddings, rows, pooled, "audio");
+        uform_arena_free(arena);
+    }
+    free(samples);
+    free(sample_offsets64);
+    free(rates);
+    free(token_offsets);
+    free(states);
+    free(embeddings);
+    golden_close(&file);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
 
 static agreement_t fresh(void) {
     agreement_t a;
@@ -446,6 +559,7 @@ int main(void) {
     text_golden_t text;
     agreement_t states = fresh(), vectors = fresh(), embeddings = fresh(), choices = fresh();
     agreement_t e4m3_states = fresh(), e4m3_vectors = fresh(), e4m3_embeddings = fresh();
+    agreement_t image_states = fresh(), image_embeddings = fresh(), audio_states = fresh(), audio_embeddings = fresh();
     if (build_is_stub()) {
         printf("numerics: skipped: the stub answers stand-in rows, not the model's (build the RAM residency)\n");
         return test_report("numerics");
@@ -474,6 +588,10 @@ int main(void) {
     }
     check_choose(model, NULL, &choices);
     if (ram) check_choose(model, ram, &choices);
+    check_image(model, NULL, &image_states, &image_embeddings);
+    if (ram) check_image(model, ram, &image_states, &image_embeddings);
+    check_audio(model, NULL, &audio_states, &audio_embeddings);
+    if (ram) check_audio(model, ram, &audio_states, &audio_embeddings);
     printf("numerics: states worst row cosine %.6f, worst relative Frobenius %.2e\n", states.worst_cosine,
            states.worst_frobenius);
     printf("numerics: token vectors worst row cosine %.6f, worst relative Frobenius %.2e\n", vectors.worst_cosine,
@@ -481,6 +599,12 @@ int main(void) {
     printf("numerics: embeddings worst cosine %.7f, empty text exactly zero: %s\n", embeddings.worst_cosine,
            embeddings.zero_embedding_exact ? "yes" : "no");
     printf("numerics: choices worst probability difference %.2e\n", choices.worst_probability);
+    printf(
+        "numerics: image states worst row cosine %.6f, worst relative Frobenius %.2e; embeddings worst cosine %.7f\n",
+        image_states.worst_cosine, image_states.worst_frobenius, image_embeddings.worst_cosine);
+    printf(
+        "numerics: audio states worst row cosine %.6f, worst relative Frobenius %.2e; embeddings worst cosine %.7f\n",
+        audio_states.worst_cosine, audio_states.worst_frobenius, audio_embeddings.worst_cosine);
     if (e4m3)
         printf("numerics: e4m3 model: states worst row cosine %.5f (Frobenius %.2e), embeddings worst cosine %.5f\n",
                e4m3_states.worst_cosine, e4m3_states.worst_frobenius, e4m3_embeddings.worst_cosine);
