@@ -97,12 +97,9 @@ static void other_verbs(void) {
     /* Pixels. */
     {
         uform_image_encode_args_t args;
-        uform_status_t status;
         memset(&args, 0, sizeof(args));
-        status = uform_image_encode_pixels(model, ram, pixels, sizeof(pixels), pixel_offsets, 2, heights, widths,
-                                           uform_outputs_embeddings_k, &args, arena, &encoded, NULL, MSG);
-        if (front_end_pending(status)) goto pixels_pending;
-        CHECK_OK(status);
+        CHECK_OK(uform_image_encode_pixels(model, ram, pixels, sizeof(pixels), pixel_offsets, 2, heights, widths,
+                                           uform_outputs_embeddings_k, &args, arena, &encoded, NULL, MSG));
         CHECK(encoded.embeddings.count == 2);
         args.progress = stop_at_once;
         args.progress_context = &calls;
@@ -133,17 +130,13 @@ static void other_verbs(void) {
             CHECK(encoded_empty(&encoded));
         }
     }
-pixels_pending:
 
     /* Samples. */
     {
         uform_audio_encode_args_t args;
-        uform_status_t status;
         memset(&args, 0, sizeof(args));
-        status = uform_audio_encode_samples(model, NULL, samples, 800, sample_offsets, 2, 16000,
-                                            uform_outputs_embeddings_k, &args, arena, &encoded, NULL, MSG);
-        if (front_end_pending(status)) goto samples_pending;
-        CHECK_OK(status);
+        CHECK_OK(uform_audio_encode_samples(model, NULL, samples, 800, sample_offsets, 2, 16000,
+                                            uform_outputs_embeddings_k, &args, arena, &encoded, NULL, MSG));
         args.progress = stop_at_once;
         args.progress_context = &calls;
         calls = 0;
@@ -152,7 +145,6 @@ pixels_pending:
                      uform_status_cancelled_k);
         CHECK(calls == 1 && encoded_empty(&encoded));
     }
-samples_pending:
 
     /* Choices: the probabilities tape stays empty. */
     {

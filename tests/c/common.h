@@ -200,23 +200,6 @@ static inline int build_is_stub(void) {
     return flavor && strstr(flavor, "stub") != NULL;
 }
 
-/**
- * Whether `status` says this build's image or audio front-end has not landed yet: the RAM residency answers
- * `unsupported` for pixels and samples until the media issue brings them, so tests skip what needs their rows.
- * The stub has every front-end; this answers 0 there.
- */
-static inline int front_end_pending(uform_status_t status) {
-    return status == uform_status_unsupported_k && !build_is_stub();
-}
-
-/** Counts one check that a call succeeded, or that it answered `unsupported` while its front-end is pending. */
-static inline int check_ok_or_pending_(uform_status_t status, char const *what, char const *file, int line) {
-    if (front_end_pending(status)) return check_(1, what, file, line);
-    return check_status_(status, uform_status_ok_k, what, file, line);
-}
-#define CHECK_OK_OR_PENDING(call)                                                                                      \
-    (test_message_ = NULL, check_ok_or_pending_((call), #call " == ok (or pending)", __FILE__, __LINE__))
-
 /** Whether this build drives GPUs: the stub simulates them, CUDA and ROCm builds have them. */
 static inline int build_has_gpus(void) {
     char const *flavor = uform_build_flavor();

@@ -154,18 +154,7 @@ int main(void) {
     CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 2, &ram, MSG));
     CHECK_OK(uform_executor_init_local(&local, MSG));
     make_samples();
-    {
-        uform_arena_t arena = NULL;
-        uform_encoded_t encoded;
-        uform_status_t probe = uform_status_ok_k;
-        if (CHECK_OK(uform_arena_init(NULL, &arena, MSG))) {
-            probe =
-                encode(NULL, 0, samples, 17600, offsets, 1, 16000, uform_outputs_embeddings_k, NULL, arena, &encoded);
-            uform_arena_free(arena);
-        }
-        if (front_end_pending(probe)) printf("samples: skipped: %s\n", test_message_ ? test_message_ : "unsupported");
-        else receivers();
-    }
+    receivers();
     uform_executor_free(ram);
     uform_executor_free(local);
     uform_model_free(model);

@@ -223,14 +223,9 @@ void steady_verbs(uform_model_t model, uform_executor_t executor, uform_arena_t 
         return uform_image_encode_pixels(model, executor, pixels, sizeof(pixels), pixels_offsets, 2, heights, widths,
                                          all, nullptr, arena, &encoded, nullptr, nullptr);
     };
-    // The RAM residency answers `unsupported` for pixels and samples until the media issue brings its front-ends.
-    bool const stub = std::strstr(uform_build_flavor(), "stub") != nullptr;
-    uform_status_t const pixels_status = pixels_call();
-    if (stub || pixels_status != uform_status_unsupported_k) {
-        CHECK(pixels_status == uform_status_ok_k);
-        what = std::string("image_encode_pixels, ") + receiver;
-        check_steady(what.c_str(), 20, [&] { CHECK(pixels_call() == uform_status_ok_k); }, __LINE__);
-    }
+    CHECK(pixels_call() == uform_status_ok_k);
+    what = std::string("image_encode_pixels, ") + receiver;
+    check_steady(what.c_str(), 20, [&] { CHECK(pixels_call() == uform_status_ok_k); }, __LINE__);
 
     static float samples[8000];
     std::size_t const samples_offsets[] = {0, 3000, 3000, 8000};
@@ -238,12 +233,9 @@ void steady_verbs(uform_model_t model, uform_executor_t executor, uform_arena_t 
         return uform_audio_encode_samples(model, executor, samples, 8000, samples_offsets, 3, 8000, all, nullptr, arena,
                                           &encoded, nullptr, nullptr);
     };
-    uform_status_t const samples_status = samples_call();
-    if (stub || samples_status != uform_status_unsupported_k) {
-        CHECK(samples_status == uform_status_ok_k);
-        what = std::string("audio_encode_samples, ") + receiver;
-        check_steady(what.c_str(), 20, [&] { CHECK(samples_call() == uform_status_ok_k); }, __LINE__);
-    }
+    CHECK(samples_call() == uform_status_ok_k);
+    what = std::string("audio_encode_samples, ") + receiver;
+    check_steady(what.c_str(), 20, [&] { CHECK(samples_call() == uform_status_ok_k); }, __LINE__);
 }
 
 /** @brief Deferred calls reuse their outcome entries: after the table grew, submitting allocates nothing. */
