@@ -5,7 +5,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/scalars.hpp"
 
 namespace uform::ram {
 namespace {
@@ -49,9 +51,31 @@ std::size_t query_rows(std::size_t keys) noexcept {
     return std::clamp<std::size_t>(rows, gemm_micro_rows_k, query_rows_max_k);
 }
 
-/// Floats of one item's transposed key panels, all heads.
-std::size_t key_panel_floats(std::size_t keys, geometry_t const &geometry) noexcept {
-    return round_up(keys, gemm_panel_columns_k) * geometry.head_dim * geometry.heads;
+/// Floats of an AMX tile layout of `W[columns x depth]`, whole cache lines.
+std::size_t tile_floats(std::size_t columns, std::size_t depth) noexcept {
+    return round_up(amx_packed_bytes(columns, depth), 64) / sizeof(float);
+}
+
+/// Floats of one head's packed keys (and, for AMX, transposed values) of an item of `keys` tokens: 64-key F32
+/// panels of `head_dim` rows, or AMX tiles of the keys followed by tiles of the values' transpose.
+std::size_t head_key_floats(std::size_t keys, geometry_t const &geometry, bool amx) noexcept {
+    if (keys == 0) return 0;
+    if (!amx) return round_up(keys, gemm_panel_columns_k) * geometry.head_dim;
+    return tile_floats(keys, geometry.head_dim) + tile_floats(geometry.head_dim, keys);
+}
+
+/// Floats holding `count` BF16 values, whole cache lines.
+std::size_t bf16_floats(std::size_t count) noexcept { return round_up(count, 32) / 2; }
+
+/// Floats of one thread's attention scratch for an item of `keys` tokens. F32: the scores, their packed
+/// probabilities and the packed queries. AMX: BF16 queries, the scores, BF16 probabilities and the output tile,
+/// or (while packing) the BF16 keys or the values' BF16 transpose.
+std::size_t attention_floats(std::size_t keys, geometry_t const &geometry, bool amx) noexcept {
+    std::size_t const queries = query_rows(keys), stride = score_stride(keys), head_dim = geometry.head_dim;
+    if (!amx) return 2 * queries * stride + queries * head_dim;
+    std::size_t const attend = bf16_floats(queries * head_dim) + queries * stride + bf16_floats(queries * stride) +
+                               queries * gemm_padded_stride(head_dim);
+    return std::max(attend, bf16_floats(keys * head_dim));
 }
 
 /// The sizes one call needs, found by walking its groups.
@@ -82,11 +106,9 @@ void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_o
             for (std::size_t item = first; item != end; ++item) {
                 std::size_t const tokens = item_tokens(batch, item);
                 rows += tokens;
-                keys += key_panel_floats(tokens, geometry);
+                keys += geometry.heads * head_key_floats(tokens, geometry, weights.amx);
                 plan.longest = std::max(plan.longest, tokens);
-                std::size_t const queries = query_rows(tokens);
-                std::size_t const attention = 2 * queries * score_stride(tokens) + queries * geometry.head_dim;
-                plan.attention = std::max(plan.attention, attention);
+                plan.attention = std::max(plan.attention, attention_floats(tokens, geometry, weights.amx));
             }
             plan.group_rows = std::max(plan.group_rows, rows);
             plan.group_items = std::max(plan.group_items, end - first);
@@ -277,17 +299,21 @@ class forward_t {
         buffers_.item_keys[0] = buffers_.item_tasks[0] = 0;
         for (std::size_t index = 0; index != items; ++index) {
             std::size_t const tokens = item_tokens(batch_, first_ + index);
-            buffers_.item_keys[index + 1] = buffers_.item_keys[index] + key_panel_floats(tokens, geometry_);
+            buffers_.item_keys[index + 1] =
+                buffers_.item_keys[index] + heads * head_key_floats(tokens, geometry_, weights_.amx);
             std::size_t const blocks = tokens == 0 ? 0 : (tokens + query_rows(tokens) - 1) / query_rows(tokens);
             buffers_.item_tasks[index + 1] = buffers_.item_tasks[index] + blocks * heads;
         }
-        parallel_(items * heads,
-                  [&](std::size_t task, std::size_t) noexcept { pack_keys(task / heads, task % heads); });
+        parallel_(items * heads, [&](std::size_t task, std::size_t thread) noexcept {
+            if (weights_.amx) pack_keys_amx(task / heads, task % heads, thread);
+            else pack_keys(task / heads, task % heads);
+        });
         parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
             std::size_t const index =
                 std::upper_bound(buffers_.item_tasks, buffers_.item_tasks + items + 1, task) - buffers_.item_tasks - 1;
             std::size_t const local = task - buffers_.item_tasks[index];
-            attend(index, local % heads, local / heads, thread);
+            if (weights_.amx) attend_amx(index, local % heads, local / heads, thread);
+            else attend(index, local % heads, local / heads, thread);
         });
         multiply(buffers_.attention_out, out_stride(), rows_, block.out, buffers_.x, stride, gemm_accumulate_k);
     }
@@ -333,6 +359,59 @@ class forward_t {
         gemm_b_t const value_view{values, tokens, head_dim, gemm_panel_columns_k, qkv_stride()};
         gemm_packed(kernels_, probabilities, count, value_view,
                     buffers_.attention_out + row * out_stride() + head * head_dim, out_stride(), gemm_round_output_k);
+    }
+
+    /// Head `head`'s AMX tiles of the group's item `index`: its keys, then its values' transpose.
+    float *key_tiles(std::size_t index, std::size_t head) const noexcept {
+        std::size_t const tokens = item_tokens(batch_, first_ + index);
+        return buffers_.keys + buffers_.item_keys[index] + head * head_key_floats(tokens, geometry_, true);
+    }
+
+    /// Packs head `head`'s keys and transposed values of the group's item `index` into AMX tiles, through BF16 rows
+    /// in the thread's attention scratch.
+    void pack_keys_amx(std::size_t index, std::size_t head, std::size_t thread) noexcept {
+        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
+        if (tokens == 0) return;
+        auto *rows = reinterpret_cast<std::uint16_t *>(buffers_.attention + thread * buffers_.attention_floats);
+        float const *keys = buffers_.qkv + item_row(item) * qkv_stride() + attention_width() + head * head_dim;
+        float const *values = keys + attention_width();
+        float *tiles = key_tiles(index, head);
+        for (std::size_t key = 0; key != tokens; ++key)
+            amx_to_bf16(keys + key * qkv_stride(), rows + key * head_dim, head_dim);
+        amx_pack(rows, tokens, head_dim, head_dim, tiles);
+        for (std::size_t key = 0; key != tokens; ++key)
+            for (std::size_t dim = 0; dim != head_dim; ++dim)
+                rows[dim * tokens + key] = bf16_from_f32(values[key * qkv_stride() + dim]);
+        amx_pack(rows, head_dim, tokens, tokens, tiles + tile_floats(tokens, head_dim));
+    }
+
+    /// One block of queries of one head of one item in AMX tiles: scores, softmax in F32, the weighted values.
+    void attend_amx(std::size_t index, std::size_t head, std::size_t query_block, std::size_t thread) noexcept {
+        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
+        std::size_t const queries = query_rows(tokens), stride = score_stride(tokens);
+        std::size_t const begin = query_block * queries, count = std::min(queries, tokens - begin);
+        std::size_t const output_stride = gemm_padded_stride(head_dim);
+        float *scratch = buffers_.attention + thread * buffers_.attention_floats;
+        auto *query_rows16 = reinterpret_cast<std::uint16_t *>(scratch);
+        float *scores = scratch + bf16_floats(queries * head_dim);
+        auto *probabilities = reinterpret_cast<std::uint16_t *>(scores + queries * stride);
+        float *output = scores + queries * stride + bf16_floats(queries * stride);
+        std::size_t const row = item_row(item) + begin;
+        float const *tiles = key_tiles(index, head);
+        for (std::size_t r = 0; r != count; ++r)
+            amx_to_bf16(buffers_.qkv + (row + r) * qkv_stride() + head * head_dim, query_rows16 + r * head_dim,
+                        head_dim);
+        amx_multiply(query_rows16, head_dim, count, tiles, tokens, head_dim, scores, stride);
+        float const scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        for (std::size_t r = 0; r != count; ++r) {
+            kernels_.softmax_round(scores + r * stride, tokens, scale);
+            amx_to_bf16(scores + r * stride, probabilities + r * stride, tokens);
+        }
+        amx_multiply(probabilities, stride, count, tiles + tile_floats(tokens, head_dim), head_dim, tokens, output,
+                     output_stride);
+        for (std::size_t r = 0; r != count; ++r)
+            kernels_.round_bf16(output + r * output_stride,
+                                buffers_.attention_out + (row + r) * out_stride() + head * head_dim, head_dim);
     }
 
     /// `x += Down(silu(Gate(n2)) * Up(n2))` with `n2 = RMSNorm(x) * mlp_norm`, in chunks of rows.

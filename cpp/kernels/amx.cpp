@@ -67,6 +67,33 @@ bool amx_available() noexcept {
     return available;
 }
 
+// NumKong's size of the tile layout.
+std::size_t amx_packed_bytes(std::size_t columns, std::size_t depth) noexcept {
+    return nk_dots_packed_size_bf16_sapphireamx(columns, depth);
+}
+
+// NumKong's tile packing.
+void amx_pack(std::uint16_t const *rows, std::size_t columns, std::size_t depth, std::size_t stride,
+              void *packed) noexcept {
+    nk_dots_pack_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(rows), columns, depth,
+                                  stride * sizeof(std::uint16_t), packed);
+}
+
+// NumKong's tile product.
+void amx_multiply(std::uint16_t const *a, std::size_t lda, std::size_t rows, void const *packed, std::size_t columns,
+                  std::size_t depth, float *c, std::size_t ldc) noexcept {
+    if (rows == 0 || columns == 0) return;
+    if (depth == 0) {
+        for (std::size_t r = 0; r != rows; ++r) std::fill_n(c + r * ldc, columns, 0.0f);
+        return;
+    }
+    nk_dots_packed_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(a), packed, c, rows, columns, depth,
+                                    lda * sizeof(std::uint16_t), ldc * sizeof(float));
+}
+
+// The vector conversion.
+void amx_to_bf16(float const *in, std::uint16_t *out, std::size_t count) noexcept { to_bf16(in, out, count); }
+
 // Copies the weights to aligned BF16 when needed, then lets NumKong lay out the tiles.
 bool amx_matrix_t::pack(void const *weights, std::size_t columns, std::size_t depth) noexcept {
     if (!amx_available()) return false;
@@ -124,6 +151,13 @@ void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const 
 
 // Without NumKong's AMX kernels there is nothing to run.
 bool amx_available() noexcept { return false; }
+std::size_t amx_packed_bytes(std::size_t, std::size_t) noexcept { return 0; }
+void amx_pack(std::uint16_t const *, std::size_t, std::size_t, std::size_t, void *) noexcept {}
+void amx_multiply(std::uint16_t const *, std::size_t, std::size_t, void const *, std::size_t, std::size_t, float *,
+                  std::size_t) noexcept {}
+void amx_to_bf16(float const *in, std::uint16_t *out, std::size_t count) noexcept {
+    for (std::size_t i = 0; i != count; ++i) out[i] = bf16_from_f32(in[i]);
+}
 bool amx_matrix_t::pack(void const *, std::size_t, std::size_t) noexcept { return false; }
 void amx_gemm(kernels_t const &, parallel_t const &, float const *, std::size_t, std::size_t, amx_matrix_t const &,
               float *, std::size_t, unsigned, float *) noexcept {}

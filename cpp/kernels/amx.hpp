@@ -36,6 +36,22 @@ class amx_matrix_t {
     std::size_t columns_ = 0, depth_ = 0, bytes_ = 0;
 };
 
+/// Bytes NumKong's AMX layout takes for a BF16 matrix `W[columns x depth]`.
+std::size_t amx_packed_bytes(std::size_t columns, std::size_t depth) noexcept;
+
+/// Packs `columns` rows of `depth` BF16 values (`stride` values apart, 2-byte aligned) into `packed`
+/// (`amx_packed_bytes` of them, 64-byte aligned). Needs `amx_available()`.
+void amx_pack(std::uint16_t const *rows, std::size_t columns, std::size_t depth, std::size_t stride,
+              void *packed) noexcept;
+
+/// C[rows x columns] = A[rows x depth] * W^T in AMX tiles on the calling thread, A in BF16 (`lda` values apart),
+/// C's rows `ldc` floats apart. Needs `amx_available()`.
+void amx_multiply(std::uint16_t const *a, std::size_t lda, std::size_t rows, void const *packed, std::size_t columns,
+                  std::size_t depth, float *c, std::size_t ldc) noexcept;
+
+/// Rounds `count` F32 values to BF16 bits, nearest even.
+void amx_to_bf16(float const *in, std::uint16_t *out, std::size_t count) noexcept;
+
 /// Floats of scratch one thread needs for `amx_gemm` over `b`: its rows of A in BF16 and a C tile.
 std::size_t amx_scratch_floats(std::size_t depth, std::size_t columns) noexcept;
 

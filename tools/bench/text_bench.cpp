@@ -6,7 +6,9 @@
  * threads). Prints medians of wall-clock time, and of the thread's CPU time for one-thread runs (which a busy
  * machine distorts less). Not a test.
  *
- *   text_bench [--tiny tests/data/tiny.safetensors] [--small /tmp/small.safetensors] [--repeats 15]
+ *   text_bench [--tiny tests/data/tiny.safetensors] [--small /tmp/small.safetensors] [--repeats 15] [--small-only 1]
+ *
+ * `--small-only 1` runs only the small geometry on the native class, so that the peak RSS it prints is that run's.
  *
  * The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
  * Build: like tests/unit/forward_test.cpp, plus `-isystem <forkunion>/include` for the two-thread pool.
@@ -298,10 +300,12 @@ void bench_forward(model_weights_t const &weights, char const *name, std::size_t
 int main(int argc, char **argv) {
     std::string tiny = "tests/data/tiny.safetensors", small;
     std::size_t repeats = 15;
+    bool small_only = false;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (std::strcmp(argv[i], "--tiny") == 0) tiny = argv[i + 1];
         else if (std::strcmp(argv[i], "--small") == 0) small = argv[i + 1];
         else if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::strtoul(argv[i + 1], nullptr, 10);
+        else if (std::strcmp(argv[i], "--small-only") == 0) small_only = std::strcmp(argv[i + 1], "0") != 0;
     }
     uform_cpu_class_t const native = cpu_class_native();
     std::printf("CPU class %d; %u hardware threads\n", int(native), std::thread::hardware_concurrency());
@@ -310,14 +314,16 @@ int main(int argc, char **argv) {
     std::printf("F32 FMA ceiling: %.1f GFLOP/s on 1 thread, %.1f on 2 (CPU time; wall-clock %.1f and %.1f)\n", peak1,
                 peak2, peak1_wall, peak2_wall);
 
-    bench_gemm(2048, 512, 2048, repeats, peak1, peak2);
+    if (!small_only) bench_gemm(2048, 512, 2048, repeats, peak1, peak2);
 
     pool_t loader(2);
     // The native class (AMX tiles where the OS grants them) and, where the machine has AVX-512, the F32 FMA path.
     std::vector<std::pair<char const *, uform_cpu_class_t>> paths{{"native", uform_cpu_class_auto_k}};
-    if (native != uform_cpu_class_intel_skylake_k && cpu_class_available(uform_cpu_class_intel_skylake_k))
+    if (!small_only && native != uform_cpu_class_intel_skylake_k &&
+        cpu_class_available(uform_cpu_class_intel_skylake_k))
         paths.emplace_back("F32 FMA", uform_cpu_class_intel_skylake_k);
     for (auto [name, cpu_class] : paths) {
+        if (small_only) break;
         model_t model;
         if (!load(tiny, model, loader.parallel, cpu_class)) continue;
         std::printf("tiny, %s%s, weights %.2f MiB:\n", name, model.weights.amx ? " (AMX tiles)" : "",
@@ -336,8 +342,8 @@ int main(int argc, char **argv) {
         }
         rusage usage{};
         getrusage(RUSAGE_SELF, &usage);
-        std::printf("peak RSS %.1f MiB (both small models were loaded one after the other)\n",
-                    double(usage.ru_maxrss) / 1024);
+        std::printf("peak RSS %.1f MiB%s\n", double(usage.ru_maxrss) / 1024,
+                    small_only ? "" : " (with the GEMM's buffers and every model loaded one after the other)");
     }
     return 0;
 }
