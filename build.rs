@@ -90,7 +90,10 @@ fn main() {
 
     let manifest_dir =
         PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("Cargo sets CARGO_MANIFEST_DIR"));
-    declare_inputs(&manifest_dir, &features);
+    println!("cargo:rerun-if-changed=build.rs");
+    for variable in ENVIRONMENT {
+        println!("cargo:rerun-if-env-changed={variable}");
+    }
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let sanitizers = env::var("UFORM_SANITIZE")
         .ok()
@@ -99,7 +102,10 @@ fn main() {
     let (library_dir, pkg_config) =
         match env::var_os("UFORM_LIBRARY_DIR").filter(|dir| !dir.is_empty()) {
             Some(dir) => prebuilt(Path::new(&dir)),
-            None => build_with_cmake(&manifest_dir, &features, &target_os, sanitizers.as_deref()),
+            None => {
+                watch_sources(&manifest_dir, &features);
+                build_with_cmake(&manifest_dir, &features, &target_os, sanitizers.as_deref())
+            }
         };
     println!("cargo:rustc-link-search=native={}", library_dir.display());
     println!("cargo:rustc-link-lib=static={TARGET}");
@@ -109,10 +115,10 @@ fn main() {
     }
 }
 
-/// Declares every file and variable the outcome depends on, so Cargo reruns this script when, and only
-/// when, one of them changes. Paths that do not exist are left out, since Cargo treats them as always stale.
-fn declare_inputs(manifest_dir: &Path, features: &Features) {
-    println!("cargo:rerun-if-changed=build.rs");
+/// Declares the sources CMake reads, so Cargo reruns this script when, and only when, one of them changes
+/// (a prebuilt archive declares itself instead). Paths that do not exist are left out, since Cargo treats
+/// them as always stale.
+fn watch_sources(manifest_dir: &Path, features: &Features) {
     let residencies = [
         (features.stub, "stub"),
         (!features.stub, "cpp"),
@@ -131,9 +137,6 @@ fn declare_inputs(manifest_dir: &Path, features: &Features) {
     // The RAM build's dependency trees follow Cargo's resolution.
     if !features.stub && manifest_dir.join("Cargo.lock").is_file() {
         println!("cargo:rerun-if-changed=Cargo.lock");
-    }
-    for variable in ENVIRONMENT {
-        println!("cargo:rerun-if-env-changed={variable}");
     }
 }
 
