@@ -185,6 +185,13 @@ uform_status_t check_path(char const *path, std::size_t length, char const **mes
     return uform_status_ok_k;
 }
 
+/** @brief The buffer, or a non-null stand-in for an empty one: `load` reads a buffer when it is non-null, and
+ *  an empty one is corrupt as a file that short is. */
+void const *buffer_or_empty(void const *buffer) noexcept {
+    static unsigned char const empty = 0;
+    return buffer ? buffer : &empty;
+}
+
 } // namespace
 
 } // namespace uform
@@ -205,15 +212,16 @@ uform_status_t uform_model_load_ram(uform_model_load_ram_args_t const *args, ufo
     return load(request, model, message);
 }
 
-uform_status_t uform_model_load_ram_buffer(void const *buffer, size_t length, uform_model_load_ram_args_t const *args,
-                                           uform_model_t *model, char const **message) {
+uform_status_t uform_model_load_ram_buffer(uform_model_load_ram_args_t const *args, uform_model_t *model,
+                                           char const **message) {
+    if (!args) return fail(message, uform_status_invalid_argument_k, "the arguments are null; the buffer is required");
     if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
-    if (!buffer) return fail(message, uform_status_invalid_argument_k, "the buffer is null");
-    uform_model_load_ram_args_t const defaults{};
+    if (!args->buffer && args->buffer_length)
+        return fail(message, uform_status_invalid_argument_k, "the buffer is null but has a length");
     load_t request{};
-    if (uform_status_t status = check_ram(args ? *args : defaults, request, message)) return status;
-    request.request.buffer = buffer;
-    request.request.length = length;
+    if (uform_status_t status = check_ram(*args, request, message)) return status;
+    request.request.buffer = buffer_or_empty(args->buffer);
+    request.request.length = args->buffer_length;
     return load(request, model, message);
 }
 
@@ -230,16 +238,17 @@ uform_status_t uform_model_load_vram(uform_model_load_vram_args_t const *args, u
     return load(request, model, message);
 }
 
-uform_status_t uform_model_load_vram_buffer(void const *buffer, size_t length, uform_model_load_vram_args_t const *args,
-                                            uform_model_t *model, char const **message) {
+uform_status_t uform_model_load_vram_buffer(uform_model_load_vram_args_t const *args, uform_model_t *model,
+                                            char const **message) {
+    if (!args) return fail(message, uform_status_invalid_argument_k, "the arguments are null; the buffer is required");
     if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
-    if (!buffer) return fail(message, uform_status_invalid_argument_k, "the buffer is null");
-    uform_model_load_vram_args_t const defaults{};
+    if (!args->buffer && args->buffer_length)
+        return fail(message, uform_status_invalid_argument_k, "the buffer is null but has a length");
     load_t request{};
     std::size_t devices[16];
-    if (uform_status_t status = check_vram(args ? *args : defaults, request, devices, message)) return status;
-    request.request.buffer = buffer;
-    request.request.length = length;
+    if (uform_status_t status = check_vram(*args, request, devices, message)) return status;
+    request.request.buffer = buffer_or_empty(args->buffer);
+    request.request.length = args->buffer_length;
     return load(request, model, message);
 }
 

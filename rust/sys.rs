@@ -485,6 +485,11 @@ pub struct uform_model_load_ram_args_t {
     pub path: *const ::std::os::raw::c_char,
     /// Bytes in `path`.
     pub path_length: usize,
+    /** The checkpoint's bytes, read by `uform_model_load_ram_buffer`; copied, so they may be freed once the
+    call returns. @uform bytes buffer_length*/
+    pub buffer: *const ::std::os::raw::c_void,
+    /// Bytes in `buffer`.
+    pub buffer_length: usize,
     /// The executor whose threads load and pack the weights; `NULL` loads on the calling thread.
     pub executor: uform_executor_t,
     /// NUMA nodes to place the weights on, interleaved; empty places them where the loading thread runs.
@@ -509,6 +514,11 @@ pub struct uform_model_load_vram_args_t {
     pub path: *const ::std::os::raw::c_char,
     /// Bytes in `path`.
     pub path_length: usize,
+    /** The checkpoint's bytes, read by `uform_model_load_vram_buffer`; copied, so they may be freed once the
+    call returns. @uform bytes buffer_length*/
+    pub buffer: *const ::std::os::raw::c_void,
+    /// Bytes in `buffer`.
+    pub buffer_length: usize,
     /// The VRAM executor whose streams upload the weights; `NULL` uses a temporary stream per device.
     pub executor: uform_executor_t,
     /// Device ordinals to place the weights on (replicated); empty takes the executor's, else device 0.
@@ -590,7 +600,7 @@ pub struct uform_model_description_t {
     pub weight_bytes: usize,
 }
 unsafe extern "C" {
-    /** @brief Loads a safetensors checkpoint from `args->path` into host memory.
+    /** @brief Loads a safetensors checkpoint from `args->path` into host memory; the buffer fields are ignored.
 
     Fails with `not-found` or `io` for an unreadable file, `corrupt` for a malformed header, tensor table
     or metadata, `unsupported` for an unknown `format` or `uform.version`, and `shape-mismatch` for a
@@ -603,27 +613,29 @@ unsafe extern "C" {
         model: *mut uform_model_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /** @brief Loads a checkpoint from its bytes into host memory; the bytes are copied, so the buffer may be
-    freed once this returns. `args` may be `NULL`; its path, if any, is ignored.*/
+    /** @brief Loads a checkpoint from its bytes, `args->buffer` and `args->buffer_length`, into host memory; the
+    bytes are copied, so the buffer may be freed once this returns. The path is ignored.
+
+    Fails with `invalid-argument` for a `NULL` buffer of nonzero length, and otherwise as
+    `uform_model_load_ram` does for a file of those bytes: `corrupt` for an empty or truncated buffer.
+    @param args The knobs; required.
+    @param model Receives the model; freed with `uform_model_free`.
+    @param message Nullable; receives a static message on failure.*/
     pub fn uform_model_load_ram_buffer(
-        buffer: *const ::std::os::raw::c_void,
-        length: usize,
         args: *const uform_model_load_ram_args_t,
         model: *mut uform_model_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /** @brief Loads a safetensors checkpoint from `args->path` onto GPUs. Builds without a GPU residency
-    answer `uform_status_unsupported_k`. Fails otherwise as `uform_model_load_ram` does.*/
+    /** @brief Loads a safetensors checkpoint from `args->path` onto GPUs; the buffer fields are ignored. Builds
+    without a GPU residency answer `uform_status_unsupported_k`. Fails otherwise as `uform_model_load_ram` does.*/
     pub fn uform_model_load_vram(
         args: *const uform_model_load_vram_args_t,
         model: *mut uform_model_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /** @brief Loads a checkpoint from its bytes onto GPUs; the bytes are copied. `args` may be `NULL`; its
-    path, if any, is ignored.*/
+    /** @brief Loads a checkpoint from its bytes, `args->buffer` and `args->buffer_length`, onto GPUs; the bytes
+    are copied. The path is ignored. Fails as `uform_model_load_ram_buffer` and `uform_model_load_vram` do.*/
     pub fn uform_model_load_vram_buffer(
-        buffer: *const ::std::os::raw::c_void,
-        length: usize,
         args: *const uform_model_load_vram_args_t,
         model: *mut uform_model_t,
         message: *mut *const ::std::os::raw::c_char,

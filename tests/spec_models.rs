@@ -75,12 +75,12 @@ fn a_bare_path_loads_bf16_blocks_on_the_calling_thread() -> uform::Result<()> {
 fn buffers_load_like_paths() -> uform::Result<()> {
     let bytes = std::fs::read(TINY).unwrap();
     let from_path = Model::load_ram(TINY)?;
-    let from_buffer = Model::load_ram_buffer(&bytes, ModelLoadRamConfig::default())?;
+    let from_buffer = Model::load_ram_buffer(&bytes)?;
     drop(bytes); // the bytes are copied
-    let on_gpu = Model::load_vram_buffer(
-        &std::fs::read(TINY).unwrap(),
-        ModelLoadVramConfig::default(),
-    )?;
+    let on_gpu = Model::load_vram_buffer(ModelLoadVramConfig {
+        devices: &[0],
+        ..ModelLoadVramConfig::from(&std::fs::read(TINY).unwrap())
+    })?;
     assert_eq!(
         from_buffer.describe()?.dimensions,
         from_path.describe()?.dimensions
@@ -144,15 +144,12 @@ fn bad_checkpoints_answer_clear_statuses() {
     assert_eq!(error.status, Status::NotFound);
     assert!(!error.message.is_empty());
 
-    let error = Model::load_ram_buffer(b"not a checkpoint at all", ModelLoadRamConfig::default())
-        .unwrap_err();
+    let error = Model::load_ram_buffer(b"not a checkpoint at all").unwrap_err();
     assert_eq!(error.status, Status::Corrupt);
     let mut truncated = std::fs::read(TINY).unwrap();
     truncated.truncate(truncated.len() / 2);
     assert_eq!(
-        Model::load_ram_buffer(&truncated, ModelLoadRamConfig::default())
-            .unwrap_err()
-            .status,
+        Model::load_ram_buffer(&truncated).unwrap_err().status,
         Status::Corrupt
     );
     std::fs::remove_dir_all(dir).ok();

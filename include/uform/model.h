@@ -28,6 +28,11 @@ typedef struct uform_model_load_ram_args_t {
     char const *path;
     /** Bytes in `path`. */
     size_t path_length;
+    /** The checkpoint's bytes, read by `uform_model_load_ram_buffer`; copied, so they may be freed once the
+     *  call returns. @uform bytes buffer_length */
+    void const *buffer;
+    /** Bytes in `buffer`. */
+    size_t buffer_length;
     /** The executor whose threads load and pack the weights; `NULL` loads on the calling thread. */
     uform_executor_t executor;
     /** NUMA nodes to place the weights on, interleaved; empty places them where the loading thread runs. */
@@ -54,6 +59,11 @@ typedef struct uform_model_load_vram_args_t {
     char const *path;
     /** Bytes in `path`. */
     size_t path_length;
+    /** The checkpoint's bytes, read by `uform_model_load_vram_buffer`; copied, so they may be freed once the
+     *  call returns. @uform bytes buffer_length */
+    void const *buffer;
+    /** Bytes in `buffer`. */
+    size_t buffer_length;
     /** The VRAM executor whose streams upload the weights; `NULL` uses a temporary stream per device. */
     uform_executor_t executor;
     /** Device ordinals to place the weights on (replicated); empty takes the executor's, else device 0. */
@@ -71,7 +81,7 @@ typedef struct uform_model_load_vram_args_t {
 } uform_model_load_vram_args_t;
 
 /**
- * @brief Loads a safetensors checkpoint from `args->path` into host memory.
+ * @brief Loads a safetensors checkpoint from `args->path` into host memory; the buffer fields are ignored.
  *
  * Fails with `not-found` or `io` for an unreadable file, `corrupt` for a malformed header, tensor table
  * or metadata, `unsupported` for an unknown `format` or `uform.version`, and `shape-mismatch` for a
@@ -84,25 +94,30 @@ uform_status_t uform_model_load_ram(uform_model_load_ram_args_t const *args, ufo
                                     char const **message);
 
 /**
- * @brief Loads a checkpoint from its bytes into host memory; the bytes are copied, so the buffer may be
- * freed once this returns. `args` may be `NULL`; its path, if any, is ignored.
+ * @brief Loads a checkpoint from its bytes, `args->buffer` and `args->buffer_length`, into host memory; the
+ * bytes are copied, so the buffer may be freed once this returns. The path is ignored.
+ *
+ * Fails with `invalid-argument` for a `NULL` buffer of nonzero length, and otherwise as
+ * `uform_model_load_ram` does for a file of those bytes: `corrupt` for an empty or truncated buffer.
+ * @param args The knobs; required.
+ * @param model Receives the model; freed with `uform_model_free`.
+ * @param message Nullable; receives a static message on failure.
  */
-uform_status_t uform_model_load_ram_buffer(void const *buffer, size_t length, uform_model_load_ram_args_t const *args,
-                                           uform_model_t *model, char const **message);
+uform_status_t uform_model_load_ram_buffer(uform_model_load_ram_args_t const *args, uform_model_t *model,
+                                           char const **message);
 
 /**
- * @brief Loads a safetensors checkpoint from `args->path` onto GPUs. Builds without a GPU residency
- * answer `uform_status_unsupported_k`. Fails otherwise as `uform_model_load_ram` does.
+ * @brief Loads a safetensors checkpoint from `args->path` onto GPUs; the buffer fields are ignored. Builds
+ * without a GPU residency answer `uform_status_unsupported_k`. Fails otherwise as `uform_model_load_ram` does.
  */
 uform_status_t uform_model_load_vram(uform_model_load_vram_args_t const *args, uform_model_t *model,
                                      char const **message);
 
 /**
- * @brief Loads a checkpoint from its bytes onto GPUs; the bytes are copied. `args` may be `NULL`; its
- * path, if any, is ignored.
+ * @brief Loads a checkpoint from its bytes, `args->buffer` and `args->buffer_length`, onto GPUs; the bytes
+ * are copied. The path is ignored. Fails as `uform_model_load_ram_buffer` and `uform_model_load_vram` do.
  */
-uform_status_t uform_model_load_vram_buffer(void const *buffer, size_t length,
-                                            uform_model_load_vram_args_t const *args, uform_model_t *model,
+uform_status_t uform_model_load_vram_buffer(uform_model_load_vram_args_t const *args, uform_model_t *model,
                                             char const **message);
 
 /**

@@ -15,8 +15,9 @@
  * comments: `@uform enum` (with `skip=NAME` to leave an enumerator out, `print-only` for no parse),
  * `@uform flags`, `@uform rust=NAME` on an enumerator to spell its Rust name, `@uform config NAME` on an
  * argument struct (Rust `NAMEConfig`), `@uform path LENGTH` and `@uform str LENGTH` on a pointer field or
- * parameter with its length, `@uform slice POINTER COUNT` on a function filling a caller's array, and the
- * verb annotations described in `encode.h`. A pointer field followed by a field of the same name plus
+ * parameter with its length, `@uform bytes LENGTH` on a `void const *` field with its length (Rust
+ * `&[u8]`), `@uform slice POINTER COUNT` on a function filling a caller's array, and the verb annotations
+ * described in `encode.h`. A pointer field followed by a field of the same name plus
  * `_count` forms one slice; `progress` with `progress_context` forms one handler.
  */
 #ifndef UFORM_H

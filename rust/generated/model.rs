@@ -12,6 +12,11 @@ pub struct ModelLoadRamConfig<'a> {
     ///
     /// The C fields `path` and `path_length`.
     pub path: &'a std::path::Path,
+    /// The checkpoint's bytes, read by `uform_model_load_ram_buffer`; copied, so they may be freed once the
+    /// call returns.
+    ///
+    /// The C fields `buffer` and `buffer_length`.
+    pub buffer: &'a [u8],
     /// The executor whose threads load and pack the weights; `NULL` loads on the calling thread.
     ///
     /// The C field `executor`.
@@ -38,6 +43,7 @@ impl Default for ModelLoadRamConfig<'_> {
     fn default() -> Self {
         Self {
             path: std::path::Path::new(""),
+            buffer: &[],
             executor: None,
             numa_nodes: &[],
             cpu_class: Default::default(),
@@ -51,6 +57,7 @@ impl core::fmt::Debug for ModelLoadRamConfig<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ModelLoadRamConfig")
             .field("path", &self.path)
+            .field("buffer", &format_args!("[{} bytes]", self.buffer.len()))
             .field("executor", &self.executor)
             .field("numa_nodes", &self.numa_nodes)
             .field("cpu_class", &self.cpu_class)
@@ -72,6 +79,8 @@ impl<'a> ModelLoadRamConfig<'a> {
         Ok(sys::uform_model_load_ram_args_t {
             path: path.0,
             path_length: path.1,
+            buffer: crate::raw::slice(self.buffer).cast(),
+            buffer_length: self.buffer.len(),
             executor: crate::raw::handle(self.executor),
             numa_nodes: crate::raw::slice(self.numa_nodes).cast(),
             numa_nodes_count: self.numa_nodes.len(),
@@ -140,6 +149,36 @@ impl<'a> From<&'a std::ffi::OsStr> for ModelLoadRamConfig<'a> {
     }
 }
 
+impl<'a> From<&'a [u8]> for ModelLoadRamConfig<'a> {
+    /// A config whose `buffer` is `bytes`, every other field at its default.
+    fn from(bytes: &'a [u8]) -> Self {
+        Self {
+            buffer: bytes,
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for ModelLoadRamConfig<'a> {
+    /// A config whose `buffer` is `bytes`, every other field at its default.
+    fn from(bytes: &'a Vec<u8>) -> Self {
+        Self {
+            buffer: bytes,
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for ModelLoadRamConfig<'a> {
+    /// A config whose `buffer` is `bytes`, every other field at its default.
+    fn from(bytes: &'a [u8; N]) -> Self {
+        Self {
+            buffer: bytes,
+            ..Self::default()
+        }
+    }
+}
+
 /// The knobs of `uform_model_load_vram` and `uform_model_load_vram_buffer`; all-zero is the default.
 ///
 /// Mirrors `uform_model_load_vram_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -149,6 +188,11 @@ pub struct ModelLoadVramConfig<'a> {
     ///
     /// The C fields `path` and `path_length`.
     pub path: &'a std::path::Path,
+    /// The checkpoint's bytes, read by `uform_model_load_vram_buffer`; copied, so they may be freed once the
+    /// call returns.
+    ///
+    /// The C fields `buffer` and `buffer_length`.
+    pub buffer: &'a [u8],
     /// The VRAM executor whose streams upload the weights; `NULL` uses a temporary stream per device.
     ///
     /// The C field `executor`.
@@ -175,6 +219,7 @@ impl Default for ModelLoadVramConfig<'_> {
     fn default() -> Self {
         Self {
             path: std::path::Path::new(""),
+            buffer: &[],
             executor: None,
             devices: &[],
             gpu_class: Default::default(),
@@ -188,6 +233,7 @@ impl core::fmt::Debug for ModelLoadVramConfig<'_> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ModelLoadVramConfig")
             .field("path", &self.path)
+            .field("buffer", &format_args!("[{} bytes]", self.buffer.len()))
             .field("executor", &self.executor)
             .field("devices", &self.devices)
             .field("gpu_class", &self.gpu_class)
@@ -209,6 +255,8 @@ impl<'a> ModelLoadVramConfig<'a> {
         Ok(sys::uform_model_load_vram_args_t {
             path: path.0,
             path_length: path.1,
+            buffer: crate::raw::slice(self.buffer).cast(),
+            buffer_length: self.buffer.len(),
             executor: crate::raw::handle(self.executor),
             devices: crate::raw::slice(self.devices).cast(),
             devices_count: self.devices.len(),
@@ -272,6 +320,36 @@ impl<'a> From<&'a std::ffi::OsStr> for ModelLoadVramConfig<'a> {
     fn from(path: &'a std::ffi::OsStr) -> Self {
         Self {
             path: std::path::Path::new(path),
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a [u8]> for ModelLoadVramConfig<'a> {
+    /// A config whose `buffer` is `bytes`, every other field at its default.
+    fn from(bytes: &'a [u8]) -> Self {
+        Self {
+            buffer: bytes,
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a Vec<u8>> for ModelLoadVramConfig<'a> {
+    /// A config whose `buffer` is `bytes`, every other field at its default.
+    fn from(bytes: &'a Vec<u8>) -> Self {
+        Self {
+            buffer: bytes,
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a, const N: usize> From<&'a [u8; N]> for ModelLoadVramConfig<'a> {
+    /// A config whose `buffer` is `bytes`, every other field at its default.
+    fn from(bytes: &'a [u8; N]) -> Self {
+        Self {
+            buffer: bytes,
             ..Self::default()
         }
     }
@@ -499,7 +577,7 @@ impl crate::call::Check for ModelDescription {
 }
 
 impl crate::Model {
-    /// Loads a safetensors checkpoint from `args->path` into host memory.
+    /// Loads a safetensors checkpoint from `args->path` into host memory; the buffer fields are ignored.
     ///
     /// Fails with `not-found` or `io` for an unreadable file, `corrupt` for a malformed header, tensor table
     /// or metadata, `unsupported` for an unknown `format` or `uform.version`, and `shape-mismatch` for a
@@ -523,15 +601,17 @@ impl crate::Model {
 }
 
 impl crate::Model {
-    /// Loads a checkpoint from its bytes into host memory; the bytes are copied, so the buffer may be
-    /// freed once this returns. `args` may be `NULL`; its path, if any, is ignored.
+    /// Loads a checkpoint from its bytes, `args->buffer` and `args->buffer_length`, into host memory; the
+    /// bytes are copied, so the buffer may be freed once this returns. The path is ignored.
+    ///
+    /// Fails with `invalid-argument` for a `NULL` buffer of nonzero length, and otherwise as
+    /// `uform_model_load_ram` does for a file of those bytes: `corrupt` for an empty or truncated buffer.
     ///
     /// A panic in the config's progress handler resurfaces here once the call returns.
     ///
     /// Calls `uform_model_load_ram_buffer`.
     #[doc(alias = "uform_model_load_ram_buffer")]
     pub fn load_ram_buffer<'a>(
-        buffer: &[u8],
         args: impl Into<crate::ModelLoadRamConfig<'a>>,
     ) -> crate::Result<Self> {
         let mut slot = crate::call::HandlerSlot::new();
@@ -539,15 +619,7 @@ impl crate::Model {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
-        let status = unsafe {
-            sys::uform_model_load_ram_buffer(
-                buffer.as_ptr().cast(),
-                buffer.len(),
-                &args,
-                &mut handle,
-                &mut message,
-            )
-        };
+        let status = unsafe { sys::uform_model_load_ram_buffer(&args, &mut handle, &mut message) };
         unsafe { crate::call::HandlerSlot::resurface(slot) };
         crate::error::check(status, message)?;
         Self::from_raw(handle)
@@ -555,8 +627,8 @@ impl crate::Model {
 }
 
 impl crate::Model {
-    /// Loads a safetensors checkpoint from `args->path` onto GPUs. Builds without a GPU residency
-    /// answer `uform_status_unsupported_k`. Fails otherwise as `uform_model_load_ram` does.
+    /// Loads a safetensors checkpoint from `args->path` onto GPUs; the buffer fields are ignored. Builds
+    /// without a GPU residency answer `uform_status_unsupported_k`. Fails otherwise as `uform_model_load_ram` does.
     ///
     /// A panic in the config's progress handler resurfaces here once the call returns.
     ///
@@ -576,15 +648,14 @@ impl crate::Model {
 }
 
 impl crate::Model {
-    /// Loads a checkpoint from its bytes onto GPUs; the bytes are copied. `args` may be `NULL`; its
-    /// path, if any, is ignored.
+    /// Loads a checkpoint from its bytes, `args->buffer` and `args->buffer_length`, onto GPUs; the bytes
+    /// are copied. The path is ignored. Fails as `uform_model_load_ram_buffer` and `uform_model_load_vram` do.
     ///
     /// A panic in the config's progress handler resurfaces here once the call returns.
     ///
     /// Calls `uform_model_load_vram_buffer`.
     #[doc(alias = "uform_model_load_vram_buffer")]
     pub fn load_vram_buffer<'a>(
-        buffer: &[u8],
         args: impl Into<crate::ModelLoadVramConfig<'a>>,
     ) -> crate::Result<Self> {
         let mut slot = crate::call::HandlerSlot::new();
@@ -592,15 +663,7 @@ impl crate::Model {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
-        let status = unsafe {
-            sys::uform_model_load_vram_buffer(
-                buffer.as_ptr().cast(),
-                buffer.len(),
-                &args,
-                &mut handle,
-                &mut message,
-            )
-        };
+        let status = unsafe { sys::uform_model_load_vram_buffer(&args, &mut handle, &mut message) };
         unsafe { crate::call::HandlerSlot::resurface(slot) };
         crate::error::check(status, message)?;
         Self::from_raw(handle)

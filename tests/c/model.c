@@ -90,7 +90,8 @@ static char *remove_pair(char *json, char const *key) {
 
 static uform_status_t load_buffer(unsigned char const *bytes, size_t length) {
     uform_model_t model = NULL;
-    uform_status_t status = uform_model_load_ram_buffer(bytes, length, NULL, &model, MSG);
+    uform_model_load_ram_args_t const args = {.buffer = bytes, .buffer_length = length};
+    uform_status_t status = uform_model_load_ram_buffer(&args, &model, MSG);
     uform_model_free(model);
     return status;
 }
@@ -254,7 +255,8 @@ static void load_from_buffer(void) {
     memcpy(copy, tiny_bytes, tiny_length);
 
     /* The bytes are copied: the buffer is scribbled over and freed once the load returns. */
-    if (CHECK_OK(uform_model_load_ram_buffer(copy, tiny_length, NULL, &from_buffer, MSG))) {
+    if (CHECK_OK(uform_model_load_ram_buffer(
+            &(uform_model_load_ram_args_t){.buffer = copy, .buffer_length = tiny_length}, &from_buffer, MSG))) {
         memset(copy, 0, tiny_length);
         free(copy);
         copy = NULL;
@@ -284,17 +286,36 @@ static void load_from_buffer(void) {
     memset(&args, 0, sizeof(args));
     args.path = "/no/such/checkpoint";
     args.path_length = strlen(args.path);
+    args.buffer = tiny_bytes;
+    args.buffer_length = tiny_length;
     args.quantization = uform_scalar_e4m3_k;
     from_buffer = NULL;
-    if (CHECK_OK(uform_model_load_ram_buffer(tiny_bytes, tiny_length, &args, &from_buffer, MSG))) {
+    if (CHECK_OK(uform_model_load_ram_buffer(&args, &from_buffer, MSG))) {
         CHECK_OK(uform_model_describe(from_buffer, &description, MSG));
         CHECK(description.quantization == uform_scalar_e4m3_k);
         uform_model_free(from_buffer);
     }
-    CHECK_STATUS(uform_model_load_ram_buffer(NULL, tiny_length, NULL, &from_buffer, MSG),
+    /* A path load ignores the buffer fields: the path is what it reads. */
+    args.path = tiny_path();
+    args.path_length = strlen(args.path);
+    args.buffer = "not a checkpoint";
+    args.buffer_length = 16;
+    args.quantization = uform_scalar_auto_k;
+    from_buffer = NULL;
+    if (CHECK_OK(uform_model_load_ram(&args, &from_buffer, MSG))) uform_model_free(from_buffer);
+    from_buffer = NULL;
+    CHECK_STATUS(uform_model_load_ram_buffer(NULL, &from_buffer, MSG), uform_status_invalid_argument_k);
+    CHECK_STATUS(uform_model_load_ram_buffer(&(uform_model_load_ram_args_t){.buffer_length = tiny_length},
+                                             &from_buffer, MSG),
                  uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_model_load_ram_buffer(tiny_bytes, tiny_length, NULL, NULL, MSG),
+    CHECK_STATUS(uform_model_load_ram_buffer(
+                     &(uform_model_load_ram_args_t){.buffer = tiny_bytes, .buffer_length = tiny_length}, NULL, MSG),
                  uform_status_invalid_argument_k);
+    /* An empty buffer, null or not, is as corrupt as an empty file. */
+    CHECK_STATUS(uform_model_load_ram_buffer(&(uform_model_load_ram_args_t){0}, &from_buffer, MSG),
+                 uform_status_corrupt_k);
+    CHECK_STATUS(uform_model_load_ram_buffer(&(uform_model_load_ram_args_t){.buffer = tiny_bytes}, &from_buffer, MSG),
+                 uform_status_corrupt_k);
     uform_model_free(from_path);
 }
 
@@ -424,7 +445,8 @@ static void text_only_checkpoint(void) {
     for (i = 0; i != sizeof(tensors) / sizeof(tensors[0]); ++i) json = remove_pair(json, tensors[i]);
     for (i = 0; i != sizeof(keys) / sizeof(keys[0]); ++i) json = remove_pair(json, keys[i]);
     bytes = checkpoint_with(json, &length);
-    if (CHECK_OK(uform_model_load_ram_buffer(bytes, length, NULL, &model, MSG))) {
+    if (CHECK_OK(uform_model_load_ram_buffer(&(uform_model_load_ram_args_t){.buffer = bytes, .buffer_length = length},
+                                             &model, MSG))) {
         if (CHECK_OK(uform_model_describe(model, &description, MSG))) {
             CHECK_SIZE(description.depth, 2);
             CHECK_SIZE(description.dimensions, 64);
@@ -511,7 +533,9 @@ static void vram_models(void) {
     model = NULL;
     args.devices = devices;
     args.devices_count = 1;
-    if (CHECK_OK(uform_model_load_vram_buffer(tiny_bytes, tiny_length, &args, &model, MSG))) {
+    args.buffer = tiny_bytes;
+    args.buffer_length = tiny_length;
+    if (CHECK_OK(uform_model_load_vram_buffer(&args, &model, MSG))) {
         CHECK_OK(uform_model_describe(model, &description, MSG));
         CHECK(description.residency == uform_residency_vram_k);
         uform_model_free(model);
@@ -526,7 +550,10 @@ static void vram_models(void) {
         args.executor = NULL;
         uform_executor_free(ram);
     }
-    CHECK_STATUS(uform_model_load_vram_buffer(tiny_bytes, 5, NULL, &model, MSG), uform_status_corrupt_k);
+    CHECK_STATUS(uform_model_load_vram_buffer(&(uform_model_load_vram_args_t){.buffer = tiny_bytes, .buffer_length = 5},
+                                              &model, MSG),
+                 uform_status_corrupt_k);
+    CHECK_STATUS(uform_model_load_vram_buffer(NULL, &model, MSG), uform_status_invalid_argument_k);
 }
 
 int main(void) {

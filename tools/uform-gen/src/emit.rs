@@ -129,6 +129,7 @@ enum Kind {
     Slice { count: String, elem: CType },
     Path { length: String },
     Str { length: String },
+    Bytes { length: String },
     Tape { elem: CType },
     Handle(String),
     Out(String),
@@ -199,6 +200,20 @@ impl<'i> Cx<'i> {
                 }
             } else if let Some(args) = field.directives.first("str") {
                 Kind::Str {
+                    length: take(
+                        args.first()
+                            .cloned()
+                            .unwrap_or_else(|| format!("{}_length", field.name)),
+                    )?,
+                }
+            } else if let Some(args) = field.directives.first("bytes") {
+                if !matches!(&field.ty, CType::Ptr { mutable: false, .. }) {
+                    return Err(format!(
+                        "uform-gen: the bytes `{}.{}` are not a const pointer",
+                        s.c, field.name
+                    ));
+                }
+                Kind::Bytes {
                     length: take(
                         args.first()
                             .cloned()
@@ -304,6 +319,7 @@ impl<'i> Cx<'i> {
                 Kind::Slice { .. }
                 | Kind::Path { .. }
                 | Kind::Str { .. }
+                | Kind::Bytes { .. }
                 | Kind::Tape { .. }
                 | Kind::Handle(_)
                 | Kind::Out(_)
@@ -401,6 +417,7 @@ impl<'i> Cx<'i> {
             }
             Kind::Path { .. } => quote!(&'a std::path::Path),
             Kind::Str { .. } => quote!(&'a str),
+            Kind::Bytes { .. } => quote!(&'a [u8]),
             Kind::Tape { elem } => {
                 let elem = self.elem_type(elem)?;
                 quote!((&'a [#elem], &'a [usize]))
@@ -454,6 +471,7 @@ impl<'i> Cx<'i> {
             Kind::Slice { .. } => quote!(&[]),
             Kind::Path { .. } => quote!(std::path::Path::new("")),
             Kind::Str { .. } => quote!(""),
+            Kind::Bytes { .. } => quote!(&[]),
             Kind::Tape { .. } => quote!((&[], &[])),
             Kind::Handle(_) | Kind::Out(_) | Kind::Progress { .. } => quote!(None),
         })
@@ -491,6 +509,10 @@ impl<'i> Cx<'i> {
                     (ident(length), quote!(#name.1)),
                 ]
             }
+            Kind::Bytes { length } => vec![
+                (name.clone(), quote!(crate::raw::slice(self.#name).cast())),
+                (ident(length), quote!(self.#name.len())),
+            ],
             Kind::Tape { .. } => {
                 lets = quote!(let #name = crate::inputs::lend(self.#name.0, self.#name.1););
                 let (length, offsets, count) = (
@@ -863,6 +885,10 @@ impl<'i> Cx<'i> {
         let has_progress = fields
             .iter()
             .any(|f| matches!(f.kind, Kind::Progress { .. }));
+        // A handler prints as its kind and bytes as their count (a checkpoint's would flood a log): `Debug`
+        // is written out where either is.
+        let manual_debug =
+            has_progress || fields.iter().any(|f| matches!(f.kind, Kind::Bytes { .. }));
 
         let mut text = clean_doc(&s.doc);
         if config {
@@ -882,7 +908,7 @@ impl<'i> Cx<'i> {
             let mut ftext = clean_doc(&field.doc);
             let c_fields = match &field.kind {
                 Kind::Slice { count, .. } => format!("`{}` and `{count}`", field.name),
-                Kind::Path { length } | Kind::Str { length } => {
+                Kind::Path { length } | Kind::Str { length } | Kind::Bytes { length } => {
                     format!("`{}` and `{length}`", field.name)
                 }
                 Kind::Tape { .. } => format!(
@@ -930,7 +956,7 @@ impl<'i> Cx<'i> {
             if copy {
                 derives.push(quote!(Copy));
             }
-            if !has_progress {
+            if !manual_debug {
                 derives.push(quote!(Debug));
             }
             if derive_default {
@@ -969,13 +995,16 @@ impl<'i> Cx<'i> {
             #default_impl
         };
 
-        if has_progress {
+        if manual_debug {
             let debug_fields = fields.iter().map(|f| {
                 let fname = ident(&f.name);
                 let text = &f.name;
                 match f.kind {
                     Kind::Progress { .. } => {
                         quote!(.field(#text, &self.#fname.as_ref().map(|_| "FnMut")))
+                    }
+                    Kind::Bytes { .. } => {
+                        quote!(.field(#text, &format_args!("[{} bytes]", self.#fname.len())))
                     }
                     _ => quote!(.field(#text, &self.#fname)),
                 }
@@ -1080,7 +1109,7 @@ impl<'i> Cx<'i> {
             });
         }
 
-        // Conversions the spec shows: a bare `Scalar` or path into a config.
+        // Conversions the spec shows: a bare `Scalar`, path or buffer into a config.
         if config {
             if let Some(scalar) = fields.iter().find(|f| {
                 f.name == "scalar" && matches!(&f.kind, Kind::Enum(e) if e == "uform_scalar_t")
@@ -1121,6 +1150,33 @@ impl<'i> Cx<'i> {
                         }
                     });
                 }
+            }
+            if let Some(bytes) = fields.iter().find(|f| matches!(f.kind, Kind::Bytes { .. })) {
+                let fname = ident(&bytes.name);
+                let fdoc = doc(&format!(
+                    "A config whose `{}` is `bytes`, every other field at its default.",
+                    bytes.name
+                ));
+                out.extend(quote! {
+                    impl<'a> From<&'a [u8]> for #name<'a> {
+                        #fdoc
+                        fn from(bytes: &'a [u8]) -> Self {
+                            Self { #fname: bytes, ..Self::default() }
+                        }
+                    }
+                    impl<'a> From<&'a Vec<u8>> for #name<'a> {
+                        #fdoc
+                        fn from(bytes: &'a Vec<u8>) -> Self {
+                            Self { #fname: bytes, ..Self::default() }
+                        }
+                    }
+                    impl<'a, const N: usize> From<&'a [u8; N]> for #name<'a> {
+                        #fdoc
+                        fn from(bytes: &'a [u8; N]) -> Self {
+                            Self { #fname: bytes, ..Self::default() }
+                        }
+                    }
+                });
             }
         }
         Ok(out)

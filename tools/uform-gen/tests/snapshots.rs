@@ -311,6 +311,38 @@ unsafe extern "C" {{
 }
 
 #[test]
+fn config_with_bytes_and_a_buffer_constructor() {
+    let text = generate(
+        r#"
+// @header model.h
+#[doc = " @brief The knobs of loading from a path or bytes.\n @uform config Load"]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct uform_load_args_t {
+    #[doc = " The path. @uform path path_length"]
+    pub path: *const ::std::os::raw::c_char,
+    #[doc = " Bytes in `path`."]
+    pub path_length: usize,
+    #[doc = " The checkpoint's bytes; copied.\n  @uform bytes buffer_length"]
+    pub buffer: *const ::std::os::raw::c_void,
+    #[doc = " Bytes in `buffer`."]
+    pub buffer_length: usize,
+    #[doc = " Nodes."]
+    pub nodes: *const usize,
+    #[doc = " Entries in `nodes`."]
+    pub nodes_count: usize,
+}
+unsafe extern "C" {
+    #[doc = " @brief Loads a model from `args->buffer`."]
+    pub fn uform_model_load_buffer(args: *const uform_load_args_t, model: *mut uform_model_t, message: *mut *const ::std::os::raw::c_char) -> uform_status_t;
+}
+"#,
+        "model",
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
 fn verbs_with_tapes_per_item_paths_and_results() {
     let text = generate(
         &format!(
