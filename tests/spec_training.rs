@@ -7,9 +7,7 @@ use std::path::Path;
 
 use uform::*;
 
-/// The README's snippet, but for `..ImageShape::default()`: the README's `ImageShape { patch_side: 16,
-/// channels: 0 }` names two fields, while `uform_image_shape_t` has a third, `max_patches`, so the literal
-/// does not compile as written (tests/readme/training.rs pins that).
+/// The README's snippet, with a scratch folder for the exchange and the checkpoint.
 #[test]
 fn the_readme_snippet_trains_and_saves() -> uform::Result<()> {
     let exchange = common::scratch_dir("exchange");
@@ -48,7 +46,6 @@ fn the_readme_snippet_trains_and_saves() -> uform::Result<()> {
                 image: ImageShape {
                     patch_side: 16,
                     channels: 0,
-                    ..ImageShape::default()
                 },
                 ..BatchShape::default()
             },
