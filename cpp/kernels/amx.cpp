@@ -122,10 +122,11 @@ void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const 
               amx_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const columns = b.columns(), depth = b.depth();
     if (rows == 0 || columns == 0) return;
+    // Even blocks of whole tiles, their count a multiple of the threads (at least two each) so none idles at the end.
     std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
-    std::size_t const wanted = threads > 1 ? 2 * threads : 1;
-    std::size_t block = std::min(row_block(columns), ((rows + wanted - 1) / wanted + 15) / 16 * 16);
-    block = std::max<std::size_t>(block, 16);
+    std::size_t wanted = (rows + row_block(columns) - 1) / row_block(columns);
+    if (threads > 1) wanted = (std::max(wanted, 2 * threads) + threads - 1) / threads * threads;
+    std::size_t const block = ((rows + wanted - 1) / wanted + 15) / 16 * 16;
     std::size_t const blocks = (rows + block - 1) / block, scratch_floats = amx_scratch_floats(depth, columns);
     std::size_t const tile_stride = gemm_padded_stride(columns);
     parallel(blocks, [&](std::size_t task, std::size_t thread) noexcept {
