@@ -113,11 +113,9 @@ struct metadata_key_t {
     char const *out_of_range;
 };
 
-#define UFORM_KEY(name)                                                                                             \
-    metadata_key_t {                                                                                                \
-        name, "checkpoint: metadata " name " is missing", "checkpoint: metadata " name " is malformed",             \
-            "checkpoint: metadata " name " is out of range"                                                         \
-    }
+#define UFORM_KEY(name)                                                                                                \
+    metadata_key_t{name, "checkpoint: metadata " name " is missing", "checkpoint: metadata " name " is malformed",     \
+                   "checkpoint: metadata " name " is out of range"}
 
 constexpr metadata_key_t key_version_k = UFORM_KEY("uform.version");
 constexpr metadata_key_t key_depth_k = UFORM_KEY("uform.depth");
@@ -300,11 +298,9 @@ struct tensor_kind_t {
     char const *wrong_shape;
 };
 
-#define UFORM_KIND(name)                                                                                            \
-    tensor_kind_t {                                                                                                 \
-        "checkpoint: tensor " name " is missing", "checkpoint: tensor " name " has the wrong dtype",                \
-            "checkpoint: tensor " name " has the wrong shape"                                                       \
-    }
+#define UFORM_KIND(name)                                                                                               \
+    tensor_kind_t{"checkpoint: tensor " name " is missing", "checkpoint: tensor " name " has the wrong dtype",         \
+                  "checkpoint: tensor " name " has the wrong shape"}
 
 constexpr tensor_kind_t kind_embed_byte_k = UFORM_KIND("embed.byte.weight");
 constexpr tensor_kind_t kind_embed_image_k = UFORM_KIND("embed.image.weight");
@@ -349,8 +345,7 @@ verdict_t read_entry(std::string const &name, json::value_t const &entry, std::u
     for (json::value_t const &dim : shape->items) {
         bool const fits = dim.kind == json::kind_t::number && dim.is_integer &&
                           dim.integer <= std::numeric_limits<std::size_t>::max();
-        if (!fits)
-            return corrupt("checkpoint: a tensor's shape is not a list of non-negative integers");
+        if (!fits) return corrupt("checkpoint: a tensor's shape is not a list of non-negative integers");
         if (!checked_mul(bytes, dim.integer, bytes)) return corrupt("checkpoint: a tensor's size overflows");
         out.shape.push_back(std::size_t(dim.integer));
     }
@@ -518,14 +513,13 @@ verdict_t check_tensors(checkpoint_t const &c) {
         if (verdict_t v = e.expect(named("attn.qkv.weight"), kind_qkv_k, bf16, {3 * inner, hidden})) return v;
         if (verdict_t v = e.expect(named("attn.out.weight"), kind_out_k, bf16, {hidden, inner})) return v;
         if (verdict_t v = e.expect(named("mlp_norm.weight"), kind_mlp_norm_k, bf16, {hidden})) return v;
-        if (verdict_t v = e.expect(named("mlp.gate_up.weight"), kind_gate_up_k, bf16,
-                                   {2 * std::uint64_t(g.ffn_hidden), hidden}))
+        if (verdict_t v =
+                e.expect(named("mlp.gate_up.weight"), kind_gate_up_k, bf16, {2 * std::uint64_t(g.ffn_hidden), hidden}))
             return v;
         if (verdict_t v = e.expect(named("mlp.down.weight"), kind_down_k, bf16, {hidden, g.ffn_hidden})) return v;
     }
     if (verdict_t v = e.expect("final_norm.weight", kind_final_norm_k, bf16, {hidden})) return v;
-    if (verdict_t v = e.expect("head.embedding.weight", kind_head_embedding_k, bf16, {g.dimensions, hidden}))
-        return v;
+    if (verdict_t v = e.expect("head.embedding.weight", kind_head_embedding_k, bf16, {g.dimensions, hidden})) return v;
     if (g.has_token_head)
         if (verdict_t v = e.expect("head.token.weight", kind_head_token_k, bf16, {g.token_width, hidden})) return v;
     if (g.has_byte_head)

@@ -33,8 +33,8 @@ static void host_arenas(uform_model_t model) {
             /* A steady loop allocates once: the same call again, or a smaller one, keeps the high-water mark. */
             for (i = 0; i != 3; ++i)
                 CHECK_OK(uform_text_encode(model, NULL, tape.data, tape.length, tape.offsets, tape.count,
-                                           (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k),
-                                           NULL, arena, &encoded, NULL, MSG));
+                                           (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k), NULL,
+                                           arena, &encoded, NULL, MSG));
             CHECK_OK(uform_arena_capacity(arena, &bytes, MSG));
             CHECK_SIZE(bytes, high_water);
             CHECK_OK(uform_text_encode(model, NULL, tape.data, tape.offsets[1], tape.offsets, 1,
@@ -105,8 +105,8 @@ static void vram_arenas(void) {
 
     CHECK_OK(uform_gpu_devices(NULL, 0, &count, MSG));
     if (count == 0) return;
-    if (!CHECK_OK(uform_executor_init_vram(&device, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor,
-                                           MSG)))
+    if (!CHECK_OK(
+            uform_executor_init_vram(&device, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor, MSG)))
         return;
     if (CHECK_OK(uform_arena_init(executor, &arena, MSG))) {
         CHECK_OK(uform_arena_residency(arena, &residency, MSG));
@@ -123,8 +123,8 @@ static void vram_arenas(void) {
             tape_of(&tape, texts, 4);
             memset(&encoded, 0, sizeof(encoded));
             if (CHECK_OK(uform_text_encode(model, executor, tape.data, tape.length, tape.offsets, tape.count,
-                                           (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k),
-                                           NULL, arena, &encoded, NULL, MSG))) {
+                                           (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k), NULL,
+                                           arena, &encoded, NULL, MSG))) {
                 CHECK_ROWS_PER_ITEM(&encoded.embeddings, 4, 64);
                 CHECK(encoded.embeddings.residency == uform_residency_vram_k);
                 CHECK(encoded.embeddings.device == 0);

@@ -117,8 +117,8 @@ static void null_handles(void) {
     CHECK_STATUS(uform_video_encode(model, NULL, path, path_offsets[1], path_offsets, 1, uform_outputs_embeddings_k,
                                     NULL, arena, NULL, NULL, MSG),
                  uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_text_choose(NULL, NULL, tape.data, tape.length, tape.offsets, tape.count, tape.data,
-                                   tape.length, tape.offsets, tape.count, NULL, arena, &probabilities, NULL, MSG),
+    CHECK_STATUS(uform_text_choose(NULL, NULL, tape.data, tape.length, tape.offsets, tape.count, tape.data, tape.length,
+                                   tape.offsets, tape.count, NULL, arena, &probabilities, NULL, MSG),
                  uform_status_invalid_argument_k);
 
     /* Other handles. */
@@ -179,15 +179,16 @@ static void outputs_and_scalars(int with_success) {
                  uform_status_invalid_argument_k);
     CHECK_STATUS(text(tape.data, tape.length, tape.offsets, 4, uform_outputs_states_k, uform_scalar_b1_k),
                  uform_status_invalid_argument_k);
-    CHECK_STATUS(text(tape.data, tape.length, tape.offsets, 4,
-                      (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k |
-                                        uform_outputs_token_vectors_k),
-                      uform_scalar_b1_k),
-                 uform_status_invalid_argument_k);
+    CHECK_STATUS(
+        text(tape.data, tape.length, tape.offsets, 4,
+             (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k),
+             uform_scalar_b1_k),
+        uform_status_invalid_argument_k);
     /* ... while unit rows take them. */
     if (with_success)
         CHECK_OK(text(tape.data, tape.length, tape.offsets, 4,
-                  (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_token_vectors_k), uform_scalar_i8_k));
+                      (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_token_vectors_k),
+                      uform_scalar_i8_k));
 }
 
 static uform_status_t pixels_call(uint8_t const *data, size_t length, size_t const *offsets, size_t count,
@@ -257,10 +258,12 @@ static void pixels(void) {
                  uform_status_invalid_argument_k);
     CHECK_STATUS(pixels_call(data, sizeof(data), offsets, 2, heights, widths, e, (uform_scalar_t)8),
                  uform_status_invalid_argument_k);
-    CHECK_STATUS(pixels_call(data, sizeof(data), offsets, 2, heights, widths, uform_outputs_states_k, uform_scalar_i8_k),
-                 uform_status_invalid_argument_k);
-    CHECK_STATUS(pixels_call(data, sizeof(data), offsets, 2, heights, widths, uform_outputs_states_k, uform_scalar_b1_k),
-                 uform_status_invalid_argument_k);
+    CHECK_STATUS(
+        pixels_call(data, sizeof(data), offsets, 2, heights, widths, uform_outputs_states_k, uform_scalar_i8_k),
+        uform_status_invalid_argument_k);
+    CHECK_STATUS(
+        pixels_call(data, sizeof(data), offsets, 2, heights, widths, uform_outputs_states_k, uform_scalar_b1_k),
+        uform_status_invalid_argument_k);
 }
 
 static uform_status_t samples_call(float const *data, size_t length, size_t const *offsets, size_t count, size_t rate,
@@ -388,8 +391,8 @@ static void choices(void) {
     size_t falling[5] = {0, 2, 6, 5, 9};
     size_t leaving[5] = {0, 2, 6, 8, 10};
 
-#define CHOOSE(choice_data, choice_length, choice_offsets, choice_count, arguments)                                  \
-    uform_text_choose(model, ram, tape.data, tape.length, tape.offsets, tape.count, choice_data, choice_length,       \
+#define CHOOSE(choice_data, choice_length, choice_offsets, choice_count, arguments)                                    \
+    uform_text_choose(model, ram, tape.data, tape.length, tape.offsets, tape.count, choice_data, choice_length,        \
                       choice_offsets, choice_count, arguments, arena, &probabilities, NULL, MSG)
 
     tape_of(&c, options, 4);
@@ -480,8 +483,8 @@ static char const *const contents[] = {"a cat", "a kitten", "a dog", "a puppy"};
 static test_tape_t content_tape;
 
 static uform_status_t step(uform_trainer_step_args_t const *args) {
-    return uform_trainer_step(trainer, vram, modalities, content_tape.data, content_tape.length,
-                              content_tape.offsets, content_tape.count, args, NULL, NULL, MSG);
+    return uform_trainer_step(trainer, vram, modalities, content_tape.data, content_tape.length, content_tape.offsets,
+                              content_tape.count, args, NULL, NULL, MSG);
 }
 
 static void training(void) {
@@ -748,8 +751,8 @@ static void training(void) {
                     size_t second = 1;
                     uform_executor_t elsewhere = NULL;
                     uform_arena_t elsewhere_arena = NULL;
-                    if (CHECK_OK(uform_executor_init_vram(&second, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0,
-                                                          0, &elsewhere, MSG)) &&
+                    if (CHECK_OK(uform_executor_init_vram(&second, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0,
+                                                          &elsewhere, MSG)) &&
                         CHECK_OK(uform_arena_init(elsewhere, &elsewhere_arena, MSG)))
                         CHECK_STATUS(uform_text_encode(on_device, elsewhere, tape.data, tape.length, tape.offsets,
                                                        tape.count, uform_outputs_embeddings_k, NULL, elsewhere_arena,

@@ -12,9 +12,7 @@ static uform_executor_t ram = NULL, local = NULL;
 static char const *const texts[] = {"a cat on a mat", "a dog in the fog", "", "x"};
 static test_tape_t tape;
 
-static int is_empty_tape(uform_tape_t const *tape_view) {
-    return tape_view->data == NULL && tape_view->items == 0;
-}
+static int is_empty_tape(uform_tape_t const *tape_view) { return tape_view->data == NULL && tape_view->items == 0; }
 
 /** Runs `uform_text_encode` with a handler stopping at its `stop_at`-th call, or once `stop_at_completed` items
  * are done, on a receiver. */
@@ -122,8 +120,8 @@ static void other_verbs(void) {
                                            uform_outputs_embeddings_k, NULL, arena, &encoded, NULL, MSG));
         outcome = NULL;
         if (CHECK_STATUS(uform_image_encode_pixels(model, local, pixels, sizeof(pixels), pixel_offsets, 2, heights,
-                                                   widths, uform_outputs_embeddings_k, &args, arena, &encoded,
-                                                   &outcome, MSG),
+                                                   widths, uform_outputs_embeddings_k, &args, arena, &encoded, &outcome,
+                                                   MSG),
                          uform_status_deferred_k)) {
             CHECK_STATUS(uform_outcome_wait(outcome, MSG), uform_status_cancelled_k);
             uform_outcome_release(outcome);

@@ -17,9 +17,9 @@ static float reference[choices_k];
 static uform_status_t choose(uform_executor_t executor, int deferred, test_tape_t const *t, test_tape_t const *c,
                              uform_text_choose_args_t const *args, uform_arena_t arena, uform_tape_t *probabilities) {
     uform_outcome_t outcome = NULL;
-    uform_status_t status = uform_text_choose(model, executor, t->data, t->length, t->offsets, t->count, c->data,
-                                              c->length, c->offsets, c->count, args, arena, probabilities,
-                                              deferred ? &outcome : NULL, MSG);
+    uform_status_t status =
+        uform_text_choose(model, executor, t->data, t->length, t->offsets, t->count, c->data, c->length, c->offsets,
+                          c->count, args, arena, probabilities, deferred ? &outcome : NULL, MSG);
     if (!deferred) return status;
     if (!CHECK_STATUS(status, uform_status_deferred_k)) return status;
     status = uform_outcome_wait(outcome, MSG);
@@ -68,7 +68,8 @@ static void receivers(void) {
         args.stats = &stats;
         args.progress = test_progress;
         args.progress_context = &progress;
-        if (!CHECK_OK(choose(executor, receiver >= 3, &text_tape, &choice_tape, &args, arena, &probabilities))) continue;
+        if (!CHECK_OK(choose(executor, receiver >= 3, &text_tape, &choice_tape, &args, arena, &probabilities)))
+            continue;
         if (!check_probabilities(&probabilities, &choice_tape)) continue;
         /* A single legal choice is certain. */
         CHECK(((float const *)probabilities.data)[8] == 1.0f);
@@ -111,7 +112,8 @@ static void receivers(void) {
         memset(&args, 0, sizeof(args));
         args.temperature_groups = &group;
         args.temperature_groups_count = 1;
-        if (CHECK_OK(choose(NULL, 0, &t, &c, &args, arena, &probabilities)) && check_probabilities(&probabilities, &c)) {
+        if (CHECK_OK(choose(NULL, 0, &t, &c, &args, arena, &probabilities)) &&
+            check_probabilities(&probabilities, &c)) {
             float const *p = (float const *)probabilities.data;
             CHECK(fabs(p[0] - reference[5]) < 1e-6 && fabs(p[1] - reference[4]) < 1e-6 &&
                   fabs(p[2] - reference[3]) < 1e-6 && fabs(p[3] - reference[2]) < 1e-6);

@@ -68,8 +68,7 @@ static inline int check_size_(size_t got, size_t expected, char const *what, cha
     return 0;
 }
 
-static inline int check_string_(char const *got, char const *expected, char const *what, char const *file,
-                                int line) {
+static inline int check_string_(char const *got, char const *expected, char const *what, char const *file, int line) {
     if (got && expected ? strcmp(got, expected) == 0 : got == expected) {
         ++test_passed_;
         return 1;
@@ -83,12 +82,13 @@ static inline int check_string_(char const *got, char const *expected, char cons
 /** Counts one check of a condition; evaluates to 1 when it held. */
 #define CHECK(condition) check_(!!(condition), #condition, __FILE__, __LINE__)
 /** Counts one check that a call answered `expected`, printing both names and the message otherwise. */
-#define CHECK_STATUS(call, expected)                                                                              \
+#define CHECK_STATUS(call, expected)                                                                                   \
     (test_message_ = NULL, check_status_((call), (expected), #call " == " #expected, __FILE__, __LINE__))
 /** Counts one check that a call succeeded. */
 #define CHECK_OK(call) CHECK_STATUS(call, uform_status_ok_k)
 /** Counts one check that two sizes are equal, printing both otherwise. */
-#define CHECK_SIZE(got, expected) check_size_((size_t)(got), (size_t)(expected), #got " == " #expected, __FILE__, __LINE__)
+#define CHECK_SIZE(got, expected)                                                                                      \
+    check_size_((size_t)(got), (size_t)(expected), #got " == " #expected, __FILE__, __LINE__)
 /** Counts one check that a string equals another (both may be `NULL`). */
 #define CHECK_STRING(got, expected) check_string_((got), (expected), #got " == " #expected, __FILE__, __LINE__)
 

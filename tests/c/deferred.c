@@ -128,7 +128,8 @@ static void poll_wait_release(void) {
     memset(&stats, 0, sizeof(stats));
     memset(&args, 0, sizeof(args));
     args.stats = &stats;
-    if (CHECK_STATUS(submit(ram, &args, arena, &encoded, &outcome), uform_status_deferred_k) && CHECK(outcome != NULL)) {
+    if (CHECK_STATUS(submit(ram, &args, arena, &encoded, &outcome), uform_status_deferred_k) &&
+        CHECK(outcome != NULL)) {
         for (polls = 0; polls != 200000000L && status == uform_status_deferred_k; ++polls)
             status = uform_outcome_status(outcome, MSG);
         CHECK_STATUS(status, uform_status_ok_k);
@@ -346,10 +347,9 @@ static void local_holds(void) {
         uform_model_t doomed = load_tiny();
         outcome = NULL;
         memset(&progress, 0, sizeof(progress));
-        if (doomed &&
-            CHECK_STATUS(uform_text_encode(doomed, local, tape.data, tape.length, tape.offsets, tape.count,
-                                           uform_outputs_embeddings_k, &args, other, &encoded, &outcome, MSG),
-                         uform_status_deferred_k)) {
+        if (doomed && CHECK_STATUS(uform_text_encode(doomed, local, tape.data, tape.length, tape.offsets, tape.count,
+                                                     uform_outputs_embeddings_k, &args, other, &encoded, &outcome, MSG),
+                                   uform_status_deferred_k)) {
             CHECK_STATUS(uform_outcome_status(outcome, MSG), uform_status_deferred_k);
             uform_model_free(doomed);
             doomed = NULL;
@@ -512,10 +512,10 @@ static void *share(void *context) {
         sharer->ok = 1;
         for (i = 0; i != 50 && sharer->ok; ++i) {
             memset(&encoded, 0, sizeof(encoded));
-            sharer->ok = uform_text_encode(model, i % 2 ? executor : NULL, tape.data, tape.length, tape.offsets,
-                                           tape.count, uform_outputs_embeddings_k, NULL, arena, &encoded, NULL,
-                                           NULL) == uform_status_ok_k &&
-                         complete(&encoded);
+            sharer->ok =
+                uform_text_encode(model, i % 2 ? executor : NULL, tape.data, tape.length, tape.offsets, tape.count,
+                                  uform_outputs_embeddings_k, NULL, arena, &encoded, NULL, NULL) == uform_status_ok_k &&
+                complete(&encoded);
             if (sharer->ok && i == 0) memcpy(sharer->first_row, row_bytes(&encoded.embeddings, 0), 64 * sizeof(float));
             else if (sharer->ok)
                 sharer->ok = memcmp(sharer->first_row, row_bytes(&encoded.embeddings, 0), 64 * sizeof(float)) == 0;

@@ -157,14 +157,14 @@ static void vram_executors(void) {
 
     CHECK_OK(uform_gpu_devices(NULL, 0, &count, MSG));
     if (count == 0) {
-        CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0,
-                                              &executor, MSG),
-                     uform_status_unsupported_k);
+        CHECK_STATUS(
+            uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
+            uform_status_unsupported_k);
         return;
     }
 
-    if (CHECK_OK(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor,
-                                          MSG))) {
+    if (CHECK_OK(
+            uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor, MSG))) {
         CHECK_OK(uform_executor_residency(executor, &residency, MSG));
         CHECK(residency == uform_residency_vram_k);
         CHECK_OK(uform_executor_width(executor, &width, MSG));
@@ -175,54 +175,53 @@ static void vram_executors(void) {
     }
     if (count >= 2) {
         executor = NULL;
-        if (CHECK_OK(uform_executor_init_vram(devices, 2, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 2,
-                                              1u << 20, &executor, MSG))) {
+        if (CHECK_OK(uform_executor_init_vram(devices, 2, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 2, 1u << 20,
+                                              &executor, MSG))) {
             CHECK_OK(uform_executor_width(executor, &width, MSG));
             CHECK_SIZE(width, 2);
             uform_executor_free(executor);
         }
     }
     executor = NULL;
-    if (CHECK_OK(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 1, 0,
-                                          &executor, MSG)))
+    if (CHECK_OK(
+            uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 1, 0, &executor, MSG)))
         uform_executor_free(executor);
 
     /* Borrowed streams and memory pools are not designed yet. */
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, streams, 1, NULL, NULL, 0, 0, &executor,
-                                          MSG),
-                 uform_status_unsupported_k);
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, streams, 1, NULL, NULL, 0, 0, &executor, MSG),
+        uform_status_unsupported_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, &pool_stand_in, NULL, 0, 0,
                                           &executor, MSG),
                  uform_status_unsupported_k);
 
     /* A device that does not exist. */
     devices[0] = count;
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor,
-                                          MSG),
-                 uform_status_not_found_k);
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
+        uform_status_not_found_k);
     devices[0] = 0;
 
     /* Refusals: no devices, null arrays, unknown classes (invalid-argument); counts that are neither zero nor
      * the devices' (counts that disagree: shape-mismatch). */
-    CHECK_STATUS(uform_executor_init_vram(devices, 0, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor,
-                                          MSG),
-                 uform_status_invalid_argument_k);
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 0, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
+        uform_status_invalid_argument_k);
     CHECK_STATUS(uform_executor_init_vram(NULL, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
                  uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, streams, 2, NULL, NULL, 0, 0, &executor,
-                                          MSG),
-                 uform_status_shape_mismatch_k);
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 1, NULL, NULL, 0, 0, &executor,
-                                          MSG),
-                 uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 2, 0, &executor,
-                                          MSG),
-                 uform_status_shape_mismatch_k);
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 1, 0, &executor,
-                                          MSG),
-                 uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, (uform_gpu_class_t)6, NULL, 0, NULL, NULL, 0, 0, &executor,
-                                          MSG),
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, streams, 2, NULL, NULL, 0, 0, &executor, MSG),
+        uform_status_shape_mismatch_k);
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 1, NULL, NULL, 0, 0, &executor, MSG),
+        uform_status_invalid_argument_k);
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, scratch, 2, 0, &executor, MSG),
+        uform_status_shape_mismatch_k);
+    CHECK_STATUS(
+        uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 1, 0, &executor, MSG),
+        uform_status_invalid_argument_k);
+    CHECK_STATUS(uform_executor_init_vram(devices, 1, (uform_gpu_class_t)6, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
                  uform_status_invalid_argument_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, NULL, MSG),
                  uform_status_invalid_argument_k);

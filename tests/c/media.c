@@ -77,8 +77,8 @@ static void encode_files(file_verb_t verb, char const *name, char const *first, 
     test_tape_t paths, again;
     uform_arena_t arena = NULL;
     uform_encoded_t encoded, other;
-    uform_outputs_t all = (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k |
-                                            uform_outputs_token_vectors_k);
+    uform_outputs_t all =
+        (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
     size_t i;
     int receiver;
 
@@ -105,7 +105,8 @@ static void encode_files(file_verb_t verb, char const *name, char const *first, 
             CHECK(encoded.states.offsets[1] - encoded.states.offsets[0] ==
                   encoded.states.offsets[3] - encoded.states.offsets[2]);
         }
-        if (CHECK_ROWS_TAPE(&encoded.token_vectors, 3, 32)) CHECK_SIZE(encoded.token_vectors.count, encoded.states.count);
+        if (CHECK_ROWS_TAPE(&encoded.token_vectors, 3, 32))
+            CHECK_SIZE(encoded.token_vectors.count, encoded.states.count);
         CHECK_SIZE(*items_stat, 3);
     }
     /* Every receiver, and a batch of the second file alone, answer the same rows. */
@@ -113,8 +114,7 @@ static void encode_files(file_verb_t verb, char const *name, char const *first, 
         uform_executor_t executor = receiver == 0 || receiver == 2 ? ram : local;
         memset(&other, 0, sizeof(other));
         tape_of(&again, paths_list + 1, 2);
-        if (CHECK_OK(run(verb, &again, uform_outputs_embeddings_k, arena, executor, receiver >= 2,
-                         &other, NULL)) &&
+        if (CHECK_OK(run(verb, &again, uform_outputs_embeddings_k, arena, executor, receiver >= 2, &other, NULL)) &&
             CHECK_ROWS_PER_ITEM(&other.embeddings, 2, dimensions_k) && encoded.embeddings.count == 3) {
             /* The arena was rewound, so compare against a fresh encoding of the full batch in a second arena. */
             uform_arena_t second = NULL;
@@ -146,9 +146,11 @@ static void missing_files(file_verb_t verb, char const *name, char const *existi
     paths_list[1] = missing;
     tape_of(&paths, paths_list, 2);
     if (!CHECK_OK(uform_arena_init(NULL, &arena, MSG))) return;
-    CHECK_STATUS(run(verb, &paths, uform_outputs_embeddings_k, arena, NULL, 0, &encoded, NULL), uform_status_not_found_k);
+    CHECK_STATUS(run(verb, &paths, uform_outputs_embeddings_k, arena, NULL, 0, &encoded, NULL),
+                 uform_status_not_found_k);
     CHECK(encoded_empty(&encoded));
-    CHECK_STATUS(run(verb, &paths, uform_outputs_embeddings_k, arena, ram, 0, &encoded, NULL), uform_status_not_found_k);
+    CHECK_STATUS(run(verb, &paths, uform_outputs_embeddings_k, arena, ram, 0, &encoded, NULL),
+                 uform_status_not_found_k);
     CHECK_STATUS(run(verb, &paths, uform_outputs_embeddings_k, arena, local, 0, &encoded, NULL),
                  uform_status_not_found_k);
     /* Deferred: a missing file may be found at submission or once the call runs; either way it is `not-found`. */
@@ -183,8 +185,14 @@ int main(void) {
     if (!CHECK(make_temp_directory(directory, sizeof(directory), "media"))) return test_report("media");
     made = write_media(png, "a.png", "\x89PNG\r\n\x1a\n", 8, 1) &&
            write_media(jpeg, "c.jpg", "\xFF\xD8\xFF\xE0", 4, 3) &&
-           write_media(mp4, "d.mp4", "\0\0\0\x20" "ftypisom", 12, 4) &&
-           write_media(second_mp4, "e.mp4", "\0\0\0\x20" "ftypisom", 12, 5) &&
+           write_media(mp4, "d.mp4",
+                       "\0\0\0\x20"
+                       "ftypisom",
+                       12, 4) &&
+           write_media(second_mp4, "e.mp4",
+                       "\0\0\0\x20"
+                       "ftypisom",
+                       12, 5) &&
            write_media(wav, "f.wav", "RIFF\0\0\0\0WAVEfmt ", 16, 6) &&
            write_media(second_wav, "g.wav", "RIFF\0\0\0\0WAVEfmt ", 16, 7);
     snprintf(missing, sizeof(missing), "%s/no-such-file.png", directory);

@@ -273,8 +273,8 @@ static void load_from_buffer(void) {
                                        uform_outputs_embeddings_k, NULL, arena_a, &a, NULL, MSG));
             CHECK_OK(uform_text_encode(from_buffer, NULL, tape.data, tape.length, tape.offsets, tape.count,
                                        uform_outputs_embeddings_k, NULL, arena_b, &b, NULL, MSG));
-            CHECK(a.embeddings.count == 3 && b.embeddings.count == 3 && rows_equal(&a.embeddings, 0, &b.embeddings, 0) &&
-                  rows_equal(&a.embeddings, 2, &b.embeddings, 2));
+            CHECK(a.embeddings.count == 3 && b.embeddings.count == 3 &&
+                  rows_equal(&a.embeddings, 0, &b.embeddings, 0) && rows_equal(&a.embeddings, 2, &b.embeddings, 2));
         }
         uform_arena_free(arena_a);
         uform_arena_free(arena_b);
@@ -305,9 +305,9 @@ static void load_from_buffer(void) {
     if (CHECK_OK(uform_model_load_ram(&args, &from_buffer, MSG))) uform_model_free(from_buffer);
     from_buffer = NULL;
     CHECK_STATUS(uform_model_load_ram_buffer(NULL, &from_buffer, MSG), uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_model_load_ram_buffer(&(uform_model_load_ram_args_t){.buffer_length = tiny_length},
-                                             &from_buffer, MSG),
-                 uform_status_invalid_argument_k);
+    CHECK_STATUS(
+        uform_model_load_ram_buffer(&(uform_model_load_ram_args_t){.buffer_length = tiny_length}, &from_buffer, MSG),
+        uform_status_invalid_argument_k);
     CHECK_STATUS(uform_model_load_ram_buffer(
                      &(uform_model_load_ram_args_t){.buffer = tiny_bytes, .buffer_length = tiny_length}, NULL, MSG),
                  uform_status_invalid_argument_k);
@@ -372,9 +372,9 @@ static void broken_checkpoints(void) {
     CHECK_STATUS(load_edited(replace_after(tiny_header(), "\"final_norm.weight\"", "\"BF16\"", "\"F16\"")),
                  uform_status_shape_mismatch_k);
     /* Metadata that disagrees with every tensor. */
-    CHECK_STATUS(load_edited(replace_after(tiny_header(), NULL, "\"uform.ffn_hidden\":\"192\"",
-                                           "\"uform.ffn_hidden\":\"96\"")),
-                 uform_status_shape_mismatch_k);
+    CHECK_STATUS(
+        load_edited(replace_after(tiny_header(), NULL, "\"uform.ffn_hidden\":\"192\"", "\"uform.ffn_hidden\":\"96\"")),
+        uform_status_shape_mismatch_k);
 
     /* A missing tensor, and a depth whose blocks are missing. */
     CHECK_STATUS(load_edited(remove_pair(tiny_header(), "blocks.1.mlp.down.weight")), uform_status_corrupt_k);
@@ -389,8 +389,8 @@ static void broken_checkpoints(void) {
     /* The same refusals through a file. */
     if (CHECK(make_temp_directory(directory, sizeof(directory), "model"))) {
         snprintf(path, sizeof(path), "%s/broken.safetensors", directory);
-        bytes = checkpoint_with(replace_after(tiny_header(), "\"head.embedding.weight\"", "[64,64]", "[8,512]"),
-                                &length);
+        bytes =
+            checkpoint_with(replace_after(tiny_header(), "\"head.embedding.weight\"", "[64,64]", "[8,512]"), &length);
         if (CHECK(write_whole_file(path, bytes, length))) {
             uform_model_load_ram_args_t args;
             uform_model_t model = NULL;
@@ -399,9 +399,8 @@ static void broken_checkpoints(void) {
             args.path_length = strlen(path);
             CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_shape_mismatch_k);
             free(bytes);
-            bytes = checkpoint_with(replace_after(tiny_header(), NULL, "\"uform.version\":\"1\"",
-                                                  "\"uform.version\":\"7\""),
-                                    &length);
+            bytes = checkpoint_with(
+                replace_after(tiny_header(), NULL, "\"uform.version\":\"1\"", "\"uform.version\":\"7\""), &length);
             CHECK(write_whole_file(path, bytes, length));
             CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_unsupported_k);
             CHECK(write_whole_file(path, tiny_bytes, 5));
@@ -415,16 +414,26 @@ static void broken_checkpoints(void) {
 
 /** A checkpoint with the trunk and the embedding head alone, its other tensors and keys removed. */
 static void text_only_checkpoint(void) {
-    static char const *const tensors[] = {"embed.image.weight", "embed.image.bias", "embed.video.weight",
-                                          "embed.video.bias", "embed.audio.weight", "embed.audio.bias",
-                                          "frontend.audio.mel_filters", "head.token.weight", "head.byte.weight",
+    static char const *const tensors[] = {"embed.image.weight",         "embed.image.bias",   "embed.video.weight",
+                                          "embed.video.bias",           "embed.audio.weight", "embed.audio.bias",
+                                          "frontend.audio.mel_filters", "head.token.weight",  "head.byte.weight",
                                           "head.choice.temperatures"};
-    static char const *const keys[] = {"uform.token_width", "uform.choice.groups", "uform.image.patch_side",
-                                       "uform.image.channels", "uform.image.max_patches", "uform.image.mean",
-                                       "uform.image.std", "uform.video.tubelet_frames", "uform.video.fps",
-                                       "uform.video.max_frames", "uform.video.max_patches_per_frame",
-                                       "uform.audio.sample_rate", "uform.audio.n_fft", "uform.audio.hop",
-                                       "uform.audio.mel_bins", "uform.audio.frames_per_patch",
+    static char const *const keys[] = {"uform.token_width",
+                                       "uform.choice.groups",
+                                       "uform.image.patch_side",
+                                       "uform.image.channels",
+                                       "uform.image.max_patches",
+                                       "uform.image.mean",
+                                       "uform.image.std",
+                                       "uform.video.tubelet_frames",
+                                       "uform.video.fps",
+                                       "uform.video.max_frames",
+                                       "uform.video.max_patches_per_frame",
+                                       "uform.audio.sample_rate",
+                                       "uform.audio.n_fft",
+                                       "uform.audio.hop",
+                                       "uform.audio.mel_bins",
+                                       "uform.audio.frames_per_patch",
                                        "uform.audio.max_patches"};
     char *json = tiny_header();
     unsigned char *bytes;

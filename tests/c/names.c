@@ -5,24 +5,24 @@
 #include "common.h"
 
 /** Checks that `name_fn(value)` is `text` and that `parse_fn(text)` answers `value`. */
-#define ROUND_TRIP(type, name_fn, parse_fn, value, text)                                                          \
-    do {                                                                                                          \
-        type parsed_ = (type)77;                                                                                  \
-        CHECK_STRING(name_fn(value), text);                                                                       \
-        CHECK_OK(parse_fn(text, &parsed_));                                                                  \
-        CHECK(parsed_ == (value));                                                                                \
+#define ROUND_TRIP(type, name_fn, parse_fn, value, text)                                                               \
+    do {                                                                                                               \
+        type parsed_ = (type)77;                                                                                       \
+        CHECK_STRING(name_fn(value), text);                                                                            \
+        CHECK_OK(parse_fn(text, &parsed_));                                                                            \
+        CHECK(parsed_ == (value));                                                                                     \
     } while (0)
 
 /** Checks the refusals every parse function shares: unknown, empty, misspelt and null names, a null out. */
-#define REFUSALS(type, parse_fn, known)                                                                           \
-    do {                                                                                                          \
-        type parsed_;                                                                                             \
-        CHECK_STATUS(parse_fn("no-such-name", &parsed_), uform_status_invalid_argument_k);                   \
-        CHECK_STATUS(parse_fn("", &parsed_), uform_status_invalid_argument_k);                               \
-        CHECK_STATUS(parse_fn(known "x", &parsed_), uform_status_invalid_argument_k);                        \
-        CHECK_STATUS(parse_fn(" " known, &parsed_), uform_status_invalid_argument_k);                        \
-        CHECK_STATUS(parse_fn(NULL, &parsed_), uform_status_invalid_argument_k);                             \
-        CHECK_STATUS(parse_fn(known, NULL), uform_status_invalid_argument_k);                                \
+#define REFUSALS(type, parse_fn, known)                                                                                \
+    do {                                                                                                               \
+        type parsed_;                                                                                                  \
+        CHECK_STATUS(parse_fn("no-such-name", &parsed_), uform_status_invalid_argument_k);                             \
+        CHECK_STATUS(parse_fn("", &parsed_), uform_status_invalid_argument_k);                                         \
+        CHECK_STATUS(parse_fn(known "x", &parsed_), uform_status_invalid_argument_k);                                  \
+        CHECK_STATUS(parse_fn(" " known, &parsed_), uform_status_invalid_argument_k);                                  \
+        CHECK_STATUS(parse_fn(NULL, &parsed_), uform_status_invalid_argument_k);                                       \
+        CHECK_STATUS(parse_fn(known, NULL), uform_status_invalid_argument_k);                                          \
     } while (0)
 
 static void statuses(void) {
@@ -40,8 +40,7 @@ static void statuses(void) {
     ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_io_k, "io");
     ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_corrupt_k, "corrupt");
     ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_not_found_k, "not-found");
-    ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_limit_exceeded_k,
-               "limit-exceeded");
+    ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_limit_exceeded_k, "limit-exceeded");
     ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_timeout_k, "timeout");
     ROUND_TRIP(uform_status_t, uform_status_name, uform_status_parse, uform_status_internal_k, "internal");
     CHECK(uform_status_name((uform_status_t)15) == NULL);
@@ -95,17 +94,15 @@ static void moods_classes_residencies_modalities(void) {
                "intel-skylake");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_intel_icelake_k,
                "intel-icelake");
-    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse,
-               uform_cpu_class_intel_sapphire_rapids_k, "intel-sapphire-rapids");
+    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_intel_sapphire_rapids_k,
+               "intel-sapphire-rapids");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_amd_genoa_k,
                "amd-genoa");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_amd_turin_k,
                "amd-turin");
-    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_neon_k,
-               "arm-neon");
+    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_neon_k, "arm-neon");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_sve_k, "arm-sve");
-    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_sve2_k,
-               "arm-sve2");
+    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_sve2_k, "arm-sve2");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_sme_k, "arm-sme");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_wasm_v128_relaxed_k,
                "wasm-v128-relaxed");

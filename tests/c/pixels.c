@@ -29,9 +29,9 @@ static uform_status_t encode(uform_executor_t executor, int deferred, size_t con
                              size_t const *h, size_t const *w, uform_outputs_t outputs,
                              uform_image_encode_args_t const *args, uform_arena_t arena, uform_encoded_t *encoded) {
     uform_outcome_t outcome = NULL;
-    uform_status_t status = uform_image_encode_pixels(model, executor, pixels, sizeof(pixels), tape_offsets, count, h,
-                                                      w, outputs, args, arena, encoded, deferred ? &outcome : NULL,
-                                                      MSG);
+    uform_status_t status =
+        uform_image_encode_pixels(model, executor, pixels, sizeof(pixels), tape_offsets, count, h, w, outputs, args,
+                                  arena, encoded, deferred ? &outcome : NULL, MSG);
     if (!deferred) return status;
     if (!CHECK_STATUS(status, uform_status_deferred_k)) return status;
     status = uform_outcome_wait(outcome, MSG);
@@ -55,8 +55,8 @@ static void receivers(void) {
     uform_image_encode_stats_t stats;
     uform_image_encode_args_t args;
     test_progress_t progress;
-    uform_outputs_t all = (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k |
-                                            uform_outputs_token_vectors_k);
+    uform_outputs_t all =
+        (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
     int receiver, have_reference = 0;
     size_t i, row;
 
@@ -70,15 +70,15 @@ static void receivers(void) {
         args.stats = &stats;
         args.progress = test_progress;
         args.progress_context = &progress;
-        if (!CHECK_OK(encode(executor, receiver >= 3, offsets, images_k, heights, widths, all, &args, arena,
-                             &encoded)))
+        if (!CHECK_OK(encode(executor, receiver >= 3, offsets, images_k, heights, widths, all, &args, arena, &encoded)))
             continue;
         if (CHECK_ROWS_PER_ITEM(&encoded.embeddings, images_k, dimensions_k)) {
             CHECK(encoded.embeddings.scalar == uform_scalar_f32_k);
             CHECK_UNIT_ROWS(&encoded.embeddings, 1e-4);
             CHECK(!rows_equal(&encoded.embeddings, 1, &encoded.embeddings, 3));
         }
-        if (CHECK_ROWS_TAPE(&encoded.states, images_k, hidden_k)) check_patches(&encoded.states, images_k, max_patches_k);
+        if (CHECK_ROWS_TAPE(&encoded.states, images_k, hidden_k))
+            check_patches(&encoded.states, images_k, max_patches_k);
         if (CHECK_ROWS_TAPE(&encoded.token_vectors, images_k, token_width_k)) {
             CHECK_SIZE(encoded.token_vectors.count, encoded.states.count);
             for (i = 0; i != images_k + 1; ++i) CHECK_SIZE(encoded.token_vectors.offsets[i], encoded.states.offsets[i]);
@@ -109,9 +109,9 @@ static void receivers(void) {
     /* An image past `max_pixels` fails with `limit-exceeded`. */
     args.max_patches = 0;
     args.max_pixels = 10;
-    CHECK_STATUS(encode(NULL, 0, offsets, images_k, heights, widths, uform_outputs_embeddings_k, &args, arena,
-                        &encoded),
-                 uform_status_limit_exceeded_k);
+    CHECK_STATUS(
+        encode(NULL, 0, offsets, images_k, heights, widths, uform_outputs_embeddings_k, &args, arena, &encoded),
+        uform_status_limit_exceeded_k);
     args.max_pixels = 64;
     CHECK_OK(encode(NULL, 0, offsets, images_k, heights, widths, uform_outputs_embeddings_k, &args, arena, &encoded));
 
@@ -124,8 +124,8 @@ static void receivers(void) {
         CHECK_UNIT_ROWS(&encoded.embeddings, 0.02);
     }
     args.scalar = uform_scalar_b1_k;
-    if (CHECK_OK(encode(NULL, 0, offsets, images_k, heights, widths, uform_outputs_embeddings_k, &args, arena,
-                        &encoded))) {
+    if (CHECK_OK(
+            encode(NULL, 0, offsets, images_k, heights, widths, uform_outputs_embeddings_k, &args, arena, &encoded))) {
         CHECK(encoded.embeddings.scalar == uform_scalar_b1_k && encoded.embeddings.columns == dimensions_k);
         for (row = 0; row != images_k && have_reference; ++row)
             for (i = 0; i != dimensions_k; ++i)

@@ -17,7 +17,8 @@ static void make_samples(void) {
     size_t i;
     double const pi = 3.14159265358979323846;
     for (i = 0; i != 1600; ++i) samples[i] = (float)(0.5 * sin(2 * pi * 440.0 * (double)i / 16000.0));
-    for (i = 0; i != 16000; ++i) samples[1600 + i] = (float)(0.3 * sin(2 * pi * (200.0 + 0.1 * (double)i) * (double)i / 16000.0));
+    for (i = 0; i != 16000; ++i)
+        samples[1600 + i] = (float)(0.3 * sin(2 * pi * (200.0 + 0.1 * (double)i) * (double)i / 16000.0));
     for (i = 0; i != 2000; ++i) samples[17600 + i] = (float)(0.25 * sin(2 * pi * 330.0 * (double)i / 8000.0));
 }
 
@@ -40,8 +41,8 @@ static void receivers(void) {
     uform_audio_encode_stats_t stats;
     uform_audio_encode_args_t args;
     test_progress_t progress;
-    uform_outputs_t all = (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k |
-                                            uform_outputs_token_vectors_k);
+    uform_outputs_t all =
+        (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
     int receiver, have_reference = 0;
     size_t i, row;
 
@@ -94,8 +95,8 @@ static void receivers(void) {
     /* The second item alone, in another batch, answers the same row. */
     {
         size_t alone[2] = {1600, 17600};
-        if (CHECK_OK(encode(ram, 0, samples, 17600, alone, 1, 16000, uform_outputs_embeddings_k, NULL, arena,
-                            &encoded)) &&
+        if (CHECK_OK(
+                encode(ram, 0, samples, 17600, alone, 1, 16000, uform_outputs_embeddings_k, NULL, arena, &encoded)) &&
             CHECK_ROWS_PER_ITEM(&encoded.embeddings, 1, dimensions_k))
             CHECK(memcmp(row_bytes(&encoded.embeddings, 0), reference[1], sizeof(reference[1])) == 0);
     }

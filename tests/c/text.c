@@ -33,12 +33,12 @@ static uform_status_t encode_on(receiver_t receiver, test_tape_t const *input, u
                                 uform_text_encode_args_t const *args, uform_arena_t arena, uform_encoded_t *encoded) {
     uform_outcome_t outcome = NULL;
     uform_status_t status;
-    uform_executor_t executor = receiver == calling_thread_k                             ? NULL
+    uform_executor_t executor = receiver == calling_thread_k                               ? NULL
                                 : receiver == ram_executor_k || receiver == deferred_ram_k ? ram
                                                                                            : local;
     int deferred = receiver == deferred_ram_k || receiver == deferred_local_k;
-    status = uform_text_encode(model, executor, input->data, input->length, input->offsets, input->count, outputs,
-                               args, arena, encoded, deferred ? &outcome : NULL, MSG);
+    status = uform_text_encode(model, executor, input->data, input->length, input->offsets, input->count, outputs, args,
+                               arena, encoded, deferred ? &outcome : NULL, MSG);
     if (!deferred) return status;
     if (!CHECK_STATUS(status, uform_status_deferred_k)) return status;
     CHECK(outcome != NULL);
@@ -101,8 +101,8 @@ static void receivers(void) {
     uform_text_encode_stats_t stats;
     uform_text_encode_args_t args;
     test_progress_t progress;
-    uform_outputs_t all = (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k |
-                                            uform_outputs_token_vectors_k);
+    uform_outputs_t all =
+        (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
     int receiver;
     int have_reference = 0;
 
@@ -141,12 +141,12 @@ static void receivers(void) {
         CHECK_ROWS_PER_ITEM(&encoded.embeddings, items_k, dimensions_k);
         CHECK(encoded.embeddings.scalar == uform_scalar_f32_k);
         CHECK(rows_empty(&encoded.states) && rows_empty(&encoded.token_vectors));
-        CHECK(have_reference && same_as_reference(&encoded.embeddings, reference_embeddings[0], 0, items_k,
-                                                  dimensions_k));
+        CHECK(have_reference &&
+              same_as_reference(&encoded.embeddings, reference_embeddings[0], 0, items_k, dimensions_k));
     }
     memset(&args, 0, sizeof(args));
-    if (CHECK_OK(uform_text_encode(model, ram, tape.data, tape.length, tape.offsets, tape.count,
-                                   uform_outputs_states_k, &args, arena, &encoded, NULL, MSG))) {
+    if (CHECK_OK(uform_text_encode(model, ram, tape.data, tape.length, tape.offsets, tape.count, uform_outputs_states_k,
+                                   &args, arena, &encoded, NULL, MSG))) {
         CHECK(rows_empty(&encoded.embeddings) && rows_empty(&encoded.token_vectors));
         CHECK_ROWS_TAPE(&encoded.states, items_k, hidden_k);
         CHECK(encoded.states.scalar == uform_scalar_f32_k);
@@ -166,8 +166,8 @@ static void batches(void) {
     test_tape_t second;
     uform_arena_t arena = NULL;
     uform_encoded_t encoded;
-    uform_outputs_t all = (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k |
-                                            uform_outputs_token_vectors_k);
+    uform_outputs_t all =
+        (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
     int receiver;
 
     tape_of(&second, other, 4);
@@ -176,7 +176,8 @@ static void batches(void) {
         memset(&encoded, 0, sizeof(encoded));
         if (!CHECK_OK(encode_on((receiver_t)receiver, &second, all, NULL, arena, &encoded))) continue;
         if (!CHECK_ROWS_PER_ITEM(&encoded.embeddings, 4, dimensions_k) ||
-            !CHECK_ROWS_TAPE(&encoded.states, 4, hidden_k) || !CHECK_ROWS_TAPE(&encoded.token_vectors, 4, token_width_k))
+            !CHECK_ROWS_TAPE(&encoded.states, 4, hidden_k) ||
+            !CHECK_ROWS_TAPE(&encoded.token_vectors, 4, token_width_k))
             continue;
         CHECK(same_as_reference(&encoded.embeddings, reference_embeddings[3], 0, 1, dimensions_k));
         CHECK(same_as_reference(&encoded.embeddings, reference_embeddings[0], 1, 1, dimensions_k));
@@ -260,7 +261,7 @@ static int rows_close(uform_rows_t const *rows, float const *reference, size_t c
 }
 
 static void scalars(void) {
-    static uform_scalar_t const every[] = {uform_scalar_auto_k, uform_scalar_f32_k, uform_scalar_f16_k,
+    static uform_scalar_t const every[] = {uform_scalar_auto_k, uform_scalar_f32_k,  uform_scalar_f16_k,
                                            uform_scalar_bf16_k, uform_scalar_e4m3_k, uform_scalar_e5m2_k,
                                            uform_scalar_i8_k,   uform_scalar_b1_k};
     uform_arena_t arena = NULL, other = NULL;

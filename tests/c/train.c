@@ -79,9 +79,8 @@ static void without_gpus(void) {
 
 static int finite_stats(uform_trainer_step_stats_t const *stats) {
     return isfinite(stats->loss) && isfinite(stats->masking_loss) && isfinite(stats->contrastive_loss) &&
-           isfinite(stats->late_interaction_loss) && isfinite(stats->choices_loss) &&
-           isfinite(stats->gradient_norm) && stats->gradient_norm >= 0 && isfinite(stats->learning_rate) &&
-           stats->learning_rate >= 0;
+           isfinite(stats->late_interaction_loss) && isfinite(stats->choices_loss) && isfinite(stats->gradient_norm) &&
+           stats->gradient_norm >= 0 && isfinite(stats->learning_rate) && stats->learning_rate >= 0;
 }
 
 static uform_trainer_step_args_t base_step(uform_trainer_step_stats_t *stats) {
@@ -563,8 +562,8 @@ int main(void) {
     }
     width = count < 2 ? count : 2;
     tape_of(&content_tape, contents, 4);
-    if (!CHECK_OK(uform_executor_init_vram(devices, width, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &vram,
-                                           MSG)))
+    if (!CHECK_OK(
+            uform_executor_init_vram(devices, width, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &vram, MSG)))
         return test_report("train");
     if (CHECK(make_temp_directory(directory, sizeof(directory), "train"))) {
         mesh_and_trainer();

@@ -52,8 +52,8 @@ struct tensor_t {
     std::string dtype;
     std::vector<std::uint64_t> shape;
     std::optional<std::pair<std::uint64_t, std::uint64_t>> offsets; // overrides the laid-out span
-    std::string raw;                                               // replaces the whole entry when not empty
-    std::string extra;                                             // appended inside the entry, e.g. ,"x":1
+    std::string raw;                                                // replaces the whole entry when not empty
+    std::string extra;                                              // appended inside the entry, e.g. ,"x":1
 };
 
 /** @brief A header under construction: ordered metadata and tensors. */
@@ -169,8 +169,7 @@ spec_t tiny() {
 
 std::vector<std::string> const image_tensors = {"embed.image.weight", "embed.image.bias"};
 std::vector<std::string> const video_tensors = {"embed.video.weight", "embed.video.bias"};
-std::vector<std::string> const audio_tensors = {"embed.audio.weight", "embed.audio.bias",
-                                                "frontend.audio.mel_filters"};
+std::vector<std::string> const audio_tensors = {"embed.audio.weight", "embed.audio.bias", "frontend.audio.mel_filters"};
 
 /** @brief Quotes a string for JSON, escaping quotes only: a backslash in `text` starts a JSON escape. */
 std::string quote(std::string_view text) {
@@ -254,8 +253,9 @@ uform::checkpoint_t expect_parse(uform_status_t want, std::string_view json, std
     if (want != uform_status_ok_k)
         ok = ok && message != nullptr && std::string_view(message).starts_with("checkpoint: ") && c.file_size == 12345;
     if (ok && want_message) ok = message && std::string_view(message) == want_message;
-    check(ok, label + " (got status " + std::to_string(int(got)) + ", want " + std::to_string(int(want)) +
-                  ", message: " + (message ? message : "none") + ")",
+    check(ok,
+          label + " (got status " + std::to_string(int(got)) + ", want " + std::to_string(int(want)) +
+              ", message: " + (message ? message : "none") + ")",
           __LINE__);
     return c;
 }
@@ -319,8 +319,8 @@ void expect_json(uform::json::error_t want, std::string_view text, uform::json::
 void test_json() {
     using uform::json::error_t;
     using uform::json::kind_t;
-    using uform::json::value_t;
     using uform::json::parse;
+    using uform::json::value_t;
 
     for (auto text : {"{}"sv, "[]"sv, " {\"a\" : [1, 2.5e3, -0, true, false, null, \"\"]}\t\r\n"sv, "0"sv, "\"x\""sv,
                       "[[[]]]"sv, "-1.5E-3"sv, "1e+2"sv, "{\"a\":{\"a\":1}}"sv})
@@ -624,13 +624,31 @@ void test_metadata() {
 
 /** @brief Every geometry key: missing, malformed, out of range, inconsistent. */
 void test_geometry() {
-    char const *trunk[] = {"uform.depth",        "uform.hidden",     "uform.heads",          "uform.head_dim",
-                           "uform.ffn_hidden",   "uform.norm_eps",   "uform.rope.theta",     "uform.rope.sections",
-                           "uform.dimensions",   "uform.token_width", "uform.choice.groups", "uform.image.patch_side",
-                           "uform.image.channels", "uform.image.max_patches", "uform.image.mean", "uform.image.std",
-                           "uform.video.tubelet_frames", "uform.video.fps", "uform.video.max_frames",
-                           "uform.video.max_patches_per_frame", "uform.audio.sample_rate", "uform.audio.n_fft",
-                           "uform.audio.hop",    "uform.audio.mel_bins", "uform.audio.frames_per_patch",
+    char const *trunk[] = {"uform.depth",
+                           "uform.hidden",
+                           "uform.heads",
+                           "uform.head_dim",
+                           "uform.ffn_hidden",
+                           "uform.norm_eps",
+                           "uform.rope.theta",
+                           "uform.rope.sections",
+                           "uform.dimensions",
+                           "uform.token_width",
+                           "uform.choice.groups",
+                           "uform.image.patch_side",
+                           "uform.image.channels",
+                           "uform.image.max_patches",
+                           "uform.image.mean",
+                           "uform.image.std",
+                           "uform.video.tubelet_frames",
+                           "uform.video.fps",
+                           "uform.video.max_frames",
+                           "uform.video.max_patches_per_frame",
+                           "uform.audio.sample_rate",
+                           "uform.audio.n_fft",
+                           "uform.audio.hop",
+                           "uform.audio.mel_bins",
+                           "uform.audio.frames_per_patch",
                            "uform.audio.max_patches"};
     for (char const *key : trunk) {
         expect_spec(corrupt, spec_t(tiny()).unset(key), "missing "s + key,
@@ -638,23 +656,36 @@ void test_geometry() {
         for (char const *value : {"", " ", "x", "1 ", "nan", "inf", "-inf", "1e99", "1,2,3,4", "0x10"})
             expect_spec(corrupt, spec_t(tiny()).set(key, value), key + " = '"s + value + "'");
     }
-    char const *counts[] = {"uform.depth",           "uform.hidden",           "uform.heads",
-                            "uform.head_dim",        "uform.ffn_hidden",       "uform.dimensions",
-                            "uform.token_width",     "uform.choice.groups",    "uform.image.patch_side",
-                            "uform.image.channels",  "uform.image.max_patches", "uform.video.tubelet_frames",
-                            "uform.video.max_frames", "uform.video.max_patches_per_frame",
-                            "uform.audio.sample_rate", "uform.audio.n_fft",    "uform.audio.hop",
-                            "uform.audio.mel_bins",  "uform.audio.frames_per_patch", "uform.audio.max_patches"};
+    char const *counts[] = {"uform.depth",
+                            "uform.hidden",
+                            "uform.heads",
+                            "uform.head_dim",
+                            "uform.ffn_hidden",
+                            "uform.dimensions",
+                            "uform.token_width",
+                            "uform.choice.groups",
+                            "uform.image.patch_side",
+                            "uform.image.channels",
+                            "uform.image.max_patches",
+                            "uform.video.tubelet_frames",
+                            "uform.video.max_frames",
+                            "uform.video.max_patches_per_frame",
+                            "uform.audio.sample_rate",
+                            "uform.audio.n_fft",
+                            "uform.audio.hop",
+                            "uform.audio.mel_bins",
+                            "uform.audio.frames_per_patch",
+                            "uform.audio.max_patches"};
     for (char const *key : counts)
         for (char const *value : {"+2", "-2", "2.0", "2e0", " 2", "2 ", "٢", "18446744073709551617", "2147483648",
                                   "99999999999999999999999999999"})
             expect_spec(corrupt, spec_t(tiny()).set(key, value), key + " = '"s + value + "'");
-    for (char const *key : {"uform.depth", "uform.hidden", "uform.heads", "uform.head_dim", "uform.ffn_hidden",
-                            "uform.dimensions", "uform.token_width", "uform.image.patch_side",
-                            "uform.image.channels", "uform.image.max_patches", "uform.video.tubelet_frames",
-                            "uform.video.max_frames", "uform.video.max_patches_per_frame", "uform.audio.sample_rate",
-                            "uform.audio.n_fft", "uform.audio.hop", "uform.audio.mel_bins",
-                            "uform.audio.frames_per_patch", "uform.audio.max_patches"})
+    for (char const *key :
+         {"uform.depth", "uform.hidden", "uform.heads", "uform.head_dim", "uform.ffn_hidden", "uform.dimensions",
+          "uform.token_width", "uform.image.patch_side", "uform.image.channels", "uform.image.max_patches",
+          "uform.video.tubelet_frames", "uform.video.max_frames", "uform.video.max_patches_per_frame",
+          "uform.audio.sample_rate", "uform.audio.n_fft", "uform.audio.hop", "uform.audio.mel_bins",
+          "uform.audio.frames_per_patch", "uform.audio.max_patches"})
         expect_spec(corrupt, spec_t(tiny()).set(key, "0"), key + " = 0"s);
     char const *positive_floats[] = {"uform.norm_eps", "uform.rope.theta", "uform.video.fps"};
     for (char const *key : positive_floats)
@@ -670,8 +701,8 @@ void test_geometry() {
     expect_spec(corrupt, spec_t(tiny()).set("uform.image.channels", "4"), "four channels");
     for (char const *value : {"4,6", "4,6,6,0", "4,6,7", "4,6,5", "16,0,1", "4,-6,6", "4,6,x", "", "4.0,6,6"})
         expect_spec(corrupt, spec_t(tiny()).set("uform.rope.sections", value), "rope.sections = "s + value);
-    expect_spec(corrupt, spec_t(tiny()).set("uform.head_dim", "33").set("uform.rope.sections", "4,6,6"),
-                "odd head_dim", "checkpoint: metadata uform.head_dim must be even");
+    expect_spec(corrupt, spec_t(tiny()).set("uform.head_dim", "33").set("uform.rope.sections", "4,6,6"), "odd head_dim",
+                "checkpoint: metadata uform.head_dim must be even");
     expect_spec(corrupt, spec_t(tiny()).set("uform.rope.sections", "4,6,7"), "sections sum",
                 "checkpoint: metadata uform.rope.sections must sum to uform.head_dim / 2");
     expect_spec(corrupt, spec_t(tiny()).set("uform.heads", "65536").set("uform.head_dim", "65536"),
@@ -758,8 +789,7 @@ void test_tensors() {
     expect_spec(mismatch, s, "qkv shape message", "checkpoint: tensor blocks.N.attn.qkv.weight has the wrong shape");
     s = base;
     s.tensor("frontend.audio.mel_filters").dtype = "BF16";
-    expect_spec(mismatch, s, "mel dtype message",
-                "checkpoint: tensor frontend.audio.mel_filters has the wrong dtype");
+    expect_spec(mismatch, s, "mel dtype message", "checkpoint: tensor frontend.audio.mel_filters has the wrong dtype");
 
     // Unexpected tensors.
     auto const extra = [&](std::string const &name, std::string const &label) {
