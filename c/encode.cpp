@@ -231,6 +231,20 @@ uform_status_t check_modality(bool present, char const *text, char const **messa
     return present ? uform_status_ok_k : fail(message, uform_status_unsupported_k, text);
 }
 
+/// Checks a tape of paths: its offsets against its data, then each path.
+uform_status_t check_file_tape(char const *files, std::size_t length, std::size_t const *offsets, std::size_t count,
+                               char const **message) noexcept {
+    if (uform_status_t status =
+            check_tape(files, length, offsets, count, UFORM_TAPE_MESSAGES("the files tape"), message))
+        return status;
+    return check_paths(files, offsets, offsets ? count : 0, message);
+}
+
+/// Takes the checkpoint's `budget` for a zero `value`, and bounds any other by it.
+void clamp_to_budget(std::size_t &value, std::size_t budget) noexcept {
+    if (value == 0 || value > budget) value = budget;
+}
+
 } // namespace
 
 } // namespace uform
@@ -266,16 +280,13 @@ uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor
     image_encode_params_t p{};
     if (args) p.args = *args;
     if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status =
-            check_tape(files, files_length, files_offsets, files_count, UFORM_TAPE_MESSAGES("the files tape"), message))
-        return status;
-    if (uform_status_t status = check_paths(files, files_offsets, files_offsets ? files_count : 0, message))
+    if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
         return status;
     if (uform_status_t status = check_modality(model->geometry.has_image, "the model has no image front-end", message))
         return status;
     if (uform_status_t status = check_heads(model, outputs, message)) return status;
     std::size_t const budget = model->geometry.image_max_patches;
-    if (p.args.max_patches == 0 || p.args.max_patches > budget) p.args.max_patches = budget;
+    clamp_to_budget(p.args.max_patches, budget);
     if (p.args.max_pixels == 0) p.args.max_pixels = default_max_pixels_k;
     p.model = model;
     p.paths = view_of(files, files_offsets, files_count);
@@ -315,7 +326,7 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
         return status;
     if (uform_status_t status = check_heads(model, outputs, message)) return status;
     std::size_t const budget = model->geometry.image_max_patches;
-    if (p.args.max_patches == 0 || p.args.max_patches > budget) p.args.max_patches = budget;
+    clamp_to_budget(p.args.max_patches, budget);
     p.model = model;
     p.pixels = view_of(pixels, pixels_offsets, pixels_count);
     p.heights = heights;
@@ -333,18 +344,14 @@ uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor
     video_encode_params_t p{};
     if (args) p.args = *args;
     if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status =
-            check_tape(files, files_length, files_offsets, files_count, UFORM_TAPE_MESSAGES("the files tape"), message))
-        return status;
-    if (uform_status_t status = check_paths(files, files_offsets, files_offsets ? files_count : 0, message))
+    if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
         return status;
     if (uform_status_t status = check_modality(model->geometry.has_video, "the model has no video front-end", message))
         return status;
     if (uform_status_t status = check_heads(model, outputs, message)) return status;
     geometry_t const &g = model->geometry;
-    if (p.args.max_frames == 0 || p.args.max_frames > g.video_max_frames) p.args.max_frames = g.video_max_frames;
-    if (p.args.max_patches_per_frame == 0 || p.args.max_patches_per_frame > g.video_max_patches_per_frame)
-        p.args.max_patches_per_frame = g.video_max_patches_per_frame;
+    clamp_to_budget(p.args.max_frames, g.video_max_frames);
+    clamp_to_budget(p.args.max_patches_per_frame, g.video_max_patches_per_frame);
     p.model = model;
     p.paths = view_of(files, files_offsets, files_count);
     p.request = {outputs, p.args.scalar};
@@ -360,16 +367,13 @@ uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor
     audio_encode_params_t p{};
     if (args) p.args = *args;
     if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status =
-            check_tape(files, files_length, files_offsets, files_count, UFORM_TAPE_MESSAGES("the files tape"), message))
-        return status;
-    if (uform_status_t status = check_paths(files, files_offsets, files_offsets ? files_count : 0, message))
+    if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
         return status;
     if (uform_status_t status = check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
         return status;
     if (uform_status_t status = check_heads(model, outputs, message)) return status;
     std::size_t const budget = model->geometry.audio_max_patches;
-    if (p.args.max_patches == 0 || p.args.max_patches > budget) p.args.max_patches = budget;
+    clamp_to_budget(p.args.max_patches, budget);
     p.model = model;
     p.paths = view_of(files, files_offsets, files_count);
     p.request = {outputs, p.args.scalar};
@@ -398,7 +402,7 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
         return status;
     if (uform_status_t status = check_heads(model, outputs, message)) return status;
     std::size_t const budget = model->geometry.audio_max_patches;
-    if (p.args.max_patches == 0 || p.args.max_patches > budget) p.args.max_patches = budget;
+    clamp_to_budget(p.args.max_patches, budget);
     p.model = model;
     p.samples = view_of(samples, samples_offsets, samples_count);
     p.sample_rate = sample_rate;
