@@ -316,8 +316,8 @@ typedef struct uform_text_choose_args_t {
 uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor, char const *texts, size_t texts_length,
                                  size_t const *texts_offsets, size_t texts_count, char const *choices,
                                  size_t choices_length, size_t const *choices_offsets, size_t choices_count,
-                                 uform_text_choose_args_t const *args, uform_arena_t arena,
-                                 uform_tape_t *probabilities, uform_outcome_t *outcome, char const **message);
+                                 uform_text_choose_args_t const *args, uform_arena_t arena, uform_tape_t *probabilities,
+                                 uform_outcome_t *outcome, char const **message);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -188,8 +188,7 @@ typedef struct uform_model_description_t {
 } uform_model_description_t;
 
 /** @brief Describes a model. */
-uform_status_t uform_model_describe(uform_model_t model, uform_model_description_t *description,
-                                    char const **message);
+uform_status_t uform_model_describe(uform_model_t model, uform_model_description_t *description, char const **message);
 
 /** @brief Waits for the calls reading a model, then frees it. */
 void uform_model_free(uform_model_t model);

@@ -5,8 +5,8 @@
  * Training is GPU-only: every function here takes a VRAM executor, and builds without a GPU residency
  * answer `uform_status_unsupported_k`; so do RAM and local executors. A trainer borrows its mesh, so the mesh
  * must outlive every trainer made over it. A trainer serves one call at a time, as executors and arenas do:
- * a step or save finding another one running finishes at once with `uform_status_contended_k`. Argument structs mirror the configuration field by field: a field left at zero is derived
- * by the library, as each field's comment says.
+ * a step or save finding another one running finishes at once with `uform_status_contended_k`. Argument structs mirror
+ * the configuration field by field: a field left at zero is derived by the library, as each field's comment says.
  */
 #ifndef UFORM_TRAIN_H
 #define UFORM_TRAIN_H
@@ -168,8 +168,8 @@ typedef struct uform_mesh_description_t {
  * @brief Joins the hosts of a run over the devices of a VRAM executor. Blocks until every host has joined
  * or `timeout_seconds` pass (`uform_status_timeout_k`).
  */
-uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options,
-                                    uform_mesh_t *mesh, char const **message);
+uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
+                                    char const **message);
 
 /** @brief Describes a mesh. */
 uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description, char const **message);

@@ -269,9 +269,8 @@ typedef struct uform_executor_s *uform_executor_t;
  * @param executor Receives the executor; freed with `uform_executor_free`.
  * @param message Nullable; receives a static message on failure.
  */
-uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nodes_count,
-                                       uform_cpu_class_t cpu_class, size_t threads, uform_executor_t *executor,
-                                       char const **message);
+uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nodes_count, uform_cpu_class_t cpu_class,
+                                       size_t threads, uform_executor_t *executor, char const **message);
 
 /**
  * @brief Makes an executor of device streams for the VRAM residency, one stream per device.
@@ -292,8 +291,8 @@ uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nod
  */
 uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_count, uform_gpu_class_t gpu_class,
                                         void *const *streams, size_t streams_count, void *memory_pool,
-                                        size_t const *scratch_bytes, size_t scratch_bytes_count,
-                                        size_t pinned_bytes, uform_executor_t *executor, char const **message);
+                                        size_t const *scratch_bytes, size_t scratch_bytes_count, size_t pinned_bytes,
+                                        uform_executor_t *executor, char const **message);
 
 /**
  * @brief Makes an executor over a borrowed ForkUnion pool (`fu_pool_t *`), which must outlive it.
@@ -306,9 +305,8 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
  * @param message Nullable; receives a static message on failure.
  * Answers `uform_status_unsupported_k` until borrowing pools is designed.
  */
-uform_status_t uform_executor_init_pool(size_t const *numa_nodes, size_t numa_nodes_count,
-                                        uform_cpu_class_t cpu_class, void *pool, size_t threads,
-                                        uform_executor_t *executor, char const **message);
+uform_status_t uform_executor_init_pool(size_t const *numa_nodes, size_t numa_nodes_count, uform_cpu_class_t cpu_class,
+                                        void *pool, size_t threads, uform_executor_t *executor, char const **message);
 
 /**
  * @brief Makes an executor that owns no threads and runs calls on the calling thread.
@@ -321,8 +319,7 @@ uform_status_t uform_executor_init_pool(size_t const *numa_nodes, size_t numa_no
 uform_status_t uform_executor_init_local(uform_executor_t *executor, char const **message);
 
 /** @brief The residency an executor computes in. */
-uform_status_t uform_executor_residency(uform_executor_t executor, uform_residency_t *residency,
-                                        char const **message);
+uform_status_t uform_executor_residency(uform_executor_t executor, uform_residency_t *residency, char const **message);
 
 /** @brief The threads (RAM) or devices (VRAM) an executor owns; zero for a local executor. */
 uform_status_t uform_executor_width(uform_executor_t executor, size_t *width, char const **message);
@@ -361,8 +358,7 @@ typedef struct uform_gpu_device_t {
  * Builds without a GPU residency answer zero devices.
  * @uform slice devices capacity
  */
-uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count,
-                                 char const **message);
+uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count, char const **message);
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Arenas and rows                                                                                             */
