@@ -218,6 +218,7 @@ fn choice_tapes_agree() {
 }
 
 /// An edge set of every shape: offsets of any length and order, ids anywhere, weights of any count and sign.
+#[cfg(feature = "stub")]
 fn edges(items: usize) -> impl Strategy<Value = (Vec<usize>, Vec<usize>, Vec<f32>)> {
     let weight = prop_oneof![6 => 0.1f32..4.0, 1 => Just(0.0f32), 1 => Just(-1.0f32), 1 => Just(f32::NAN), 1 => Just(f32::INFINITY)];
     let ids = proptest::collection::vec(0..items + 2, 0..8);
@@ -253,6 +254,7 @@ fn edges(items: usize) -> impl Strategy<Value = (Vec<usize>, Vec<usize>, Vec<f32
 }
 
 #[test]
+#[cfg(feature = "stub")] // a trainer needs GPUs: the stub's simulated ones
 fn edge_sets_agree() {
     let exchange = common::scratch_dir("agreement");
     let executor = unsafe { Executor::for_vram(&[0], None, &[], None, &[], 0) }.unwrap();

@@ -5,6 +5,9 @@
 //!   borrowed inputs and configs borrowing locals, neither a `Deferred` nor a view outlives what it
 //!   borrows, and an executor is not `Sync`. Their `.stderr` files hold rustc's messages; regenerate them
 //!   with `TRYBUILD=overwrite cargo test --features stub --test compile` and review the diff.
+//!
+//! Stub only: its README snippets load onto GPUs and train, and each case rebuilds the library.
+#![cfg(feature = "stub")]
 
 #[test]
 fn readme_snippets_compile_and_promised_errors_do_not() {

@@ -1,5 +1,8 @@
 //! The README's "Arenas": reuse across a loop, host pages, and VRAM arenas whose host accessors refuse
 //! `Status::Device` while `as_ptr` still hands the rows on.
+//!
+//! Stub only: the VRAM arenas live on the stub's simulated GPUs.
+#![cfg(feature = "stub")]
 
 mod common;
 

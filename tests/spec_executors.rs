@@ -1,4 +1,7 @@
 //! The README's "Executors", against the stub's simulated hardware: two NUMA nodes and two Hopper GPUs.
+//!
+//! Stub only: it counts the stub's simulated NUMA nodes and GPUs.
+#![cfg(feature = "stub")]
 
 mod common;
 

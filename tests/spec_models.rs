@@ -1,5 +1,8 @@
 //! The README's "Models": loading from a path or a buffer, into RAM or onto the stub's simulated GPUs,
 //! configs, progress, and descriptions.
+//!
+//! Stub only: it loads onto the stub's simulated GPUs.
+#![cfg(feature = "stub")]
 
 mod common;
 

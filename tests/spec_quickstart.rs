@@ -1,4 +1,7 @@
 //! The README's Quickstart, run against the tiny checkpoint.
+//!
+//! Stub only: it checks the build is the stub.
+#![cfg(feature = "stub")]
 
 mod common;
 

@@ -1,5 +1,8 @@
 //! The README's "Training", end to end against the stub's simulated GPUs: a one-host mesh bootstrapped
 //! through a scratch folder, a trainer, a step with relations and stats, and a saved checkpoint.
+//!
+//! Stub only: the trainer and the mesh run on the stub's simulated GPUs.
+#![cfg(feature = "stub")]
 
 mod common;
 

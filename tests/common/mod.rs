@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use uform::Progress;
 
+pub mod golden;
+
 /// The tiny checkpoint every suite loads (MODEL.md's format, written by tools/checkpoint).
 pub const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tiny.safetensors");
 

@@ -1,10 +1,12 @@
 //! Encodes texts with a UForm checkpoint and prints their embeddings' shape, a cosine similarity matrix and
-//! the throughput.
+//! the throughput; or, given a folder, encodes its texts, images, videos and audio and prints the files
+//! nearest a query text.
 //!
 //! ```sh
 //! cargo run --release --example encode                              # the tiny checkpoint, built-in texts
 //! cargo run --release --example encode -- --model model.safetensors "a cat" "a dog"
 //! cargo run --release --example encode -- --lines corpus.txt        # one text per line, with a progress bar
+//! cargo run --release --example encode -- --folder tests/data/media --query "a beeping tone"
 //! ```
 
 use std::io::Write;
@@ -13,6 +15,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use uform::*;
+
+mod folder;
 
 /// The texts encoded when none are given.
 const BUILT_IN: [&str; 4] = [
@@ -39,6 +43,7 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
         "/tests/data/tiny.safetensors"
     ));
     let mut texts: Vec<String> = Vec::new();
+    let (mut folder, mut query, mut top) = (None::<PathBuf>, None::<String>, 5usize);
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -47,8 +52,12 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
                 let path = arguments.next().ok_or("--lines needs a path")?;
                 texts.extend(std::fs::read_to_string(path)?.lines().map(str::to_owned));
             }
+            "--folder" => folder = Some(arguments.next().ok_or("--folder needs a path")?.into()),
+            "--query" => query = Some(arguments.next().ok_or("--query needs a text")?),
+            "--top" => top = arguments.next().ok_or("--top needs a count")?.parse()?,
             "--help" | "-h" => {
                 println!("usage: encode [--model PATH] [--lines FILE] [TEXT...]");
+                println!("       encode [--model PATH] --folder DIR --query TEXT [--top N]");
                 return Ok(());
             }
             _ => texts.push(argument),
@@ -71,6 +80,10 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
         description.dimensions,
         description.cpu_class
     );
+    if let Some(folder) = folder {
+        let query = query.ok_or("--folder needs a --query")?;
+        return folder::search(&model, &executor, &mut arena, &folder, &query, top);
+    }
 
     let mut stats = TextEncodeStats::default();
     let total_items = texts.len();
