@@ -10,7 +10,6 @@
  * sleep, or spin after a `spinning` drain; the call holding the executor sets the workers' mood as it ends.
  */
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include "internal.hpp"
