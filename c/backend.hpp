@@ -73,8 +73,8 @@ uform_cpu_class_t cpu_class_native() noexcept;
 /**
  * @brief Runs first on every thread an executor owns, before any work: where a backend pins the thread to
  * its NUMA node (`numa_nodes[worker % size]`, when any are named) or configures it for its kernels (such as
- * NumKong's `nk_configure_thread`). `worker` counts from 1 to `workers`; VRAM executors' threads have
- * `residency` VRAM and no NUMA nodes.
+ * NumKong's `nk_configure_thread`). `worker` is 0 for the thread that runs deferred calls and counts from 1
+ * to `workers` for the loop workers; VRAM executors' threads have `residency` VRAM and no NUMA nodes.
  */
 void worker_start(uform_residency_t residency, std::span<std::size_t const> numa_nodes, std::size_t worker,
                   std::size_t workers) noexcept;

@@ -19,7 +19,7 @@ thread_local buffer_t thread_scratch;
 call_t::call_t(uform_executor_s *executor, uform_arena_s *arena, uform_residency_t residency,
                std::span<std::size_t const> devices, uform_progress_t progress, void *progress_context) noexcept
     : executor_(executor), arena_(arena), residency_(residency), devices_(devices), progress_(progress),
-      progress_context_(progress_context), self_(executor_self(executor)) {}
+      progress_context_(progress_context) {}
 
 bool call_t::report(std::size_t completed, std::size_t total) noexcept {
     if (cancelled_.load(std::memory_order_relaxed)) return true;
@@ -50,7 +50,7 @@ bool call_t::advance(std::size_t units, std::size_t total) noexcept {
 std::size_t call_t::width() const noexcept { return executor_width(executor_); }
 
 void call_t::parallel_for_raw(std::size_t count, parallel_body_t body, void *context) noexcept {
-    executor_parallel_for(executor_, self_, count, body, context);
+    executor_parallel_for(executor_, count, body, context);
 }
 
 bool call_t::reserve_scratch(std::size_t bytes, std::size_t shared) noexcept {

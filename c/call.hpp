@@ -110,7 +110,6 @@ class call_t {
     std::span<std::size_t const> devices_;
     uform_progress_t progress_;
     void *progress_context_;
-    std::size_t self_;                   // the worker index of the thread running the call
     std::atomic<bool> cancelled_{false}; // a handler answered `true`
     std::atomic<std::size_t> completed_{0};
     std::size_t reported_ = 0;

@@ -1,130 +1,125 @@
 /**
  * @file executor.cpp
- * @brief Executors: the RAM pool of owned threads, VRAM executors over a backend's streams, the local
- * executor that holds deferred calls, contention, drains, frees, and the GPU device list.
+ * @brief Executors: RAM and VRAM executors over owned workers and a host thread for deferred calls, the local
+ * executor that holds deferred calls, contention, moods, drains, frees, and the GPU device list.
  *
- * RAM and VRAM executors own `threads` (one per device for VRAM) host threads. A deferred call submitted to
- * one runs on one of those threads; a blocking call runs on the caller's thread. Either way, the call's
- * parallel loops spread over every owned thread that is not running the call, plus the thread that is.
- * Idle threads sleep on a condition variable; after a `spinning` drain they first spin (yielding) for a
- * short while on each wake-up before sleeping again.
+ * A RAM executor owns `threads` workers (a VRAM executor one per device) that run a call's parallel loops beside
+ * the thread running the call, which is loop worker 0: the caller's thread for a blocking call, or the
+ * executor's host thread for a deferred one. The workers are ForkUnion's in the RAM build and the standard
+ * library's in the stub (c/workers.hpp). Every owned thread runs `backend::worker_start` first. Idle threads
+ * sleep, or spin after a `spinning` drain; the call holding the executor sets the workers' mood as it ends.
  */
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 
 #include "internal.hpp"
+#include "workers.hpp"
 
 namespace uform {
 
-/** @brief The threads an executor owns, and the loop they share at a time. */
+/** @brief What a RAM or VRAM executor owns: the workers of its loops, and the thread its deferred calls run on. */
 struct pool_t {
-    std::vector<std::thread> threads;
-    std::mutex mutex;
-    std::condition_variable wake; // something was posted: a job, a loop, or the stop
-    std::condition_variable done; // the last helper left a loop
-    std::atomic<std::uint64_t> signals{0};
-    bool stop = false;
-    job_t *job = nullptr; // a deferred call waiting for a thread
-
-    std::uint64_t loop_generation = 0;
-    bool loop_open = false;
-    std::size_t loop_inside = 0;
-    parallel_body_t loop_body = nullptr;
-    void *loop_context = nullptr;
-    std::size_t loop_count = 0;
-    std::atomic<std::size_t> loop_next{0};
-
-    std::atomic<uform_mood_t> mood{uform_mood_sleeping_k};
+    workers_t *workers = nullptr;
+    std::thread host;
+    std::mutex mutex;             // guards the host's waits
+    std::condition_variable wake; // a job, the stop or a mood was posted
+    std::atomic<job_t *> job{nullptr};
+    std::atomic<bool> stop{false};
+    std::atomic<uform_mood_t> mood{uform_mood_sleeping_k}; // the last drain's
 };
 
 namespace {
 
-thread_local pool_t const *current_pool = nullptr;
-thread_local std::size_t current_worker = 0;
-thread_local bool inside_loop = false;
-
-constexpr std::size_t spin_yields_k = 4096;
 constexpr std::size_t max_threads_k = 1024;
 
-void loop_work(pool_t &pool, std::size_t worker) noexcept {
-    bool const was_inside = inside_loop;
-    inside_loop = true;
-    for (std::size_t index; (index = pool.loop_next.fetch_add(1, std::memory_order_relaxed)) < pool.loop_count;)
-        pool.loop_body(pool.loop_context, index, worker);
-    inside_loop = was_inside;
+/** The pool whose loop body the calling thread runs, if any, and its worker index there. */
+thread_local pool_t const *loop_pool = nullptr;
+thread_local std::size_t loop_worker = 0;
+
+/** @brief A loop's body, and the pool it runs on so that a nested loop can tell. */
+struct loop_t {
+    pool_t const *pool;
+    parallel_body_t body;
+    void *context;
+};
+
+void loop_index(void *context, std::size_t index, std::size_t worker) noexcept {
+    auto const &loop = *static_cast<loop_t const *>(context);
+    pool_t const *const outer_pool = loop_pool;
+    std::size_t const outer_worker = loop_worker;
+    loop_pool = loop.pool;
+    loop_worker = worker;
+    loop.body(loop.context, index, worker);
+    loop_pool = outer_pool;
+    loop_worker = outer_worker;
 }
 
-void worker_main(pool_t *pool, std::size_t worker, uform_executor_s const *executor) noexcept {
-    current_pool = pool;
-    current_worker = worker;
-    backend::worker_start(executor->kind == executor_kind_t::vram ? uform_residency_vram_k : uform_residency_ram_k,
-                          executor->numa_nodes, worker, executor->threads);
-    std::uint64_t loop_seen = 0;
-    std::unique_lock lock(pool->mutex);
+uform_residency_t residency_of(uform_executor_s const &executor) noexcept {
+    return executor.kind == executor_kind_t::vram ? uform_residency_vram_k : uform_residency_ram_k;
+}
+
+/** @brief `backend::worker_start` for an owned thread: worker 0 is the host thread, the workers count from 1. */
+void worker_started(void const *context, std::size_t worker) noexcept {
+    auto const &executor = *static_cast<uform_executor_s const *>(context);
+    backend::worker_start(residency_of(executor), executor.numa_nodes, worker, executor.threads);
+}
+
+/** @brief The host thread: runs each deferred call submitted, and idles in the last drain's mood between. */
+void host_main(pool_t *pool, uform_executor_s const *executor) noexcept {
+    worker_started(executor, 0);
     for (;;) {
-        if (pool->stop) return;
-        if (pool->job) {
-            job_t *job = pool->job;
-            pool->job = nullptr;
-            lock.unlock();
+        job_t *job = pool->job.load(std::memory_order_relaxed) ? pool->job.exchange(nullptr, std::memory_order_acquire)
+                                                               : nullptr; // spinning, look before taking
+        if (job) {
             job_execute(job, true, nullptr);
-            lock.lock();
             continue;
         }
-        if (pool->loop_open && pool->loop_generation != loop_seen) {
-            loop_seen = pool->loop_generation;
-            ++pool->loop_inside;
-            lock.unlock();
-            loop_work(*pool, worker);
-            lock.lock();
-            if (--pool->loop_inside == 0) pool->done.notify_all();
-            continue;
-        }
-        std::uint64_t const seen = pool->signals.load(std::memory_order_relaxed);
+        if (pool->stop.load(std::memory_order_acquire)) return;
         if (pool->mood.load(std::memory_order_relaxed) == uform_mood_spinning_k) {
-            lock.unlock();
-            for (std::size_t i = 0; i != spin_yields_k && pool->signals.load(std::memory_order_acquire) == seen; ++i)
-                std::this_thread::yield();
-            lock.lock();
-            if (pool->signals.load(std::memory_order_relaxed) != seen) continue;
+            std::this_thread::yield();
+            continue;
         }
-        pool->wake.wait(lock, [&] { return pool->signals.load(std::memory_order_relaxed) != seen; });
+        std::unique_lock lock(pool->mutex);
+        pool->wake.wait(lock, [&] {
+            return pool->job.load(std::memory_order_relaxed) || pool->stop.load(std::memory_order_relaxed) ||
+                   pool->mood.load(std::memory_order_relaxed) == uform_mood_spinning_k;
+        });
     }
 }
 
-/** @brief Starts `threads` workers, numbered from 1; answers `nullptr` when the OS refused. */
+/** @brief Wakes the host thread after a change its wait looks at. */
+void host_notify(pool_t &pool) noexcept {
+    // Taking the lock orders the change before a host's check-then-wait, so the notification cannot fall between.
+    std::lock_guard lock(pool.mutex);
+    pool.wake.notify_all();
+}
+
+/** @brief Starts the executor's workers and host thread; answers `nullptr` when memory ran out or the OS refused. */
 pool_t *pool_start(uform_executor_s const *executor) noexcept {
-    std::size_t const threads = executor->threads;
     pool_t *pool = new (std::nothrow) pool_t;
     if (!pool) return nullptr;
+    pool->workers = workers_start(executor->threads, worker_started, executor);
+    if (!pool->workers) {
+        delete pool;
+        return nullptr;
+    }
     try {
-        pool->threads.reserve(threads);
-        for (std::size_t i = 0; i != threads; ++i) pool->threads.emplace_back(worker_main, pool, i + 1, executor);
+        pool->host = std::thread(host_main, pool, executor);
     } catch (...) {
-        {
-            std::lock_guard lock(pool->mutex);
-            pool->stop = true;
-            pool->signals.fetch_add(1, std::memory_order_relaxed);
-        }
-        pool->wake.notify_all();
-        for (auto &thread : pool->threads) thread.join();
+        workers_stop(pool->workers);
         delete pool;
         return nullptr;
     }
     return pool;
 }
 
+/** @brief Joins the host thread and the workers; no call may hold the executor. */
 void pool_stop(pool_t *pool) noexcept {
     if (!pool) return;
-    {
-        std::lock_guard lock(pool->mutex);
-        pool->stop = true;
-        pool->signals.fetch_add(1, std::memory_order_relaxed);
-    }
-    pool->wake.notify_all();
-    for (auto &thread : pool->threads)
-        if (thread.joinable()) thread.join();
+    pool->stop.store(true, std::memory_order_release);
+    host_notify(*pool);
+    pool->host.join();
+    workers_stop(pool->workers);
     delete pool;
 }
 
@@ -190,7 +185,12 @@ uform_status_t executor_acquire(uform_executor_s *executor, bool blocking, char 
     return uform_status_ok_k;
 }
 
+void executor_rest(uform_executor_s *executor) noexcept {
+    if (pool_t *pool = executor->pool) workers_idle(*pool->workers, pool->mood.load(std::memory_order_relaxed));
+}
+
 void executor_release(uform_executor_s *executor) noexcept {
+    executor_rest(executor);
     std::lock_guard lock(executor->mutex);
     executor->busy.store(false, std::memory_order_release);
     executor->idle.notify_all(); // under the lock: a drain may free the executor right after
@@ -202,13 +202,8 @@ void executor_submit(uform_executor_s *executor, job_t *job) noexcept {
         executor->held = job;
         return;
     }
-    pool_t *pool = executor->pool;
-    {
-        std::lock_guard lock(pool->mutex);
-        pool->job = job;
-        pool->signals.fetch_add(1, std::memory_order_relaxed);
-    }
-    pool->wake.notify_all();
+    executor->pool->job.store(job, std::memory_order_release);
+    host_notify(*executor->pool);
 }
 
 job_t *executor_take_held(uform_executor_s *executor, job_t const *specific) noexcept {
@@ -242,32 +237,19 @@ void executor_unreference(uform_executor_s *executor) noexcept {
     if (executor->references.fetch_sub(1, std::memory_order_acq_rel) == 1) executor_destroy(executor);
 }
 
-std::size_t executor_self(uform_executor_s const *executor) noexcept {
-    return executor && executor->pool && current_pool == executor->pool ? current_worker : 0;
-}
-
-void executor_parallel_for(uform_executor_s *executor, std::size_t self, std::size_t count, parallel_body_t body,
+void executor_parallel_for(uform_executor_s *executor, std::size_t count, parallel_body_t body,
                            void *context) noexcept {
     pool_t *pool = executor ? executor->pool : nullptr;
-    if (!pool || count < 2 || inside_loop) {
-        for (std::size_t i = 0; i != count; ++i) body(context, i, self);
+    if (pool && loop_pool == pool) { // nested: a pool never re-enters, so its loop body runs this one alone
+        for (std::size_t i = 0; i != count; ++i) body(context, i, loop_worker);
         return;
     }
-    {
-        std::lock_guard lock(pool->mutex);
-        pool->loop_body = body;
-        pool->loop_context = context;
-        pool->loop_count = count;
-        pool->loop_next.store(0, std::memory_order_relaxed);
-        ++pool->loop_generation;
-        pool->loop_open = true;
-        pool->signals.fetch_add(1, std::memory_order_relaxed);
+    if (!pool || count < 2) {
+        for (std::size_t i = 0; i != count; ++i) body(context, i, 0);
+        return;
     }
-    pool->wake.notify_all();
-    loop_work(*pool, self);
-    std::unique_lock lock(pool->mutex);
-    pool->loop_open = false;
-    pool->done.wait(lock, [&] { return pool->loop_inside == 0; });
+    loop_t loop{pool, body, context};
+    workers_for_n(*pool->workers, count, loop_index, &loop);
 }
 
 } // namespace uform
@@ -420,7 +402,16 @@ uform_status_t uform_executor_drain(uform_executor_t executor, uform_mood_t mood
     if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
     if (!known_enum(mood, uform_mood_sleeping_k)) return fail(message, uform_status_invalid_argument_k, "unknown mood");
     uform_status_t const status = executor_settle(executor, message);
-    if (executor->pool) executor->pool->mood.store(mood, std::memory_order_relaxed);
+    if (pool_t *pool = executor->pool) {
+        pool->mood.store(mood, std::memory_order_relaxed);
+        host_notify(*pool);
+        // The workers' mood changes from the side holding the executor: take it for a moment, as a call would.
+        {
+            std::unique_lock lock(executor->mutex);
+            executor->idle.wait(lock, [&] { return !executor->busy.exchange(true, std::memory_order_acquire); });
+        }
+        executor_release(executor);
+    }
     return status;
 }
 

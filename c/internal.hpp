@@ -125,14 +125,14 @@ struct uform_executor_s {
     uform_gpu_class_t gpu_class = uform_gpu_class_auto_k;
     std::vector<std::size_t> numa_nodes; // RAM
     std::vector<std::size_t> devices;    // VRAM
-    std::size_t threads = 0;             // owned threads (RAM) or streams (VRAM); zero for local
+    std::size_t threads = 0;             // owned loop workers (RAM), one per stream (VRAM); zero for local
     void *device_state = nullptr;        // the backend's, for VRAM
 
     std::atomic<bool> busy{false};          // a call holds the executor
     std::mutex mutex;                       // guards `held` and the waits on `busy`
     std::condition_variable idle;           // notified, under `mutex`, when `busy` falls
     uform::job_t *held = nullptr;           // local: the deferred call held until its wait, drain, ...
-    uform::pool_t *pool = nullptr;          // RAM and VRAM: the owned threads
+    uform::pool_t *pool = nullptr;          // RAM and VRAM: the owned workers and host thread
     std::atomic<std::size_t> references{1}; // the handle plus each VRAM arena made by it
     uform::buffer_t scratch;                // per-worker scratch, grown to a high-water mark
 
@@ -217,9 +217,11 @@ inline bool executor_valid(uform_executor_s const *executor) noexcept {
 /** @brief Takes the executor for one call, or answers `contended`. A blocking call on a local executor first
  *  runs the deferred call it holds, inheriting the hold. */
 uform_status_t executor_acquire(uform_executor_s *executor, bool blocking, char const **message) noexcept;
-/** @brief Releases the executor a call held. */
+/** @brief Releases the executor a call held, after `executor_rest`. */
 void executor_release(uform_executor_s *executor) noexcept;
-/** @brief Hands a job to an executor the job already holds: its threads, or (local) held until waited. */
+/** @brief Puts the executor's idle workers in the last drain's mood; the call holding it runs this as it ends. */
+void executor_rest(uform_executor_s *executor) noexcept;
+/** @brief Hands a job to an executor the job already holds: its host thread, or (local) held until waited. */
 void executor_submit(uform_executor_s *executor, job_t *job) noexcept;
 /** @brief Takes the held job of a local executor, if it is `specific` (or any, when `nullptr`). */
 job_t *executor_take_held(uform_executor_s *executor, job_t const *specific) noexcept;
@@ -227,11 +229,9 @@ job_t *executor_take_held(uform_executor_s *executor, job_t const *specific) noe
 void executor_run_held_naming(uform_model_s const *model, uform_arena_s const *arena) noexcept;
 /** @brief Drops one reference; the last destroys the executor (threads joined, device side closed). */
 void executor_unreference(uform_executor_s *executor) noexcept;
-/** @brief Parallel-for over an executor's threads plus the calling one (`self` is its worker index). */
-void executor_parallel_for(uform_executor_s *executor, std::size_t self, std::size_t count, parallel_body_t body,
-                           void *context) noexcept;
-/** @brief The worker index of the calling thread within `executor`'s pool; zero for outside threads. */
-std::size_t executor_self(uform_executor_s const *executor) noexcept;
+/** @brief Parallel-for over an executor's workers plus the calling thread (worker 0); a loop nested in one of
+ *  the executor's loop bodies runs serially on that body's worker. */
+void executor_parallel_for(uform_executor_s *executor, std::size_t count, parallel_body_t body, void *context) noexcept;
 /** @brief Workers of calls on `executor` (its threads plus the caller), one without an executor. */
 inline std::size_t executor_width(uform_executor_s const *executor) noexcept {
     return executor && executor->pool ? executor->threads + 1 : 1;

@@ -140,6 +140,7 @@ uform_status_t job_execute(job_t *job, bool release_executor, char const **messa
     holds_release(job->holds, false);
     uform_executor_s *executor = job->holds.executor;
     if (release_executor && executor) {
+        executor_rest(executor);
         // The executor falls idle and the outcome turns final at once for every observer: a waiter sees the
         // executor free (so its next call is not contended), and a drain sees the outcome final.
         std::lock_guard lock(executor->mutex);

@@ -77,6 +77,16 @@ fn a_class_the_hardware_lacks_is_unsupported() {
 }
 
 #[test]
+fn a_numa_node_the_machine_lacks_is_not_found() {
+    // The stub simulates two NUMA nodes: 0 and 1 exist, 2 does not.
+    assert!(Executor::for_ram(&[1, 0], None, 3).is_ok());
+    for nodes in [&[2][..], &[0, 2], &[usize::MAX]] {
+        let error = Executor::for_ram(nodes, None, 0).unwrap_err();
+        assert_eq!(error.status, Status::NotFound, "{nodes:?}");
+    }
+}
+
+#[test]
 fn borrowed_streams_and_pools_are_unsupported() {
     let stream: *mut c_void = NonNull::<c_void>::dangling().as_ptr();
     let pool = NonNull::<c_void>::dangling();

@@ -25,6 +25,9 @@ nk_capability_t capability_of(uform_cpu_class_t cpu_class) noexcept {
     }
 }
 
+// The capabilities `cpu_class_configure_thread` last configured the calling thread for.
+thread_local std::uint64_t thread_configuration = 0;
+
 // The hardware's capabilities, probed once.
 nk_capability_t capabilities() noexcept {
     static nk_capability_t const probed = nk_capabilities();
@@ -78,10 +81,16 @@ kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept {
     }
 }
 
-// NumKong's per-thread set-up (AMX tile permission on Linux, SME state on Arm).
+// NumKong's per-thread set-up (AMX tile permission on Linux, SME state on Arm), remembered per thread.
 bool cpu_class_configure_thread(uform_cpu_class_t cpu_class) noexcept {
     if (cpu_class == uform_cpu_class_auto_k) cpu_class = cpu_class_native();
-    return nk_configure_thread(capabilities() & (capability_of(cpu_class) | nk_cap_serial_k)) != 0;
+    nk_capability_t const wanted = capabilities() & (capability_of(cpu_class) | nk_cap_serial_k);
+    if (nk_configure_thread(wanted) == 0) return false;
+    thread_configuration = wanted;
+    return true;
 }
+
+// What this thread was configured for.
+std::uint64_t cpu_class_thread_configuration() noexcept { return thread_configuration; }
 
 } // namespace uform::ram

@@ -1,6 +1,8 @@
 // CPU classes: what the hardware offers and which kernel table each class dispatches to.
 #pragma once
 
+#include <cstdint>
+
 #include <uform/types.h>
 
 #include "kernels.hpp"
@@ -21,5 +23,9 @@ kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept;
 /// Prepares the calling thread to run `cpu_class`'s kernels (NumKong's `nk_configure_thread`); call it once on
 /// every worker thread. False when the OS refuses.
 bool cpu_class_configure_thread(uform_cpu_class_t cpu_class) noexcept;
+
+/// The NumKong capabilities `cpu_class_configure_thread` last configured the calling thread for; zero for a thread
+/// it never configured.
+std::uint64_t cpu_class_thread_configuration() noexcept;
 
 } // namespace uform::ram

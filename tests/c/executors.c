@@ -4,6 +4,15 @@
  */
 #include "common.h"
 
+#include <unistd.h>
+
+/** The width a RAM executor made with zero threads owns: 7/8 of the online cores, at least one. */
+static size_t default_threads(void) {
+    long const cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t const threads = cores > 0 ? (size_t)cores * 7 / 8 : 0;
+    return threads ? threads : 1;
+}
+
 static void ram_executors(void) {
     uform_executor_t executor = NULL;
     uform_residency_t residency = uform_residency_vram_k;
@@ -16,7 +25,7 @@ static void ram_executors(void) {
         CHECK_OK(uform_executor_residency(executor, &residency, MSG));
         CHECK(residency == uform_residency_ram_k);
         CHECK_OK(uform_executor_width(executor, &width, MSG));
-        CHECK(width >= 1);
+        CHECK_SIZE(width, default_threads());
         CHECK_OK(uform_executor_drain(executor, uform_mood_spinning_k, MSG));
         CHECK_OK(uform_executor_drain(executor, uform_mood_sleeping_k, MSG));
         CHECK_OK(uform_executor_drain(executor, uform_mood_spinning_k, NULL));
@@ -42,6 +51,24 @@ static void ram_executors(void) {
     executor = NULL;
     if (CHECK_OK(uform_executor_init_ram(&node, 1, uform_cpu_class_auto_k, 1, &executor, MSG)))
         uform_executor_free(executor);
+
+    /* Threads interleaved over node 0 twice over; a node that does not exist is named clearly. */
+    executor = NULL;
+    if (CHECK_OK(uform_executor_init_ram(&node, 1, uform_cpu_class_auto_k, 3, &executor, MSG))) {
+        CHECK_OK(uform_executor_width(executor, &width, MSG));
+        CHECK_SIZE(width, 3);
+        uform_executor_free(executor);
+    }
+    node = 4096;
+    executor = NULL;
+    CHECK_STATUS(uform_executor_init_ram(&node, 1, uform_cpu_class_auto_k, 1, &executor, MSG),
+                 uform_status_not_found_k);
+    CHECK(executor == NULL);
+    CHECK(test_message_ != NULL && strstr(test_message_, "NUMA node") != NULL);
+    node = (size_t)-1;
+    CHECK_STATUS(uform_executor_init_ram(&node, 1, uform_cpu_class_auto_k, 0, &executor, NULL),
+                 uform_status_not_found_k);
+    node = 0;
 
     /* A class this hardware lacks. */
     executor = NULL;
