@@ -321,6 +321,10 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
                                          uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     image_encode_pixels_params_t p{};
     std::size_t failed = SIZE_MAX;
+    auto fail_at = [&](std::size_t item, uform_status_t status, char const *text) noexcept {
+        failed = item;
+        return fail(message, status, text);
+    };
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
         if (args) p.args = *args;
@@ -334,17 +338,14 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
         if (p.args.max_pixels == 0) p.args.max_pixels = default_max_pixels_k;
         for (std::size_t i = 0; i != count; ++i)
             if (heights[i] == 0 || widths[i] == 0)
-                return failed = i,
-                       fail(message, uform_status_invalid_argument_k, "an image has a zero height or width");
+                return fail_at(i, uform_status_invalid_argument_k, "an image has a zero height or width");
         for (std::size_t i = 0; i != count; ++i) {
             std::size_t area, bytes;
             bool const fits = multiply(heights[i], widths[i], area) && multiply(area, 3, bytes);
             if (!fits || bytes != pixels_offsets[i + 1] - pixels_offsets[i])
-                return failed = i, fail(message, uform_status_shape_mismatch_k,
-                                        "an image's pixels are not height * width * 3 bytes");
+                return fail_at(i, uform_status_shape_mismatch_k, "an image's pixels are not height * width * 3 bytes");
             if (area > p.args.max_pixels)
-                return failed = i,
-                       fail(message, uform_status_limit_exceeded_k, "an image has more pixels than max_pixels");
+                return fail_at(i, uform_status_limit_exceeded_k, "an image has more pixels than max_pixels");
         }
         if (uform_status_t status =
                 check_modality(model->geometry.has_image, "the model has no image front-end", message))
@@ -423,6 +424,10 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
                                           uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     audio_encode_samples_params_t p{};
     std::size_t failed = SIZE_MAX;
+    auto fail_at = [&](std::size_t item, uform_status_t status, char const *text) noexcept {
+        failed = item;
+        return fail(message, status, text);
+    };
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
         if (args) p.args = *args;
@@ -435,7 +440,7 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
         for (std::size_t item = 0; item != count; ++item)
             for (std::size_t i = samples_offsets[item]; i != samples_offsets[item + 1]; ++i)
                 if (!std::isfinite(samples[i]))
-                    return failed = item, fail(message, uform_status_invalid_argument_k, "a sample is NaN or infinite");
+                    return fail_at(item, uform_status_invalid_argument_k, "a sample is NaN or infinite");
         if (uform_status_t status =
                 check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
             return status;
