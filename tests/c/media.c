@@ -8,6 +8,8 @@
  */
 #include "common.h"
 
+#include <math.h>
+
 enum { dimensions_k = 64, hidden_k = 64 };
 
 static uform_model_t model = NULL;
@@ -177,6 +179,47 @@ static void missing_files(file_verb_t verb, char const *name, char const *existi
     uform_arena_free(arena);
 }
 
+/** The token counts MODEL.md gives the real files (RAM builds), each item a segment of one call. */
+static void real_shapes(void) {
+    char const *one[1];
+    test_tape_t paths;
+    uform_arena_t arena = NULL;
+    uform_encoded_t encoded;
+    uform_image_encode_stats_t image_stats;
+    uform_video_encode_stats_t video_stats;
+    uform_audio_encode_stats_t audio_stats;
+    char const *data = getenv("UFORM_TEST_DATA");
+    char path[4200];
+
+    fprintf(stderr, "  token counts of real media\n");
+    if (!data || !*data) data = "tests/data";
+    if (!CHECK_OK(uform_arena_init(NULL, &arena, MSG))) return;
+    one[0] = path;
+    /* 24 x 16 pixels, patch 8, budget 64: a 6 x 9 grid. */
+    snprintf(path, sizeof(path), "%s/bad-media/ok.png", data);
+    tape_of(&paths, one, 1);
+    if (CHECK_OK(run(image_verb, &paths, uform_outputs_states_k, arena, ram, 0, &encoded, &image_stats))) {
+        CHECK_SIZE(encoded.states.count, 54);
+        CHECK_SIZE(image_stats.pixels, 24 * 16);
+    }
+    /* 3 seconds at 1 frame a second: 3 frames, 2 tubelets (the last repeats its frame) of a 3 x 4 grid. */
+    snprintf(path, sizeof(path), "%s/bad-media/ok.mp4", data);
+    tape_of(&paths, one, 1);
+    if (CHECK_OK(run(video_verb, &paths, uform_outputs_states_k, arena, ram, 0, &encoded, &video_stats))) {
+        CHECK_SIZE(encoded.states.count, 2 * 12);
+        CHECK_SIZE(video_stats.frames, 3);
+    }
+    /* One second of stereo at 8 kHz: 16000 mono samples, 100 frames, 25 patches. */
+    snprintf(path, sizeof(path), "%s/bad-media/ok.wav", data);
+    tape_of(&paths, one, 1);
+    if (CHECK_OK(run(audio_verb, &paths, uform_outputs_states_k, arena, ram, 0, &encoded, &audio_stats))) {
+        CHECK_SIZE(encoded.states.count, 25);
+        CHECK(fabs(audio_stats.seconds - 1.0) < 1e-9);
+        CHECK_SIZE(audio_stats.truncated_items, 0);
+    }
+    uform_arena_free(arena);
+}
+
 int main(void) {
     uform_image_encode_stats_t image_stats;
     uform_video_encode_stats_t video_stats;
@@ -242,6 +285,7 @@ int main(void) {
                 uform_arena_free(arena);
             }
         }
+        if (!build_is_stub()) real_shapes();
         missing_files(image_verb, "image_encode", png);
         missing_files(video_verb, "video_encode", mp4);
         missing_files(audio_verb, "audio_encode", wav);
