@@ -49,7 +49,8 @@ tape_view_t<value_type_> view_of(value_type_ const *data, std::size_t const *off
     return {data, offsets, offsets ? count : 0};
 }
 
-/** @brief Runs an encoding verb's body, publishing its views and stats only on success. */
+/** @brief Runs an encoding verb's body, publishing its views and stats only on success (and a media verb's
+ * `failed_item` on failure too). */
 template <typename stats_type_, typename body_type_>
 uform_status_t run_encode(uform_model_s *model, holds_t const &holds, uform_encoded_t *encoded, stats_type_ *stats_out,
                           uform_progress_t progress, void *progress_context, char const **message,
@@ -61,15 +62,29 @@ uform_status_t run_encode(uform_model_s *model, holds_t const &holds, uform_enco
     auto const start = std::chrono::steady_clock::now();
     uform_encoded_t result{};
     stats_type_ stats{};
+    constexpr bool names_items = requires { stats.failed_item; };
+    if constexpr (names_items) stats.failed_item = SIZE_MAX;
     uform_status_t status = body(call, result, stats, message);
     if (status == uform_status_ok_k && call.cancelled())
         status = fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
-    if (status) return status;
+    if (status) {
+        if constexpr (names_items)
+            if (stats_out) stats_out->failed_item = stats.failed_item;
+        return status;
+    }
     stats.nanoseconds = std::uint64_t(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
     if (stats_out) *stats_out = stats;
     *encoded = result;
     return uform_status_ok_k;
+}
+
+/** @brief Answers a media verb's refusal found before the call started, naming `item` (or `SIZE_MAX`) in the stats
+ * the args point at, if any. */
+template <typename args_type_>
+uform_status_t refuse_media(args_type_ const *args, std::size_t item, uform_status_t status) noexcept {
+    if (args && args->stats) args->stats->failed_item = item;
+    return status;
 }
 
 /** @brief Checks what every encoder shares past its receiver: outputs, scalar, and the heads they need. */
@@ -276,15 +291,19 @@ uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_image_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
     image_encode_params_t p{};
-    if (args) p.args = *args;
-    if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
-        return status;
-    if (uform_status_t status = check_modality(model->geometry.has_image, "the model has no image front-end", message))
-        return status;
-    if (uform_status_t status = check_heads(model, outputs, message)) return status;
+    uform_status_t const checked = [&]() noexcept -> uform_status_t {
+        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
+        if (args) p.args = *args;
+        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
+        if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
+            return status;
+        if (uform_status_t status =
+                check_modality(model->geometry.has_image, "the model has no image front-end", message))
+            return status;
+        return check_heads(model, outputs, message);
+    }();
+    if (checked) return refuse_media(args, SIZE_MAX, checked);
     std::size_t const budget = model->geometry.image_max_patches;
     clamp_to_budget(p.args.max_patches, budget);
     if (p.args.max_pixels == 0) p.args.max_pixels = default_max_pixels_k;
@@ -300,31 +319,40 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
                                          size_t const *heights, size_t const *widths, uform_outputs_t outputs,
                                          uform_image_encode_args_t const *args, uform_arena_t arena,
                                          uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
     image_encode_pixels_params_t p{};
-    if (args) p.args = *args;
-    if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status = check_tape(pixels, pixels_length, pixels_offsets, pixels_count,
-                                           UFORM_TAPE_MESSAGES("the pixels tape"), message))
-        return status;
-    std::size_t const count = pixels_offsets ? pixels_count : 0;
-    if (count && (!heights || !widths))
-        return fail(message, uform_status_invalid_argument_k, "heights or widths are null but items are counted");
-    if (p.args.max_pixels == 0) p.args.max_pixels = default_max_pixels_k;
-    for (std::size_t i = 0; i != count; ++i)
-        if (heights[i] == 0 || widths[i] == 0)
-            return fail(message, uform_status_invalid_argument_k, "an image has a zero height or width");
-    for (std::size_t i = 0; i != count; ++i) {
-        std::size_t area, bytes;
-        bool const fits = multiply(heights[i], widths[i], area) && multiply(area, 3, bytes);
-        if (!fits || bytes != pixels_offsets[i + 1] - pixels_offsets[i])
-            return fail(message, uform_status_shape_mismatch_k, "an image's pixels are not height * width * 3 bytes");
-        if (area > p.args.max_pixels)
-            return fail(message, uform_status_limit_exceeded_k, "an image has more pixels than max_pixels");
-    }
-    if (uform_status_t status = check_modality(model->geometry.has_image, "the model has no image front-end", message))
-        return status;
-    if (uform_status_t status = check_heads(model, outputs, message)) return status;
+    std::size_t failed = SIZE_MAX;
+    auto fail_at = [&](std::size_t item, uform_status_t status, char const *text) noexcept {
+        failed = item;
+        return fail(message, status, text);
+    };
+    uform_status_t const checked = [&]() noexcept -> uform_status_t {
+        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
+        if (args) p.args = *args;
+        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
+        if (uform_status_t status = check_tape(pixels, pixels_length, pixels_offsets, pixels_count,
+                                               UFORM_TAPE_MESSAGES("the pixels tape"), message))
+            return status;
+        std::size_t const count = pixels_offsets ? pixels_count : 0;
+        if (count && (!heights || !widths))
+            return fail(message, uform_status_invalid_argument_k, "heights or widths are null but items are counted");
+        if (p.args.max_pixels == 0) p.args.max_pixels = default_max_pixels_k;
+        for (std::size_t i = 0; i != count; ++i)
+            if (heights[i] == 0 || widths[i] == 0)
+                return fail_at(i, uform_status_invalid_argument_k, "an image has a zero height or width");
+        for (std::size_t i = 0; i != count; ++i) {
+            std::size_t area, bytes;
+            bool const fits = multiply(heights[i], widths[i], area) && multiply(area, 3, bytes);
+            if (!fits || bytes != pixels_offsets[i + 1] - pixels_offsets[i])
+                return fail_at(i, uform_status_shape_mismatch_k, "an image's pixels are not height * width * 3 bytes");
+            if (area > p.args.max_pixels)
+                return fail_at(i, uform_status_limit_exceeded_k, "an image has more pixels than max_pixels");
+        }
+        if (uform_status_t status =
+                check_modality(model->geometry.has_image, "the model has no image front-end", message))
+            return status;
+        return check_heads(model, outputs, message);
+    }();
+    if (checked) return refuse_media(args, failed, checked);
     std::size_t const budget = model->geometry.image_max_patches;
     clamp_to_budget(p.args.max_patches, budget);
     p.model = model;
@@ -340,15 +368,19 @@ uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_video_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
     video_encode_params_t p{};
-    if (args) p.args = *args;
-    if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
-        return status;
-    if (uform_status_t status = check_modality(model->geometry.has_video, "the model has no video front-end", message))
-        return status;
-    if (uform_status_t status = check_heads(model, outputs, message)) return status;
+    uform_status_t const checked = [&]() noexcept -> uform_status_t {
+        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
+        if (args) p.args = *args;
+        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
+        if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
+            return status;
+        if (uform_status_t status =
+                check_modality(model->geometry.has_video, "the model has no video front-end", message))
+            return status;
+        return check_heads(model, outputs, message);
+    }();
+    if (checked) return refuse_media(args, SIZE_MAX, checked);
     geometry_t const &g = model->geometry;
     clamp_to_budget(p.args.max_frames, g.video_max_frames);
     clamp_to_budget(p.args.max_patches_per_frame, g.video_max_patches_per_frame);
@@ -363,15 +395,19 @@ uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_audio_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
     audio_encode_params_t p{};
-    if (args) p.args = *args;
-    if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
-        return status;
-    if (uform_status_t status = check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
-        return status;
-    if (uform_status_t status = check_heads(model, outputs, message)) return status;
+    uform_status_t const checked = [&]() noexcept -> uform_status_t {
+        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
+        if (args) p.args = *args;
+        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
+        if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
+            return status;
+        if (uform_status_t status =
+                check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
+            return status;
+        return check_heads(model, outputs, message);
+    }();
+    if (checked) return refuse_media(args, SIZE_MAX, checked);
     std::size_t const budget = model->geometry.audio_max_patches;
     clamp_to_budget(p.args.max_patches, budget);
     p.model = model;
@@ -386,21 +422,31 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
                                           size_t sample_rate, uform_outputs_t outputs,
                                           uform_audio_encode_args_t const *args, uform_arena_t arena,
                                           uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
     audio_encode_samples_params_t p{};
-    if (args) p.args = *args;
-    if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-    if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
-                                           UFORM_TAPE_MESSAGES("the samples tape"), message))
-        return status;
-    if (sample_rate == 0) return fail(message, uform_status_invalid_argument_k, "the sample rate is zero");
-    if (samples_offsets && samples_count)
-        for (std::size_t i = samples_offsets[0]; i != samples_offsets[samples_count]; ++i)
-            if (!std::isfinite(samples[i]))
-                return fail(message, uform_status_invalid_argument_k, "a sample is NaN or infinite");
-    if (uform_status_t status = check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
-        return status;
-    if (uform_status_t status = check_heads(model, outputs, message)) return status;
+    std::size_t failed = SIZE_MAX;
+    auto fail_at = [&](std::size_t item, uform_status_t status, char const *text) noexcept {
+        failed = item;
+        return fail(message, status, text);
+    };
+    uform_status_t const checked = [&]() noexcept -> uform_status_t {
+        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
+        if (args) p.args = *args;
+        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
+        if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
+                                               UFORM_TAPE_MESSAGES("the samples tape"), message))
+            return status;
+        if (sample_rate == 0) return fail(message, uform_status_invalid_argument_k, "the sample rate is zero");
+        std::size_t const count = samples_offsets ? samples_count : 0;
+        for (std::size_t item = 0; item != count; ++item)
+            for (std::size_t i = samples_offsets[item]; i != samples_offsets[item + 1]; ++i)
+                if (!std::isfinite(samples[i]))
+                    return fail_at(item, uform_status_invalid_argument_k, "a sample is NaN or infinite");
+        if (uform_status_t status =
+                check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
+            return status;
+        return check_heads(model, outputs, message);
+    }();
+    if (checked) return refuse_media(args, failed, checked);
     std::size_t const budget = model->geometry.audio_max_patches;
     clamp_to_budget(p.args.max_patches, budget);
     p.model = model;

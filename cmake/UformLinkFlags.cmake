@@ -1,8 +1,9 @@
 # What a program that links libuform_static.a with a plain C driver (`cc`) must add after `-luform_static`:
-# the C++ runtime the archive was compiled against, libm, the threads library, and the sanitizer runtimes
-# when UFORM_SANITIZE is set. CMake consumers get the same through uform::uform_static's link interface
-# (C++ as a link language, the C++ runtime when they link with the C driver, Threads::Threads, the
-# -fsanitize= link option). build.rs forwards the `Libs:` line of the build folder's uform.pc to rustc.
+# FFmpeg's libraries for the RAM residency, the C++ runtime the archive was compiled against, libm, the threads
+# library, and the sanitizer runtimes when UFORM_SANITIZE is set. CMake consumers get the same through
+# uform::uform_static's link interface (C++ as a link language, the C++ runtime when they link with the C driver,
+# Threads::Threads, FFmpeg, the -fsanitize= link option). build.rs forwards the `Libs:` line of the build folder's
+# uform.pc to rustc.
 
 include_guard(GLOBAL)
 include(CheckCXXSourceCompiles)
@@ -30,6 +31,11 @@ endfunction()
 
 function(uform_system_link_flags out)
     set(flags "")
+
+    if(UFORM_FFMPEG_FOUND)
+        # The system codecs of the RAM residency, as their pkg-config files name them.
+        list(APPEND flags ${UFORM_FFMPEG_LDFLAGS})
+    endif()
 
     if(UFORM_CUDA)
         # The static CUDA runtime; cuda/ extends this list (cuBLASLt, NCCL) with the libraries it adds.

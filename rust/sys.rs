@@ -696,6 +696,8 @@ pub struct uform_image_encode_stats_t {
     pub tokens: usize,
     /// Pixels decoded or read, before resizing.
     pub pixels: usize,
+    /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
+    pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
     pub nanoseconds: u64,
 }
@@ -726,6 +728,8 @@ pub struct uform_video_encode_stats_t {
     pub tokens: usize,
     /// Frames sampled in all.
     pub frames: usize,
+    /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
+    pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
     pub nanoseconds: u64,
 }
@@ -758,6 +762,8 @@ pub struct uform_audio_encode_stats_t {
     pub seconds: f64,
     /// Items truncated to the patch budget.
     pub truncated_items: usize,
+    /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
+    pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
     pub nanoseconds: u64,
 }

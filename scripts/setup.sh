@@ -15,9 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The toolchain, from Debian's packages.
 UFORM_TOOL_PACKAGES=(clang-22 clang-format-22 libclang-rt-22-dev libclang1-22 ninja-build pkg-config)
 
-# >>> Codec headers: the Debian -dev packages the RAM residency's image, video and audio decoders link
-# >>> (e.g. libjpeg62-turbo-dev libpng-dev libwebp-dev ...). cpp/ fills this in when it starts using them.
-UFORM_CODEC_PACKAGES=()
+# Codec headers: the Debian -dev packages of FFmpeg, whose decoders cpp/media/ uses for every image, video and
+# audio format, plus pkg-config, through which CMake finds them.
+UFORM_CODEC_PACKAGES=(pkg-config libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev)
 
 UFORM_CMAKE_MINIMUM=3.27
 

@@ -73,12 +73,12 @@ struct item_t {
 /**
  * @brief Encodes `count` items: `prepare(i, item)` fills each item's seed and tokens (in parallel), then the
  * rows of every surface asked for are generated and converted into the arena. Answers the items through
- * `items` for the caller's stats.
+ * `items` for the caller's stats, and the first item that failed through the nullable `failed_item`.
  */
 template <typename prepare_type_>
 uform_status_t encode_items(model_t const &model, call_t &call, std::size_t count, encode_request_t request,
                             uform_encoded_t &encoded, prepare_type_ &&prepare, item_t const *&items,
-                            char const **message) noexcept {
+                            std::size_t *failed_item, char const **message) noexcept {
     geometry_t const &g = model.geometry;
     bool const want_embeddings = request.outputs & uform_outputs_embeddings_k;
     bool const want_states = request.outputs & uform_outputs_states_k;
@@ -95,7 +95,10 @@ uform_status_t encode_items(model_t const &model, call_t &call, std::size_t coun
     });
     std::size_t tokens = 0;
     for (std::size_t i = 0; i != count; ++i) {
-        if (table[i].status) return fail(message, table[i].status, table[i].message);
+        if (table[i].status) {
+            if (failed_item) *failed_item = i;
+            return fail(message, table[i].status, table[i].message);
+        }
         if (__builtin_add_overflow(tokens, table[i].tokens, &tokens))
             return fail(message, uform_status_limit_exceeded_k, "the batch holds too many tokens");
     }
@@ -273,7 +276,8 @@ uform_status_t text_encode(model_t const &model, call_t &call, tape_view_t<char>
         item.seed = fnv1a(item_seed(uform_modality_text_k), text.data(), text.size());
         item.tokens = text.size();
     };
-    if (uform_status_t status = encode_items(model, call, texts.count, request, encoded, prepare, items, message))
+    if (uform_status_t status =
+            encode_items(model, call, texts.count, request, encoded, prepare, items, nullptr, message))
         return status;
     stats.items = texts.count;
     for (std::size_t i = 0; i != texts.count; ++i) stats.tokens += items[i].tokens;
@@ -293,7 +297,8 @@ uform_status_t image_encode(model_t const &model, call_t &call, tape_view_t<char
         item.tokens = tokens;
         item.extra = double(tokens * p * p);
     };
-    if (uform_status_t status = encode_items(model, call, paths.count, request, encoded, prepare, items, message))
+    if (uform_status_t status =
+            encode_items(model, call, paths.count, request, encoded, prepare, items, &stats.failed_item, message))
         return status;
     stats.items = paths.count;
     for (std::size_t i = 0; i != paths.count; ++i) {
@@ -317,7 +322,8 @@ uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view
         item.tokens = image_grid(heights[i], widths[i], p, max_patches);
         item.extra = double(heights[i]) * double(widths[i]);
     };
-    if (uform_status_t status = encode_items(model, call, pixels.count, request, encoded, prepare, items, message))
+    if (uform_status_t status =
+            encode_items(model, call, pixels.count, request, encoded, prepare, items, &stats.failed_item, message))
         return status;
     stats.items = pixels.count;
     for (std::size_t i = 0; i != pixels.count; ++i) {
@@ -341,7 +347,8 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
         item.tokens = (frames + tubelet - 1) / tubelet * per_frame;
         item.extra = double(frames);
     };
-    if (uform_status_t status = encode_items(model, call, paths.count, request, encoded, prepare, items, message))
+    if (uform_status_t status =
+            encode_items(model, call, paths.count, request, encoded, prepare, items, &stats.failed_item, message))
         return status;
     stats.items = paths.count;
     for (std::size_t i = 0; i != paths.count; ++i) {
@@ -365,7 +372,8 @@ uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char
             audio_patches(samples, g.audio_n_fft, g.audio_hop, g.audio_frames_per_patch, max_patches, item.truncated);
         item.extra = double(samples) / double(g.audio_sample_rate);
     };
-    if (uform_status_t status = encode_items(model, call, paths.count, request, encoded, prepare, items, message))
+    if (uform_status_t status =
+            encode_items(model, call, paths.count, request, encoded, prepare, items, &stats.failed_item, message))
         return status;
     stats.items = paths.count;
     for (std::size_t i = 0; i != paths.count; ++i) {
@@ -395,7 +403,8 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
                                                      g.audio_frames_per_patch, max_patches, item.truncated);
         item.extra = double(values.size()) / double(sample_rate);
     };
-    if (uform_status_t status = encode_items(model, call, samples.count, request, encoded, prepare, items, message))
+    if (uform_status_t status =
+            encode_items(model, call, samples.count, request, encoded, prepare, items, &stats.failed_item, message))
         return status;
     stats.items = samples.count;
     for (std::size_t i = 0; i != samples.count; ++i) {

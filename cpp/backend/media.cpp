@@ -1,20 +1,21 @@
-// The media verbs of the RAM residency: the image and audio front-ends of MODEL.md over decoded input (pixels and
-// samples), feeding the same trunk as text through pre-embedded tokens (see encode.hpp).
+// The media verbs of the RAM residency: the image, video and audio front-ends of MODEL.md over decoded input, feeding
+// the same trunk as text through pre-embedded tokens (see encode.hpp). Files are decoded by cpp/media (FFmpeg) on the
+// call's threads, one item per task, before the front-ends run; the first item that fails (in order) fails the call
+// and is named in the stats.
 //
-// `c/` has already refused a checkpoint without the modality, with its own `unsupported` message. The file verbs
-// open every file first, so that a missing, unreadable or empty file answers as it will once decoders exist
-// (`not-found`, `io`, `corrupt`); past that, decoding lands with the media issue, and they answer `unsupported`.
+// `c/` has already refused a checkpoint without the modality, with its own `unsupported` message.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <numbers>
+#include <vector>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+extern "C" {
+#include <libavutil/tx.h>
+}
 
 #include "../../c/checks.hpp"
+#include "../media/audio_decode.hpp"
+#include "../media/video_decode.hpp"
 #include "encode.hpp"
 
 namespace uform::backend {
@@ -22,32 +23,6 @@ namespace {
 
 using ram::backend_fail;
 using ram::scratch_bytes;
-
-/* ---------------------------------------------------------------------------------------------------------- */
-/* Files                                                                                                       */
-/* ---------------------------------------------------------------------------------------------------------- */
-
-/// Opens every file of a path tape, in order: the first missing, unreadable or empty one fails the call.
-uform_status_t check_files(tape_view_t<char> const &paths, char const **message) noexcept {
-    for (std::size_t i = 0; i != paths.count; ++i) {
-        char path[max_path_bytes_k + 1];
-        std::span<char const> const bytes = paths.item(i);
-        path_terminated(bytes.data(), bytes.size(), path);
-        int const descriptor = ::open(path, O_RDONLY | O_CLOEXEC);
-        if (descriptor < 0)
-            return errno == ENOENT || errno == ENOTDIR
-                       ? backend_fail(message, uform_status_not_found_k, "a media file does not exist")
-                       : backend_fail(message, uform_status_io_k, "a media file could not be opened");
-        struct stat status{};
-        bool const stated = ::fstat(descriptor, &status) == 0;
-        ::close(descriptor);
-        if (!stated || S_ISDIR(status.st_mode))
-            return backend_fail(message, uform_status_io_k, "a media file could not be read");
-        if (S_ISREG(status.st_mode) && status.st_size == 0)
-            return backend_fail(message, uform_status_corrupt_k, "a media file is empty");
-    }
-    return uform_status_ok_k;
-}
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* The shared shape of a front-end's call                                                                      */
@@ -108,6 +83,13 @@ std::size_t *allocate_offsets(call_t &call, std::size_t count) noexcept {
     return static_cast<std::size_t *>(call.allocate((count + 1) * sizeof(std::size_t)));
 }
 
+/// `count` values in the arena, which a steady loop of calls reuses without allocating; null when out of memory.
+template <typename value_type_>
+value_type_ *arena_array(call_t &call, std::size_t count) noexcept {
+    if (count > SIZE_MAX / sizeof(value_type_)) return nullptr;
+    return static_cast<value_type_ *>(call.allocate(count * sizeof(value_type_)));
+}
+
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Images                                                                                                      */
 /* ---------------------------------------------------------------------------------------------------------- */
@@ -164,10 +146,10 @@ std::size_t image_work_bytes(std::size_t height, std::size_t width, std::size_t 
            scratch_bytes<std::size_t>(2 * out_width) + scratch_bytes<std::size_t>(2 * out_height);
 }
 
-/// Resizes one RGB image to `gh * p x gw * p` and writes its normalised patch vectors and `(0, row, column)`
-/// positions, row-major over the grid.
+/// Resizes one RGB image to `gh * p x gw * p` and writes its normalised patch vectors, `stride` floats apart, and
+/// (when `positions` is not null) their `(0, row, column)` positions, row-major over the grid.
 void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t height, std::size_t width,
-                   std::size_t rows, std::size_t columns, std::byte *work, float *patches,
+                   std::size_t rows, std::size_t columns, std::byte *work, float *patches, std::size_t stride,
                    std::uint32_t *positions) noexcept {
     std::size_t const p = g.image_patch_side, out_height = rows * p, out_width = columns * p;
     std::size_t const horizontal = resize_taps(width, out_width), vertical = resize_taps(height, out_height);
@@ -207,48 +189,176 @@ void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t 
             }
     }
     // Patches: index `(py * p + px) * channels + c`, scaled to [0, 1], then `(x - mean[c]) / std[c]`.
-    std::size_t const input = p * p * 3;
     for (std::size_t row = 0; row != rows; ++row)
         for (std::size_t column = 0; column != columns; ++column) {
             std::size_t const token = row * columns + column;
-            float *patch = patches + token * input;
+            float *patch = patches + token * stride;
             for (std::size_t py = 0; py != p; ++py)
                 for (std::size_t px = 0; px != p; ++px)
                     for (std::size_t c = 0; c != 3; ++c) {
                         float const value = resized[((row * p + py) * out_width + column * p + px) * 3 + c] / 255.0f;
                         patch[(py * p + px) * 3 + c] = (value - g.image_mean[c]) / g.image_std[c];
                     }
+            if (positions == nullptr) continue;
             positions[token * 3 + 0] = 0;
             positions[token * 3 + 1] = std::uint32_t(row);
             positions[token * 3 + 2] = std::uint32_t(column);
         }
 }
 
-struct pixels_job_t {
+/// What the image front-end reads per item: the RGB bytes and the size of each image.
+struct images_t {
+    std::uint8_t const **pixels = nullptr;
+    std::size_t const *heights = nullptr, *widths = nullptr;
+    std::size_t count = 0;
+};
+
+struct images_job_t {
     model_t const *model;
     call_t *call;
-    tape_view_t<std::uint8_t> pixels;
-    std::size_t const *heights, *widths;
+    images_t const *images;
     std::size_t max_patches;
     std::size_t tokens;
     front_layout_t layout;
 };
 
-uform_status_t prepare_pixels(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
-    auto &job = *static_cast<pixels_job_t *>(context);
+uform_status_t prepare_images(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
+    auto &job = *static_cast<images_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
     std::size_t const input = g.image_patch_side * g.image_patch_side * 3;
     auto *patches = reinterpret_cast<float *>(prefix + job.layout.patches);
     auto *positions = reinterpret_cast<std::uint32_t *>(prefix + job.layout.positions);
+    images_t const &images = *job.images;
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
         std::size_t rows, columns;
-        image_grid(job.heights[i], job.widths[i], g.image_patch_side, job.max_patches, rows, columns);
+        image_grid(images.heights[i], images.widths[i], g.image_patch_side, job.max_patches, rows, columns);
         std::size_t const token = batch.offsets[i];
-        image_patches(g, job.pixels.item(i).data(), job.heights[i], job.widths[i], rows, columns,
-                      prefix + job.layout.work + worker * job.layout.work_slot, patches + token * input,
+        image_patches(g, images.pixels[i], images.heights[i], images.widths[i], rows, columns,
+                      prefix + job.layout.work + worker * job.layout.work_slot, patches + token * input, input,
                       positions + token * 3);
     });
     embed_patches(*job.model, job.model->image, *job.call, prefix, job.layout, job.tokens);
+    complete_batch(batch, prefix, job.layout, g.hidden, true);
+    return uform_status_ok_k;
+}
+
+/// Whether the model's image geometry is one the front-ends handle: RGB patches of a nonzero side.
+bool rgb_patches(model_t const &model, front_end_t const &front) noexcept {
+    geometry_t const &g = model.weights.geometry;
+    return front.weight.columns() != 0 && g.image_channels == 3 && g.image_patch_side != 0;
+}
+
+/// Encodes RGB images of any sizes, packed as segments of one trunk call.
+uform_status_t encode_images(model_t const &model, call_t &call, images_t const &images, std::size_t max_patches,
+                             encode_request_t request, uform_encoded_t &encoded, uform_image_encode_stats_t &stats,
+                             char const **message) noexcept {
+    geometry_t const &g = model.weights.geometry;
+    if (!rgb_patches(model, model.image) || max_patches == 0)
+        return backend_fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
+    std::size_t const count = images.count;
+    std::size_t *offsets = allocate_offsets(call, count);
+    if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    std::size_t work = 0, pixel_count = 0;
+    offsets[0] = 0;
+    for (std::size_t i = 0; i != count; ++i) {
+        std::size_t rows, columns;
+        image_grid(images.heights[i], images.widths[i], g.image_patch_side, max_patches, rows, columns);
+        offsets[i + 1] = offsets[i] + rows * columns;
+        work = std::max(work, image_work_bytes(images.heights[i], images.widths[i], rows * g.image_patch_side,
+                                               columns * g.image_patch_side));
+        pixel_count += images.heights[i] * images.widths[i];
+    }
+    std::size_t const tokens = offsets[count];
+    images_job_t job{&model, &call, &images, max_patches, tokens, {}};
+    job.layout = layout_front(tokens, g.image_patch_side * g.image_patch_side * 3, g.hidden, true, call.width(), work);
+    ram::encode_job_t encode;
+    encode.batch = {nullptr, offsets, count, false};
+    encode.prefix_bytes = job.layout.total;
+    encode.prepare = prepare_images;
+    encode.prepare_context = &job;
+    if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
+    stats.items = count;
+    stats.tokens = tokens;
+    stats.pixels = pixel_count;
+    return uform_status_ok_k;
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Files                                                                                                       */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/// Runs `decode(i, path, message)` for every file of a path tape on the call's threads, one item per task. The first
+/// item that fails, in order, fails the call: its status and message are answered and its index lands in `failed`.
+template <typename decode_type_>
+uform_status_t decode_files(call_t &call, tape_view_t<char> const &paths, decode_type_ &&decode, std::size_t &failed,
+                            char const **message) noexcept {
+    auto *statuses = arena_array<uform_status_t>(call, paths.count);
+    auto *messages = arena_array<char const *>(call, paths.count);
+    if (statuses == nullptr || messages == nullptr)
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    call.parallel_for(paths.count, [&](std::size_t i, std::size_t) noexcept {
+        char path[max_path_bytes_k + 1];
+        std::span<char const> const bytes = paths.item(i);
+        path_terminated(bytes.data(), bytes.size(), path);
+        statuses[i] = decode(i, static_cast<char const *>(path), &messages[i]);
+    });
+    for (std::size_t i = 0; i != paths.count; ++i)
+        if (statuses[i] != uform_status_ok_k) {
+            failed = i;
+            return backend_fail(message, statuses[i], messages[i]);
+        }
+    return uform_status_ok_k;
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Video                                                                                                       */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/// Decoded pixels per video frame at most: the image verbs' default limit.
+constexpr std::size_t video_max_pixels_k = 100'000'000;
+
+/// One clip's sampled frames and the grid of its first frame.
+struct clip_t {
+    std::vector<media::rgb_image_t> frames;
+    std::size_t rows = 0, columns = 0;
+};
+
+struct video_job_t {
+    model_t const *model;
+    call_t *call;
+    clip_t const *clips;
+    std::size_t tokens;
+    front_layout_t layout;
+};
+
+/// Writes each clip's tubelet vectors (frame `f` of a tubelet at `f * p * p * 3`) and `(tubelet, row, column)`
+/// positions; a last incomplete tubelet repeats its final frame.
+uform_status_t prepare_video(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
+    auto &job = *static_cast<video_job_t *>(context);
+    geometry_t const &g = job.model->weights.geometry;
+    std::size_t const frame_input = g.image_patch_side * g.image_patch_side * 3, tubelet = g.video_tubelet_frames;
+    std::size_t const input = tubelet * frame_input;
+    auto *patches = reinterpret_cast<float *>(prefix + job.layout.patches);
+    auto *positions = reinterpret_cast<std::uint32_t *>(prefix + job.layout.positions);
+    job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
+        clip_t const &clip = job.clips[i];
+        std::size_t const grid = clip.rows * clip.columns, tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
+        std::byte *work = prefix + job.layout.work + worker * job.layout.work_slot;
+        for (std::size_t t = 0; t != tubelets; ++t) {
+            std::size_t const token = batch.offsets[i] + t * grid;
+            for (std::size_t f = 0; f != tubelet; ++f) {
+                media::rgb_image_t const &frame = clip.frames[std::min(t * tubelet + f, clip.frames.size() - 1)];
+                image_patches(g, frame.pixels.data(), frame.height, frame.width, clip.rows, clip.columns, work,
+                              patches + token * input + f * frame_input, input, nullptr);
+            }
+            for (std::size_t cell = 0; cell != grid; ++cell) {
+                positions[(token + cell) * 3 + 0] = std::uint32_t(t);
+                positions[(token + cell) * 3 + 1] = std::uint32_t(cell / clip.columns);
+                positions[(token + cell) * 3 + 2] = std::uint32_t(cell % clip.columns);
+            }
+        }
+    });
+    embed_patches(*job.model, job.model->video, *job.call, prefix, job.layout, job.tokens);
     complete_batch(batch, prefix, job.layout, g.hidden, true);
     return uform_status_ok_k;
 }
@@ -259,22 +369,18 @@ uform_status_t prepare_pixels(void *context, std::byte *prefix, ram::text_batch_
 
 /// What one recording becomes: its samples at the model's rate, zero-extended, its frames and its patches.
 struct audio_shape_t {
-    std::size_t resampled = 0; // samples at the model's rate
-    std::size_t length = 0;    // after zero-extension to `n_fft / 2 + 1`
-    std::size_t frames = 0;    // log-mel frames, the last STFT frame dropped
-    std::size_t patches = 0;   // within the budget
+    std::size_t samples = 0; // at the model's rate
+    std::size_t length = 0;  // after zero-extension to `n_fft / 2 + 1`
+    std::size_t frames = 0;  // log-mel frames, the last STFT frame dropped
+    std::size_t patches = 0; // within the budget
     bool truncated = false;
 };
 
-audio_shape_t audio_shape(geometry_t const &g, std::size_t samples, std::size_t sample_rate,
-                          std::size_t max_patches) noexcept {
+audio_shape_t audio_shape(geometry_t const &g, std::size_t samples, std::size_t max_patches) noexcept {
     audio_shape_t shape;
     if (samples == 0) return shape; // an empty item: no tokens
-    shape.resampled =
-        sample_rate == g.audio_sample_rate
-            ? samples
-            : std::size_t(std::llround(double(samples) * double(g.audio_sample_rate) / double(sample_rate)));
-    shape.length = std::max(shape.resampled, g.audio_n_fft / 2 + 1);
+    shape.samples = samples;
+    shape.length = std::max(samples, g.audio_n_fft / 2 + 1);
     shape.frames = shape.length / g.audio_hop; // 1 + length / hop centred frames, less the last one
     std::size_t const patches = (shape.frames + g.audio_frames_per_patch - 1) / g.audio_frames_per_patch;
     shape.patches = std::min(patches, max_patches);
@@ -285,59 +391,27 @@ audio_shape_t audio_shape(geometry_t const &g, std::size_t samples, std::size_t 
 std::size_t audio_work_bytes(geometry_t const &g, audio_shape_t const &shape) noexcept {
     std::size_t const bins = g.audio_n_fft / 2 + 1;
     return scratch_bytes(shape.length + g.audio_n_fft) + scratch_bytes(shape.frames * g.audio_mel_bins) +
-           scratch_bytes<double>(g.audio_n_fft + bins);
+           scratch_bytes<AVComplexDouble>(2 * g.audio_n_fft) + scratch_bytes<double>(bins);
 }
 
-/// The zeroth-order modified Bessel function of the first kind, by its series.
-double bessel_i0(double x) noexcept {
-    double const quarter = x * x / 4;
-    double sum = 1, term = 1;
-    for (int k = 1; k != 64 && term > sum * 1e-17; ++k) {
-        term *= quarter / (double(k) * double(k));
-        sum += term;
-    }
-    return sum;
-}
-
-/// Resamples `count` samples from `from` Hz to `to` Hz into `out[0, produced)`: a Kaiser-windowed sinc (32 taps at
-/// the lower rate, cutoff 0.97 of its Nyquist, beta 9), as libswresample's defaults; not bit-exact with it.
-void resample(float const *in, std::size_t count, std::size_t from, std::size_t to, float *out,
-              std::size_t produced) noexcept {
-    double const ratio = double(to) / double(from);
-    double const factor = std::min(1.0, ratio), cutoff = 0.97 * factor, half = 16.0 / factor;
-    double const normal = bessel_i0(9.0);
-    for (std::size_t k = 0; k != produced; ++k) {
-        double const t = double(k) / ratio;
-        auto const low = std::max<std::int64_t>(std::int64_t(std::ceil(t - half)), 0);
-        auto const high = std::min<std::int64_t>(std::int64_t(std::floor(t + half)), std::int64_t(count) - 1);
-        double sum = 0;
-        for (std::int64_t j = low; j <= high; ++j) {
-            double const d = t - double(j), u = d / half;
-            if (u <= -1 || u >= 1) continue;
-            double const x = std::numbers::pi * cutoff * d;
-            double const sinc = x == 0 ? 1.0 : std::sin(x) / x;
-            sum += double(in[j]) * cutoff * sinc * bessel_i0(9.0 * std::sqrt(1 - u * u)) / normal;
-        }
-        out[k] = float(sum);
-    }
-}
-
-/// One recording's log-mel patches (Whisper's recipe over the whole clip, then patches) into `patches`.
-void audio_patches(model_t const &model, float const *samples, std::size_t count, std::size_t sample_rate,
-                   audio_shape_t const &shape, std::byte *work, float *patches) noexcept {
+/// One recording's log-mel patches (Whisper's recipe over the whole clip, then patches) into `patches`, its samples
+/// at the model's rate; `fft` and `transform` are libavutil's double-precision complex FFT of `n_fft` points.
+void audio_patches(model_t const &model, float const *samples, audio_shape_t const &shape, AVTXContext *fft,
+                   av_tx_fn transform, std::byte *work, float *patches) noexcept {
     geometry_t const &g = model.weights.geometry;
     std::size_t const n = g.audio_n_fft, pad = n / 2, bins = n / 2 + 1, mels = g.audio_mel_bins;
     auto *padded = reinterpret_cast<float *>(work); // [pad | length | pad]
     work += scratch_bytes(shape.length + n);
     auto *log_mel = reinterpret_cast<float *>(work); // [frames x mels]
     work += scratch_bytes(shape.frames * mels);
-    auto *frame = reinterpret_cast<double *>(work); // [n], then the power spectrum [bins]
-    double *power = frame + n;
+    auto *frame = reinterpret_cast<AVComplexDouble *>(work); // [n] windowed, then [n] its transform
+    AVComplexDouble *spectrum = frame + n;
+    work += scratch_bytes<AVComplexDouble>(2 * n);
+    auto *power = reinterpret_cast<double *>(work); // [bins]
 
     float *signal = padded + pad;
-    if (sample_rate == g.audio_sample_rate) std::memcpy(signal, samples, count * sizeof(float));
-    else resample(samples, count, sample_rate, g.audio_sample_rate, signal, shape.resampled);
-    std::fill(signal + shape.resampled, signal + shape.length, 0.0f);
+    std::memcpy(signal, samples, shape.samples * sizeof(float));
+    std::fill(signal + shape.samples, signal + shape.length, 0.0f);
     for (std::size_t k = 1; k <= pad; ++k) { // reflect padding, as torch.stft(center=True)
         padded[pad - k] = signal[k];
         signal[shape.length - 1 + k] = signal[shape.length - 1 - k];
@@ -346,15 +420,10 @@ void audio_patches(model_t const &model, float const *samples, std::size_t count
     double peak = -INFINITY;
     for (std::size_t f = 0; f != shape.frames; ++f) {
         float const *source = padded + f * g.audio_hop;
-        for (std::size_t k = 0; k != n; ++k) frame[k] = double(source[k]) * double(model.hann[k]);
-        for (std::size_t m = 0; m != bins; ++m) { // |X_m|^2 by the DFT, twiddles indexed (m k) mod n
-            double re = 0, im = 0;
-            for (std::size_t k = 0, index = 0; k != n; ++k, index = index + m >= n ? index + m - n : index + m) {
-                re += frame[k] * model.twiddle_cos[index];
-                im -= frame[k] * model.twiddle_sin[index];
-            }
-            power[m] = re * re + im * im;
-        }
+        for (std::size_t k = 0; k != n; ++k) frame[k] = {double(source[k]) * double(model.hann[k]), 0.0};
+        transform(fft, spectrum, frame, sizeof(AVComplexDouble));
+        for (std::size_t m = 0; m != bins; ++m)
+            power[m] = spectrum[m].re * spectrum[m].re + spectrum[m].im * spectrum[m].im;
         for (std::size_t b = 0; b != mels; ++b) {
             float const *filter = model.mel_filters.data() + b * bins;
             double mel = 0;
@@ -378,119 +447,77 @@ void audio_patches(model_t const &model, float const *samples, std::size_t count
         }
 }
 
-struct samples_job_t {
+/// What the audio front-end reads per item: mono samples at the model's rate.
+struct recordings_t {
+    float const **samples = nullptr;
+    std::size_t *lengths = nullptr;
+    std::size_t count = 0;
+};
+
+struct audio_job_t {
     model_t const *model;
     call_t *call;
-    tape_view_t<float> samples;
-    std::size_t sample_rate, max_patches, tokens;
+    recordings_t const *recordings;
+    std::size_t max_patches, tokens;
+    AVTXContext **ffts; // one per worker, lent by the model's pool
     front_layout_t layout;
 };
 
-uform_status_t prepare_samples(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
-    auto &job = *static_cast<samples_job_t *>(context);
+uform_status_t prepare_audio(void *context, std::byte *prefix, ram::text_batch_t &batch,
+                             char const **message) noexcept {
+    auto &job = *static_cast<audio_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
     std::size_t const input = g.audio_frames_per_patch * g.audio_mel_bins;
     auto *patches = reinterpret_cast<float *>(prefix + job.layout.patches);
+    media::fft_pool_t &pool = job.model->ffts;
+    std::size_t const workers = job.call->width();
+    if (!pool.take(g.audio_n_fft, job.ffts, workers))
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the audio FFT");
+    recordings_t const &recordings = *job.recordings;
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
-        std::span<float const> const values = job.samples.item(i);
-        audio_shape_t const shape = audio_shape(g, values.size(), job.sample_rate, job.max_patches);
+        audio_shape_t const shape = audio_shape(g, recordings.lengths[i], job.max_patches);
         if (shape.patches == 0) return;
-        audio_patches(*job.model, values.data(), values.size(), job.sample_rate, shape,
+        audio_patches(*job.model, recordings.samples[i], shape, job.ffts[worker], pool.transform(),
                       prefix + job.layout.work + worker * job.layout.work_slot, patches + batch.offsets[i] * input);
     });
+    pool.give(job.ffts, workers);
     embed_patches(*job.model, job.model->audio, *job.call, prefix, job.layout, job.tokens);
     complete_batch(batch, prefix, job.layout, g.hidden, false); // audio positions are text's (i, i, i)
     return uform_status_ok_k;
 }
 
-} // namespace
-
-uform_status_t image_encode(model_t const &, call_t &, tape_view_t<char> paths, std::size_t, std::size_t,
-                            encode_request_t, uform_encoded_t &, uform_image_encode_stats_t &,
-                            char const **message) noexcept {
-    if (uform_status_t status = check_files(paths, message)) return status;
-    return backend_fail(message, uform_status_unsupported_k,
-                        "the RAM residency does not decode images yet: decoding lands with the media issue");
-}
-
-uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view_t<std::uint8_t> pixels,
-                                   std::size_t const *heights, std::size_t const *widths, std::size_t max_patches,
-                                   encode_request_t request, uform_encoded_t &encoded,
-                                   uform_image_encode_stats_t &stats, char const **message) noexcept {
+/// Whether the model's audio front-end is complete enough to run.
+bool audio_ready(model_t const &model) noexcept {
     geometry_t const &g = model.weights.geometry;
-    if (model.image.weight.columns() == 0 || g.image_channels != 3 || g.image_patch_side == 0 || max_patches == 0)
-        return backend_fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
-    std::size_t const count = pixels.count;
-    std::size_t *offsets = allocate_offsets(call, count);
-    if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
-    std::size_t work = 0, pixel_count = 0;
-    offsets[0] = 0;
-    for (std::size_t i = 0; i != count; ++i) {
-        std::size_t rows, columns;
-        image_grid(heights[i], widths[i], g.image_patch_side, max_patches, rows, columns);
-        offsets[i + 1] = offsets[i] + rows * columns;
-        work = std::max(
-            work, image_work_bytes(heights[i], widths[i], rows * g.image_patch_side, columns * g.image_patch_side));
-        pixel_count += heights[i] * widths[i];
-    }
-    std::size_t const tokens = offsets[count];
-    pixels_job_t job{&model, &call, pixels, heights, widths, max_patches, tokens, {}};
-    job.layout = layout_front(tokens, g.image_patch_side * g.image_patch_side * 3, g.hidden, true, call.width(), work);
-    ram::encode_job_t encode;
-    encode.batch = {nullptr, offsets, count, false};
-    encode.prefix_bytes = job.layout.total;
-    encode.prepare = prepare_pixels;
-    encode.prepare_context = &job;
-    if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
-    stats.items = count;
-    stats.tokens = tokens;
-    stats.pixels = pixel_count;
-    return uform_status_ok_k;
+    return model.audio.weight.columns() != 0 && !model.mel_filters.empty() && g.audio_hop != 0 &&
+           g.audio_frames_per_patch != 0 && g.audio_n_fft >= 4 && g.audio_n_fft <= (1u << 20);
 }
 
-uform_status_t video_encode(model_t const &, call_t &, tape_view_t<char> paths, std::size_t, std::size_t,
-                            encode_request_t, uform_encoded_t &, uform_video_encode_stats_t &,
-                            char const **message) noexcept {
-    if (uform_status_t status = check_files(paths, message)) return status;
-    return backend_fail(message, uform_status_unsupported_k,
-                        "the RAM residency does not decode video yet: decoding lands with the media issue");
-}
-
-uform_status_t audio_encode(model_t const &, call_t &, tape_view_t<char> paths, std::size_t, encode_request_t,
-                            uform_encoded_t &, uform_audio_encode_stats_t &, char const **message) noexcept {
-    if (uform_status_t status = check_files(paths, message)) return status;
-    return backend_fail(message, uform_status_unsupported_k,
-                        "the RAM residency does not decode audio yet: decoding lands with the media issue");
-}
-
-uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_view_t<float> samples,
-                                    std::size_t sample_rate, std::size_t max_patches, encode_request_t request,
-                                    uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
-                                    char const **message) noexcept {
+/// Encodes mono recordings at the model's rate, packed as segments of one trunk call; `seconds` is the stats'.
+uform_status_t encode_audio(model_t const &model, call_t &call, recordings_t const &recordings, std::size_t max_patches,
+                            double seconds, encode_request_t request, uform_encoded_t &encoded,
+                            uform_audio_encode_stats_t &stats, char const **message) noexcept {
     geometry_t const &g = model.weights.geometry;
-    if (model.audio.weight.columns() == 0 || model.mel_filters.empty() || g.audio_hop == 0 ||
-        g.audio_frames_per_patch == 0 || g.audio_n_fft < 4)
-        return backend_fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
-    std::size_t const count = samples.count;
+    std::size_t const count = recordings.count;
     std::size_t *offsets = allocate_offsets(call, count);
-    if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    auto **ffts = arena_array<AVTXContext *>(call, call.width());
+    if (offsets == nullptr || ffts == nullptr)
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     std::size_t work = 0, truncated = 0;
-    double seconds = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
-        audio_shape_t const shape = audio_shape(g, samples.item_size(i), sample_rate, max_patches);
+        audio_shape_t const shape = audio_shape(g, recordings.lengths[i], max_patches);
         offsets[i + 1] = offsets[i] + shape.patches;
         if (shape.patches) work = std::max(work, audio_work_bytes(g, shape));
         truncated += shape.truncated;
-        seconds += double(samples.item_size(i)) / double(sample_rate);
     }
     std::size_t const tokens = offsets[count];
-    samples_job_t job{&model, &call, samples, sample_rate, max_patches, tokens, {}};
+    audio_job_t job{&model, &call, &recordings, max_patches, tokens, ffts, {}};
     job.layout = layout_front(tokens, g.audio_frames_per_patch * g.audio_mel_bins, g.hidden, false, call.width(), work);
     ram::encode_job_t encode;
     encode.batch = {nullptr, offsets, count, false};
     encode.prefix_bytes = job.layout.total;
-    encode.prepare = prepare_samples;
+    encode.prepare = prepare_audio;
     encode.prepare_context = &job;
     if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
     stats.items = count;
@@ -498,6 +525,170 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
     stats.seconds = seconds;
     stats.truncated_items = truncated;
     return uform_status_ok_k;
+}
+
+} // namespace
+
+uform_status_t image_encode(model_t const &model, call_t &call, tape_view_t<char> paths, std::size_t max_patches,
+                            std::size_t max_pixels, encode_request_t request, uform_encoded_t &encoded,
+                            uform_image_encode_stats_t &stats, char const **message) noexcept {
+    if (!rgb_patches(model, model.image))
+        return backend_fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
+    std::vector<media::rgb_image_t> decoded;
+    try {
+        decoded.resize(paths.count);
+    } catch (...) {
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    }
+    auto **pixels = arena_array<std::uint8_t const *>(call, paths.count);
+    auto *heights = arena_array<std::size_t>(call, paths.count), *widths = arena_array<std::size_t>(call, paths.count);
+    if (pixels == nullptr || heights == nullptr || widths == nullptr)
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
+        uform_status_t const status = media::decode_image_file(path, max_pixels, decoded[i], item_message);
+        pixels[i] = decoded[i].pixels.data();
+        heights[i] = decoded[i].height;
+        widths[i] = decoded[i].width;
+        return status;
+    };
+    if (uform_status_t status = decode_files(call, paths, decode, stats.failed_item, message)) return status;
+    images_t const images{pixels, heights, widths, paths.count};
+    return encode_images(model, call, images, max_patches, request, encoded, stats, message);
+}
+
+uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view_t<std::uint8_t> pixels,
+                                   std::size_t const *heights, std::size_t const *widths, std::size_t max_patches,
+                                   encode_request_t request, uform_encoded_t &encoded,
+                                   uform_image_encode_stats_t &stats, char const **message) noexcept {
+    auto **items = arena_array<std::uint8_t const *>(call, pixels.count);
+    if (items == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    for (std::size_t i = 0; i != pixels.count; ++i) items[i] = pixels.item(i).data();
+    images_t const images{items, heights, widths, pixels.count};
+    return encode_images(model, call, images, max_patches, request, encoded, stats, message);
+}
+
+uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char> paths, std::size_t max_frames,
+                            std::size_t max_patches_per_frame, encode_request_t request, uform_encoded_t &encoded,
+                            uform_video_encode_stats_t &stats, char const **message) noexcept {
+    geometry_t const &g = model.weights.geometry;
+    if (!rgb_patches(model, model.video) || g.video_tubelet_frames == 0 || max_patches_per_frame == 0)
+        return backend_fail(message, uform_status_unsupported_k, "the model's video front-end is not RGB tubelets");
+    std::vector<clip_t> clips;
+    try {
+        clips.resize(paths.count);
+    } catch (...) {
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    }
+    auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
+        clip_t &clip = clips[i];
+        if (uform_status_t status = media::decode_video_file(path, double(g.video_fps), max_frames, video_max_pixels_k,
+                                                             clip.frames, item_message))
+            return status;
+        image_grid(clip.frames[0].height, clip.frames[0].width, g.image_patch_side, max_patches_per_frame, clip.rows,
+                   clip.columns);
+        return uform_status_ok_k;
+    };
+    if (uform_status_t status = decode_files(call, paths, decode, stats.failed_item, message)) return status;
+
+    std::size_t const count = paths.count, p = g.image_patch_side, tubelet = g.video_tubelet_frames;
+    std::size_t *offsets = allocate_offsets(call, count);
+    if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    std::size_t work = 0, frames = 0;
+    offsets[0] = 0;
+    for (std::size_t i = 0; i != count; ++i) {
+        clip_t const &clip = clips[i];
+        std::size_t const tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
+        offsets[i + 1] = offsets[i] + tubelets * clip.rows * clip.columns;
+        for (media::rgb_image_t const &frame : clip.frames)
+            work = std::max(work, image_work_bytes(frame.height, frame.width, clip.rows * p, clip.columns * p));
+        frames += clip.frames.size();
+    }
+    std::size_t const tokens = offsets[count];
+    video_job_t job{&model, &call, clips.data(), tokens, {}};
+    job.layout = layout_front(tokens, tubelet * p * p * 3, g.hidden, true, call.width(), work);
+    ram::encode_job_t encode;
+    encode.batch = {nullptr, offsets, count, false};
+    encode.prefix_bytes = job.layout.total;
+    encode.prepare = prepare_video;
+    encode.prepare_context = &job;
+    if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
+    stats.items = count;
+    stats.tokens = tokens;
+    stats.frames = frames;
+    return uform_status_ok_k;
+}
+
+uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char> paths, std::size_t max_patches,
+                            encode_request_t request, uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
+                            char const **message) noexcept {
+    if (!audio_ready(model))
+        return backend_fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
+    std::vector<std::vector<float>> decoded;
+    try {
+        decoded.resize(paths.count);
+    } catch (...) {
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    }
+    recordings_t recordings{arena_array<float const *>(call, paths.count), arena_array<std::size_t>(call, paths.count),
+                            paths.count};
+    auto *seconds = arena_array<double>(call, paths.count);
+    if (recordings.samples == nullptr || recordings.lengths == nullptr || seconds == nullptr)
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    std::size_t const rate = model.weights.geometry.audio_sample_rate;
+    auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
+        seconds[i] = 0;
+        uform_status_t const status = media::decode_audio_file(path, rate, decoded[i], seconds[i], item_message);
+        recordings.samples[i] = decoded[i].data();
+        recordings.lengths[i] = decoded[i].size();
+        return status;
+    };
+    if (uform_status_t status = decode_files(call, paths, decode, stats.failed_item, message)) return status;
+    double total = 0;
+    for (std::size_t i = 0; i != paths.count; ++i) total += seconds[i];
+    return encode_audio(model, call, recordings, max_patches, total, request, encoded, stats, message);
+}
+
+uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_view_t<float> samples,
+                                    std::size_t sample_rate, std::size_t max_patches, encode_request_t request,
+                                    uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
+                                    char const **message) noexcept {
+    if (!audio_ready(model))
+        return backend_fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
+    std::size_t const rate = model.weights.geometry.audio_sample_rate, count = samples.count;
+    recordings_t recordings{arena_array<float const *>(call, count), arena_array<std::size_t>(call, count), count};
+    auto *statuses = arena_array<uform_status_t>(call, count);
+    auto *messages = arena_array<char const *>(call, count);
+    auto **targets = arena_array<float *>(call, count); // where an item resamples to; null: read in place
+    if (recordings.samples == nullptr || recordings.lengths == nullptr || statuses == nullptr || messages == nullptr ||
+        targets == nullptr)
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    // Another rate is resampled by libswresample into the arena, one item per task; the model's rate is read in place.
+    for (std::size_t i = 0; i != count; ++i) {
+        recordings.samples[i] = samples.item(i).data();
+        recordings.lengths[i] = samples.item_size(i);
+        targets[i] = nullptr;
+        if (sample_rate == rate || recordings.lengths[i] == 0) continue;
+        targets[i] = arena_array<float>(call, media::resampled_capacity(recordings.lengths[i], sample_rate, rate));
+        if (targets[i] == nullptr)
+            return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the resampled audio");
+        recordings.samples[i] = targets[i];
+    }
+    call.parallel_for(count, [&](std::size_t i, std::size_t) noexcept {
+        statuses[i] = uform_status_ok_k;
+        std::span<float const> const values = samples.item(i);
+        if (targets[i] == nullptr) return;
+        statuses[i] = media::resample_mono(values.data(), values.size(), sample_rate, rate, targets[i],
+                                           recordings.lengths[i], &messages[i]);
+    });
+    double seconds = 0;
+    for (std::size_t i = 0; i != count; ++i) {
+        if (statuses[i] != uform_status_ok_k) {
+            stats.failed_item = i;
+            return backend_fail(message, statuses[i], messages[i]);
+        }
+        seconds += double(samples.item_size(i)) / double(sample_rate);
+    }
+    return encode_audio(model, call, recordings, max_patches, seconds, request, encoded, stats, message);
 }
 
 } // namespace uform::backend

@@ -1,5 +1,5 @@
 // Loading a validated checkpoint into the RAM residency: mapped from its path or read from the caller's buffer, the
-// trunk and heads packed by cpp/weights in BF16 or E4M3, the image and audio front-ends beside them, progress
+// trunk and heads packed by cpp/weights in BF16 or E4M3, the image, video and audio front-ends beside them, progress
 // reported in bytes through the call.
 #include <cmath>
 #include <cstring>
@@ -61,7 +61,7 @@ uform_status_t load_front_end(checkpoint_t const &checkpoint, std::span<std::byt
     return uform_status_ok_k;
 }
 
-/// The image and audio front-ends of a checkpoint that has them: embedding linears, mel filters, window, twiddles.
+/// The image, video and audio front-ends of a checkpoint that has them: embedding linears, mel filters, window.
 uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::byte const> file, model_t &model,
                                char const **message) noexcept {
     geometry_t const &g = checkpoint.geometry;
@@ -69,6 +69,12 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
         if (uform_status_t status =
                 load_front_end(checkpoint, file, "embed.image.weight", "embed.image.bias", g.hidden,
                                g.image_patch_side * g.image_patch_side * g.image_channels, model.image, message))
+            return status;
+    if (g.has_video)
+        if (uform_status_t status =
+                load_front_end(checkpoint, file, "embed.video.weight", "embed.video.bias", g.hidden,
+                               g.video_tubelet_frames * g.image_patch_side * g.image_patch_side * g.image_channels,
+                               model.video, message))
             return status;
     if (!g.has_audio) return uform_status_ok_k;
     if (uform_status_t status = load_front_end(checkpoint, file, "embed.audio.weight", "embed.audio.bias", g.hidden,
@@ -83,16 +89,12 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
         model.mel_filters.resize(g.audio_mel_bins * bins);
         std::memcpy(model.mel_filters.data(), filters, model.mel_filters.size() * sizeof(float));
         model.hann.resize(n);
-        model.twiddle_cos.resize(n);
-        model.twiddle_sin.resize(n);
     } catch (...) {
         return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory loading the audio front-end");
     }
     for (std::size_t k = 0; k != n; ++k) {
         double const angle = 2 * std::numbers::pi * double(k) / double(n);
         model.hann[k] = float(0.5 - 0.5 * std::cos(angle)); // periodic, as torch.hann_window
-        model.twiddle_cos[k] = std::cos(angle);
-        model.twiddle_sin[k] = std::sin(angle);
     }
     return uform_status_ok_k;
 }
@@ -133,8 +135,10 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
         delete made;
         return status;
     }
-    weight_bytes = made->weights.bytes() + made->image.weight.bytes() + made->audio.weight.bytes() +
-                   (made->image.bias.size() + made->audio.bias.size() + made->mel_filters.size()) * sizeof(float);
+    weight_bytes =
+        made->weights.bytes() + made->image.weight.bytes() + made->video.weight.bytes() + made->audio.weight.bytes() +
+        (made->image.bias.size() + made->video.bias.size() + made->audio.bias.size() + made->mel_filters.size()) *
+            sizeof(float);
     model = made;
     return uform_status_ok_k;
 }

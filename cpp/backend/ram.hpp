@@ -7,6 +7,7 @@
 
 #include "../../c/backend.hpp"
 #include "../kernels/gemm.hpp"
+#include "../media/fft.hpp"
 #include "../parallel.hpp"
 #include "../weights.hpp"
 
@@ -18,13 +19,13 @@ struct front_end_t {
     std::vector<float> bias;     // [hidden]
 };
 
-/// A loaded RAM model: the trunk and heads (cpp/weights), and the front-ends the encoders of pixels and samples use.
+/// A loaded RAM model: the trunk and heads (cpp/weights), and the front-ends the media encoders use.
 struct model_t {
     ram::model_weights_t weights;
-    front_end_t image, audio;
-    std::vector<float> mel_filters;               // [mel_bins x (n_fft / 2 + 1)], F32 as the checkpoint holds them
-    std::vector<float> hann;                      // [n_fft]: the periodic Hann window
-    std::vector<double> twiddle_cos, twiddle_sin; // [n_fft]: cos and sin of 2 pi k / n_fft, for the DFT
+    front_end_t image, video, audio;
+    std::vector<float> mel_filters; // [mel_bins x (n_fft / 2 + 1)], F32 as the checkpoint holds them
+    std::vector<float> hann;        // [n_fft]: the periodic Hann window
+    mutable media::fft_pool_t ffts; // the log-mel's FFTs, lent to calls
 };
 
 } // namespace uform::backend

@@ -27,7 +27,9 @@
  * only when the failure was found before the call started; a call that started and then failed (or was
  * cancelled) publishes nothing: the result struct's views stay empty. A failure found before the call
  * started writes nothing, the result struct included; a call that started empties the result struct first,
- * and fills it and the stats only on success (stats are left untouched by a failure or a cancellation). A
+ * and fills it and the stats only on success (stats are left untouched by a failure or a cancellation). The
+ * one exception is the media verbs' `failed_item`: every failure, found before the call started or after,
+ * writes it when the args name a stats struct, so a batch that fails says which item did. A
  * deferred call with a `NULL` executor runs at once on the calling thread, its outcome final on return.
  *
  * Annotations for the Rust generator (`@uform ...` lines in doc comments):
@@ -110,6 +112,8 @@ typedef struct uform_image_encode_stats_t {
     size_t tokens;
     /** Pixels decoded or read, before resizing. */
     size_t pixels;
+    /** The item whose input failed the call; `SIZE_MAX` when none or not item-specific. */
+    size_t failed_item;
     /** Wall time of the call in nanoseconds. */
     uint64_t nanoseconds;
 } uform_image_encode_stats_t;
@@ -173,6 +177,8 @@ typedef struct uform_video_encode_stats_t {
     size_t tokens;
     /** Frames sampled in all. */
     size_t frames;
+    /** The item whose input failed the call; `SIZE_MAX` when none or not item-specific. */
+    size_t failed_item;
     /** Wall time of the call in nanoseconds. */
     uint64_t nanoseconds;
 } uform_video_encode_stats_t;
@@ -222,6 +228,8 @@ typedef struct uform_audio_encode_stats_t {
     double seconds;
     /** Items truncated to the patch budget. */
     size_t truncated_items;
+    /** The item whose input failed the call; `SIZE_MAX` when none or not item-specific. */
+    size_t failed_item;
     /** Wall time of the call in nanoseconds. */
     uint64_t nanoseconds;
 } uform_audio_encode_stats_t;

@@ -158,6 +158,10 @@ pub struct ImageEncodeStats {
     ///
     /// The C field `pixels`.
     pub pixels: usize,
+    /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
+    ///
+    /// The C field `failed_item`.
+    pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
     ///
     /// The C field `nanoseconds`.
@@ -186,6 +190,10 @@ const _: () = {
             == core::mem::offset_of!(sys::uform_image_encode_stats_t, pixels),
     );
     assert!(
+        core::mem::offset_of!(ImageEncodeStats, failed_item)
+            == core::mem::offset_of!(sys::uform_image_encode_stats_t, failed_item),
+    );
+    assert!(
         core::mem::offset_of!(ImageEncodeStats, nanoseconds)
             == core::mem::offset_of!(sys::uform_image_encode_stats_t, nanoseconds),
     );
@@ -199,6 +207,7 @@ impl ImageEncodeStats {
             items: self.items,
             tokens: self.tokens,
             pixels: self.pixels,
+            failed_item: self.failed_item,
             nanoseconds: self.nanoseconds,
         })
     }
@@ -209,6 +218,7 @@ impl ImageEncodeStats {
             items: raw.items,
             tokens: raw.tokens,
             pixels: raw.pixels,
+            failed_item: raw.failed_item,
             nanoseconds: raw.nanoseconds,
         })
     }
@@ -316,6 +326,10 @@ pub struct VideoEncodeStats {
     ///
     /// The C field `frames`.
     pub frames: usize,
+    /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
+    ///
+    /// The C field `failed_item`.
+    pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
     ///
     /// The C field `nanoseconds`.
@@ -344,6 +358,10 @@ const _: () = {
             == core::mem::offset_of!(sys::uform_video_encode_stats_t, frames),
     );
     assert!(
+        core::mem::offset_of!(VideoEncodeStats, failed_item)
+            == core::mem::offset_of!(sys::uform_video_encode_stats_t, failed_item),
+    );
+    assert!(
         core::mem::offset_of!(VideoEncodeStats, nanoseconds)
             == core::mem::offset_of!(sys::uform_video_encode_stats_t, nanoseconds),
     );
@@ -357,6 +375,7 @@ impl VideoEncodeStats {
             items: self.items,
             tokens: self.tokens,
             frames: self.frames,
+            failed_item: self.failed_item,
             nanoseconds: self.nanoseconds,
         })
     }
@@ -367,6 +386,7 @@ impl VideoEncodeStats {
             items: raw.items,
             tokens: raw.tokens,
             frames: raw.frames,
+            failed_item: raw.failed_item,
             nanoseconds: raw.nanoseconds,
         })
     }
@@ -478,6 +498,10 @@ pub struct AudioEncodeStats {
     ///
     /// The C field `truncated_items`.
     pub truncated_items: usize,
+    /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
+    ///
+    /// The C field `failed_item`.
+    pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
     ///
     /// The C field `nanoseconds`.
@@ -510,6 +534,10 @@ const _: () = {
             == core::mem::offset_of!(sys::uform_audio_encode_stats_t, truncated_items),
     );
     assert!(
+        core::mem::offset_of!(AudioEncodeStats, failed_item)
+            == core::mem::offset_of!(sys::uform_audio_encode_stats_t, failed_item),
+    );
+    assert!(
         core::mem::offset_of!(AudioEncodeStats, nanoseconds)
             == core::mem::offset_of!(sys::uform_audio_encode_stats_t, nanoseconds),
     );
@@ -524,6 +552,7 @@ impl AudioEncodeStats {
             tokens: self.tokens,
             seconds: self.seconds,
             truncated_items: self.truncated_items,
+            failed_item: self.failed_item,
             nanoseconds: self.nanoseconds,
         })
     }
@@ -535,6 +564,7 @@ impl AudioEncodeStats {
             tokens: raw.tokens,
             seconds: raw.seconds,
             truncated_items: raw.truncated_items,
+            failed_item: raw.failed_item,
             nanoseconds: raw.nanoseconds,
         })
     }

@@ -103,7 +103,7 @@ static void other_verbs(void) {
         args.progress_context = &calls;
         calls = 0;
         {
-            /* Stats are left untouched by a cancellation. */
+            /* Stats are left untouched by a cancellation, but for `failed_item`, which no item caused. */
             uform_image_encode_stats_t stats, untouched;
             memset(&stats, 0x5A, sizeof(stats));
             memcpy(&untouched, &stats, sizeof(stats));
@@ -113,6 +113,8 @@ static void other_verbs(void) {
                                                    MSG),
                          uform_status_cancelled_k);
             CHECK(calls == 1 && encoded_empty(&encoded));
+            CHECK_SIZE(stats.failed_item, SIZE_MAX);
+            stats.failed_item = untouched.failed_item;
             CHECK(memcmp(&stats, &untouched, sizeof(stats)) == 0);
             args.stats = NULL;
         }

@@ -2,11 +2,13 @@
  * @file media.c
  * @brief The file verbs: `uform_image_encode`, `uform_video_encode` and `uform_audio_encode`.
  *
- * The stub reads the files but decodes nothing, so the files here carry a format's magic bytes and noise;
- * the checks that need the stub's leniency run only in the stub build. A missing path is `not-found` in
- * every build.
+ * The stub reads the files but decodes nothing, so for it the files here carry a format's magic bytes and
+ * noise; the RAM build decodes, so it reads the well-formed files of `tests/data/bad-media/` instead (bad
+ * media itself is bad_media.c's). A missing path is `not-found` in every build.
  */
 #include "common.h"
+
+#include <math.h>
 
 enum { dimensions_k = 64, hidden_k = 64 };
 
@@ -22,6 +24,16 @@ static int write_media(char *path, char const *name, char const *magic, size_t m
     for (i = 0; i != sizeof(bytes); ++i) bytes[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 2)) & 0xFF);
     memcpy(bytes, magic, magic_length);
     return write_whole_file(path, bytes, sizeof(bytes));
+}
+
+/** Removes the six files `write_media` wrote. */
+static void remove_written(char const *a, char const *b, char const *c, char const *d, char const *e, char const *f) {
+    remove(a);
+    remove(b);
+    remove(c);
+    remove(d);
+    remove(e);
+    remove(f);
 }
 
 typedef uform_status_t (*file_verb_t)(char const *files, size_t length, size_t const *offsets, size_t count,
@@ -167,6 +179,47 @@ static void missing_files(file_verb_t verb, char const *name, char const *existi
     uform_arena_free(arena);
 }
 
+/** The token counts MODEL.md gives the real files (RAM builds), each item a segment of one call. */
+static void real_shapes(void) {
+    char const *one[1];
+    test_tape_t paths;
+    uform_arena_t arena = NULL;
+    uform_encoded_t encoded;
+    uform_image_encode_stats_t image_stats;
+    uform_video_encode_stats_t video_stats;
+    uform_audio_encode_stats_t audio_stats;
+    char const *data = getenv("UFORM_TEST_DATA");
+    char path[4200];
+
+    fprintf(stderr, "  token counts of real media\n");
+    if (!data || !*data) data = "tests/data";
+    if (!CHECK_OK(uform_arena_init(NULL, &arena, MSG))) return;
+    one[0] = path;
+    /* 24 x 16 pixels, patch 8, budget 64: a 6 x 9 grid. */
+    snprintf(path, sizeof(path), "%s/bad-media/ok.png", data);
+    tape_of(&paths, one, 1);
+    if (CHECK_OK(run(image_verb, &paths, uform_outputs_states_k, arena, ram, 0, &encoded, &image_stats))) {
+        CHECK_SIZE(encoded.states.count, 54);
+        CHECK_SIZE(image_stats.pixels, 24 * 16);
+    }
+    /* 3 seconds at 1 frame a second: 3 frames, 2 tubelets (the last repeats its frame) of a 3 x 4 grid. */
+    snprintf(path, sizeof(path), "%s/bad-media/ok.mp4", data);
+    tape_of(&paths, one, 1);
+    if (CHECK_OK(run(video_verb, &paths, uform_outputs_states_k, arena, ram, 0, &encoded, &video_stats))) {
+        CHECK_SIZE(encoded.states.count, 2 * 12);
+        CHECK_SIZE(video_stats.frames, 3);
+    }
+    /* One second of stereo at 8 kHz: 16000 mono samples, 100 frames, 25 patches. */
+    snprintf(path, sizeof(path), "%s/bad-media/ok.wav", data);
+    tape_of(&paths, one, 1);
+    if (CHECK_OK(run(audio_verb, &paths, uform_outputs_states_k, arena, ram, 0, &encoded, &audio_stats))) {
+        CHECK_SIZE(encoded.states.count, 25);
+        CHECK(fabs(audio_stats.seconds - 1.0) < 1e-9);
+        CHECK_SIZE(audio_stats.truncated_items, 0);
+    }
+    uform_arena_free(arena);
+}
+
 int main(void) {
     uform_image_encode_stats_t image_stats;
     uform_video_encode_stats_t video_stats;
@@ -196,17 +249,27 @@ int main(void) {
            write_media(wav, "f.wav", "RIFF\0\0\0\0WAVEfmt ", 16, 6) &&
            write_media(second_wav, "g.wav", "RIFF\0\0\0\0WAVEfmt ", 16, 7);
     snprintf(missing, sizeof(missing), "%s/no-such-file.png", directory);
+    if (!build_is_stub()) { /* real media, which the RAM build decodes, in place of the noise */
+        char const *data = getenv("UFORM_TEST_DATA");
+        remove_written(png, jpeg, mp4, second_mp4, wav, second_wav);
+        if (!data || !*data) data = "tests/data";
+        snprintf(png, sizeof(png), "%s/bad-media/ok.png", data);
+        snprintf(jpeg, sizeof(jpeg), "%s/bad-media/ok.jpg", data);
+        snprintf(mp4, sizeof(mp4), "%s/bad-media/ok.mp4", data);
+        snprintf(second_mp4, sizeof(second_mp4), "%s/bad-media/ok.webm", data);
+        snprintf(wav, sizeof(wav), "%s/bad-media/ok.wav", data);
+        snprintf(second_wav, sizeof(second_wav), "%s/bad-media/ok.flac", data);
+    }
     if (CHECK(made)) {
+        memset(&image_stats, 0, sizeof(image_stats));
+        memset(&video_stats, 0, sizeof(video_stats));
+        memset(&audio_stats, 0, sizeof(audio_stats));
+        /* Budgets of the tiny geometry: 64 image patches; 4 frames of 16 patches in tubelets of 2; 256 audio
+         * patches. */
+        encode_files(image_verb, "image_encode", png, jpeg, 64, &image_stats, &image_stats.items);
+        encode_files(video_verb, "video_encode", mp4, second_mp4, 2 * 16, &video_stats, &video_stats.items);
+        encode_files(audio_verb, "audio_encode", wav, second_wav, 256, &audio_stats, &audio_stats.items);
         if (build_is_stub()) {
-            memset(&image_stats, 0, sizeof(image_stats));
-            memset(&video_stats, 0, sizeof(video_stats));
-            memset(&audio_stats, 0, sizeof(audio_stats));
-            /* Budgets of the tiny geometry: 64 image patches; 4 frames of 16 patches in tubelets of 2; 256 audio
-             * patches. */
-            encode_files(image_verb, "image_encode", png, jpeg, 64, &image_stats, &image_stats.items);
-            encode_files(video_verb, "video_encode", mp4, second_mp4, 2 * 16, &video_stats, &video_stats.items);
-            encode_files(audio_verb, "audio_encode", wav, second_wav, 256, &audio_stats, &audio_stats.items);
-
             /* The same file as an image and as audio answers different rows: rows depend on the modality. */
             one[0] = png;
             tape_of(&paths, one, 1);
@@ -222,16 +285,12 @@ int main(void) {
                 uform_arena_free(arena);
             }
         }
+        if (!build_is_stub()) real_shapes();
         missing_files(image_verb, "image_encode", png);
         missing_files(video_verb, "video_encode", mp4);
         missing_files(audio_verb, "audio_encode", wav);
     }
-    remove(png);
-    remove(jpeg);
-    remove(mp4);
-    remove(second_mp4);
-    remove(wav);
-    remove(second_wav);
+    if (build_is_stub()) remove_written(png, jpeg, mp4, second_mp4, wav, second_wav);
     remove(directory);
     uform_executor_free(ram);
     uform_executor_free(local);

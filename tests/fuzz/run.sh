@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a libFuzzer target with ASan and UBSan by hand and runs it: tests/fuzz/run.sh TARGET SECONDS
-#   TARGET   the name before _fuzz.cpp, e.g. checkpoint
+#   TARGET   checkpoint (checkpoint_fuzz.cpp), or image, video or audio (media_fuzz.cpp's entry points)
 #   SECONDS  how long to fuzz (default 60)
 # Environment: CXX (default clang++-22), BUILD_DIR (default build/fuzz), JOBS (default 1), FUZZ_ARGS (extra).
 # New inputs go to $BUILD_DIR/corpus-TARGET; the checked-in seeds in tests/fuzz/corpus/TARGET are only read.
@@ -13,15 +13,21 @@ cxx=${CXX:-clang++-22}
 build=${BUILD_DIR:-build/fuzz}
 jobs=${JOBS:-1}
 
+libraries=()
 case "$target" in
-checkpoint) sources=(c/checkpoint.cpp c/json.cpp) ;;
+checkpoint) sources=(c/checkpoint.cpp c/json.cpp "tests/fuzz/${target}_fuzz.cpp") ;;
+image | video | audio)
+    # One source for the three media targets, built per entry point, over the system's FFmpeg.
+    sources=(cpp/media/*.cpp tests/fuzz/media_fuzz.cpp "-DUFORM_FUZZ_${target^^}")
+    read -ra libraries < <(pkg-config --cflags --libs libavformat libavcodec libswscale libswresample libavutil)
+    ;;
 *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
 
 mkdir -p "$build/corpus-$target" "$build/artifacts-$target"
 binary="$build/${target}_fuzz"
 "$cxx" -std=c++23 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -Iinclude -Ic "${sources[@]}" "tests/fuzz/${target}_fuzz.cpp" -o "$binary"
+    -fno-sanitize-recover=undefined -I. -Iinclude -Ic "${sources[@]}" "${libraries[@]}" -o "$binary"
 
 dict=()
 [[ -f "tests/fuzz/$target.dict" ]] && dict=(-dict="tests/fuzz/$target.dict")

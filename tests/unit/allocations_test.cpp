@@ -227,11 +227,12 @@ void steady_verbs(uform_model_t model, uform_executor_t executor, uform_arena_t 
     what = std::string("image_encode_pixels, ") + receiver;
     check_steady(what.c_str(), 20, [&] { CHECK(pixels_call() == uform_status_ok_k); }, __LINE__);
 
+    // At the model's rate: another rate goes through libswresample, whose contexts allocate per item.
     static float samples[8000];
     std::size_t const samples_offsets[] = {0, 3000, 3000, 8000};
     auto samples_call = [&] {
-        return uform_audio_encode_samples(model, executor, samples, 8000, samples_offsets, 3, 8000, all, nullptr, arena,
-                                          &encoded, nullptr, nullptr);
+        return uform_audio_encode_samples(model, executor, samples, 8000, samples_offsets, 3, 16000, all, nullptr,
+                                          arena, &encoded, nullptr, nullptr);
     };
     CHECK(samples_call() == uform_status_ok_k);
     what = std::string("audio_encode_samples, ") + receiver;

@@ -1,0 +1,134 @@
+// FFmpeg's errors as statuses, its decoders opened for one thread, and its pictures as interleaved RGB.
+#include "ffmpeg.hpp"
+
+#include <cerrno>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern "C" {
+#include <libswscale/swscale.h>
+}
+
+namespace uform::media {
+
+uform_status_t open_failure(int error, char const **message) noexcept {
+    if (error == AVERROR(ENOENT) || error == AVERROR(ENOTDIR))
+        return media_fail(message, uform_status_not_found_k, "a media file does not exist");
+    if (error == AVERROR(EACCES) || error == AVERROR(EISDIR) || error == AVERROR(EIO) || error == AVERROR(EPERM))
+        return media_fail(message, uform_status_io_k, "a media file could not be opened or read");
+    if (error == AVERROR(ENOMEM)) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    return media_fail(message, uform_status_corrupt_k, "a media file is not in a format FFmpeg recognises");
+}
+
+uform_status_t check_media_file(char const *path, char const **message) noexcept {
+    struct stat status{};
+    if (::stat(path, &status) != 0) return open_failure(AVERROR(errno), message);
+    if (!S_ISREG(status.st_mode))
+        return media_fail(message, uform_status_io_k, "a media file is not a readable regular file");
+    if (status.st_size == 0) return media_fail(message, uform_status_corrupt_k, "a media file is empty");
+    if (::access(path, R_OK) != 0) return open_failure(AVERROR(errno), message);
+    return uform_status_ok_k;
+}
+
+uform_status_t open_stream(char const *path, AVMediaType type, owned_t<AVFormatContext> &container, int &stream,
+                           char const **message) noexcept {
+    if (uform_status_t status = check_media_file(path, message)) return status;
+    AVFormatContext *opened = nullptr;
+    if (int error = avformat_open_input(&opened, path, nullptr, nullptr); error < 0)
+        return open_failure(error, message);
+    container.reset(opened);
+    if (int error = avformat_find_stream_info(opened, nullptr); error < 0) return decode_failure(error, message);
+    stream = av_find_best_stream(opened, type, -1, -1, nullptr, 0);
+    if (stream == AVERROR_STREAM_NOT_FOUND)
+        return media_fail(message, uform_status_unsupported_k,
+                          type == AVMEDIA_TYPE_VIDEO ? "a media file has no video stream"
+                                                     : "a media file has no audio stream");
+    if (stream < 0) return decode_failure(stream, message);
+    return uform_status_ok_k;
+}
+
+bool cut_short(AVFormatContext const *container, AVStream const *stream, double decoded) noexcept {
+    if (container->duration_estimation_method == AVFMT_DURATION_FROM_BITRATE) return false;
+    double declared = 0;
+    if (stream->duration != AV_NOPTS_VALUE && stream->duration > 0)
+        declared = double(stream->duration) * av_q2d(stream->time_base);
+    else if (container->duration != AV_NOPTS_VALUE && container->duration > 0)
+        declared = double(container->duration) / AV_TIME_BASE;
+    return decoded < declared * 0.9 - 0.1;
+}
+
+uform_status_t decode_failure(int error, char const **message) noexcept {
+    if (error == AVERROR(EIO)) return media_fail(message, uform_status_io_k, "a media file could not be read");
+    if (error == AVERROR(ENOMEM)) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    if (error == AVERROR_DECODER_NOT_FOUND || error == AVERROR_PATCHWELCOME)
+        return media_fail(message, uform_status_unsupported_k, "a media file uses a codec this build cannot decode");
+    return media_fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
+}
+
+uform_status_t open_decoder(AVCodecParameters const *parameters, std::size_t max_pixels, owned_t<AVCodecContext> &out,
+                            char const **message) noexcept {
+    AVCodec const *codec = avcodec_find_decoder(parameters->codec_id);
+    if (codec == nullptr)
+        return media_fail(message, uform_status_unsupported_k, "a media file uses a codec this build cannot decode");
+    out.reset(avcodec_alloc_context3(codec));
+    if (!out) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    if (int error = avcodec_parameters_to_context(out.get(), parameters); error < 0)
+        return decode_failure(error, message);
+    out->thread_count = 1;
+    out->err_recognition |= AV_EF_EXPLODE;
+    if (max_pixels != 0) out->max_pixels = std::int64_t(max_pixels);
+    if (int error = avcodec_open2(out.get(), codec, nullptr); error < 0) return decode_failure(error, message);
+    return uform_status_ok_k;
+}
+
+namespace {
+
+/// The byte of a gray sample of `bytes` bytes (big- or little-endian) at `source`: the most significant one.
+std::uint8_t gray_byte(std::uint8_t const *source, int bytes, bool big_endian) noexcept {
+    return bytes == 1 ? source[0] : big_endian ? source[0] : source[1];
+}
+
+} // namespace
+
+uform_status_t picture_to_rgb(AVFrame const *frame, std::uint8_t *rgb, char const **message) noexcept {
+    auto const format = AVPixelFormat(frame->format);
+    std::size_t const height = std::size_t(frame->height), width = std::size_t(frame->width);
+    // Gray, with or without alpha, replicates its most significant byte; swscale would treat it as limited-range luma.
+    int bytes = 0, stride = 0;
+    bool big_endian = false;
+    switch (format) {
+    case AV_PIX_FMT_GRAY8: bytes = 1, stride = 1; break;
+    case AV_PIX_FMT_YA8: bytes = 1, stride = 2; break;
+    case AV_PIX_FMT_GRAY16BE: bytes = 2, stride = 2, big_endian = true; break;
+    case AV_PIX_FMT_GRAY16LE: bytes = 2, stride = 2; break;
+    case AV_PIX_FMT_YA16BE: bytes = 2, stride = 4, big_endian = true; break;
+    case AV_PIX_FMT_YA16LE: bytes = 2, stride = 4; break;
+    default: break;
+    }
+    if (bytes != 0) {
+        for (std::size_t y = 0; y != height; ++y) {
+            std::uint8_t const *row = frame->data[0] + std::ptrdiff_t(y) * frame->linesize[0];
+            for (std::size_t x = 0; x != width; ++x) {
+                std::uint8_t const value = gray_byte(row + x * std::size_t(stride), bytes, big_endian);
+                rgb[(y * width + x) * 3 + 0] = rgb[(y * width + x) * 3 + 1] = rgb[(y * width + x) * 3 + 2] = value;
+            }
+        }
+        return uform_status_ok_k;
+    }
+    // Everything else through swscale: exact for RGB layouts, full chroma for YUV, alpha dropped without compositing.
+    SwsContext *scaler =
+        sws_getContext(frame->width, frame->height, format, frame->width, frame->height, AV_PIX_FMT_RGB24,
+                       SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr);
+    if (scaler == nullptr)
+        return media_fail(message, uform_status_unsupported_k, "a picture's pixel format cannot be converted to RGB");
+    std::uint8_t *planes[4] = {rgb, nullptr, nullptr, nullptr};
+    int const strides[4] = {frame->width * 3, 0, 0, 0};
+    int const rows = sws_scale(scaler, frame->data, frame->linesize, 0, frame->height, planes, strides);
+    sws_freeContext(scaler);
+    if (rows != frame->height)
+        return media_fail(message, uform_status_corrupt_k, "a picture could not be converted to RGB");
+    return uform_status_ok_k;
+}
+
+} // namespace uform::media
