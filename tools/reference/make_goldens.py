@@ -8,7 +8,9 @@ independent PyTorch reference (`uform_reference.py`).
 Every golden is a safetensors file of little-endian U8 / I64 / F32 / F64 tensors (inputs beside the
 outputs), readable without Python or JSON libraries beyond a safetensors header reader. The layout of
 each file is in tools/reference/README.md and in each file's `__metadata__["layout"]`.
-All inputs are generated here deterministically (a 64-bit LCG, no numpy random streams).
+All inputs are generated here deterministically (a 64-bit LCG, no numpy random streams), but for
+`media.safetensors`, whose inputs are the checked-in files of `tests/data/media/` decoded by FFmpeg's
+command-line tools (`ffmpeg` and `ffprobe` must be on the path).
 """
 
 from __future__ import annotations
@@ -310,6 +312,11 @@ def _group(m: ref.Model, prefix: str, out: dict, extra: list) -> list:
     return tensors
 
 
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _names(names: list) -> list:
     return [np.frombuffer("".join(names).encode("ascii"), np.uint8), offsets([len(n) for n in names])]
 
@@ -383,9 +390,7 @@ def media_golden(m: ref.Model):
     )
     meta = common_metadata(m, "media (decoded by FFmpeg)", layout)
     meta["ffmpeg"] = ref.ffmpeg_version()
-    meta["media.sha256"] = ",".join(
-        n + ":" + hashlib.sha256(open(os.path.join(MEDIA, n), "rb").read()).hexdigest()
-        for n in MEDIA_IMAGES + MEDIA_VIDEOS + MEDIA_AUDIO)
+    meta["media.sha256"] = ",".join(n + ":" + _sha256(os.path.join(MEDIA, n)) for n in MEDIA_IMAGES + MEDIA_VIDEOS + MEDIA_AUDIO)
     return "media.safetensors", tensors, meta
 
 
