@@ -8,7 +8,9 @@ independent PyTorch reference (`uform_reference.py`).
 Every golden is a safetensors file of little-endian U8 / I64 / F32 / F64 tensors (inputs beside the
 outputs), readable without Python or JSON libraries beyond a safetensors header reader. The layout of
 each file is in tools/reference/README.md and in each file's `__metadata__["layout"]`.
-All inputs are generated here deterministically (a 64-bit LCG, no numpy random streams).
+All inputs are generated here deterministically (a 64-bit LCG, no numpy random streams), but for
+`media.safetensors`, whose inputs are the checked-in files of `tests/data/media/` decoded by FFmpeg's
+command-line tools (`ffmpeg` and `ffprobe` must be on the path).
 """
 
 from __future__ import annotations
@@ -274,7 +276,125 @@ def audio_golden(m: ref.Model):
     return "audio.safetensors", tensors, common_metadata(m, "audio_encode_samples", layout)
 
 
-GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden]
+MEDIA = os.path.join(ROOT, "tests", "data", "media")
+MEDIA_IMAGES = ["photo.jpg", "gray.png", "rgba.webp"]
+MEDIA_VIDEOS = ["clip.mp4", "clip.webm"]
+MEDIA_AUDIO = ["tone.wav", "tone.flac", "tone.mp3", "tone.opus"]
+RAW_PIXELS = (29, 43, 41)  # height, width, seed: non-square, sides not multiples of 8, upsampled to 6x9
+RAW_RATE = 44100
+RAW_SECONDS = 0.1
+# Items whose states are stored (the rest keep embeddings only, for size): the raw pixels and samples, and
+# the lossless audio files, whose decoded samples are the same on every FFmpeg.
+MEDIA_STATE_ITEMS = {"audio": (0, 1), "pixels": (0,), "samples": (0,)}
+
+
+def raw_tone(rate: int, seconds: float) -> np.ndarray:
+    """tools/reference/make_media.py's tone, its two channels averaged, as float32 mono samples."""
+    t = np.arange(int(round(rate * seconds)), dtype=np.float64) / rate
+    left = 0.40 * np.sin(2 * math.pi * 440 * t) + 0.15 * np.sin(2 * math.pi * 1320 * t)
+    right = 0.30 * np.sin(2 * math.pi * 440 * t + 1.0) + 0.10 * np.sin(2 * math.pi * 660 * t)
+    return ((left + right) / 2).astype(np.float32)
+
+
+def _group(m: ref.Model, prefix: str, out: dict, extra: list) -> list:
+    """One group's tensors: its extras, token offsets, embeddings, and the states of the chosen items."""
+    segs = out["segments"]
+    keep = MEDIA_STATE_ITEMS.get(prefix, ())
+    tensors = list(extra) + [
+        (f"{prefix}.token_offsets", offsets([s.tokens.shape[0] for s in segs])),
+        (f"{prefix}.embeddings", f32(out["embeddings"])),
+    ]
+    if keep:
+        tensors += [
+            (f"{prefix}.state_items", np.array(keep, np.int64)),
+            (f"{prefix}.states", cat_rows([out["states"][i] for i in keep], m.cfg.hidden)),
+        ]
+    return tensors
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _names(names: list) -> list:
+    return [np.frombuffer("".join(names).encode("ascii"), np.uint8), offsets([len(n) for n in names])]
+
+
+def media_golden(m: ref.Model):
+    tensors = []
+
+    images = [ref.decode_image(os.path.join(MEDIA, n)) for n in MEDIA_IMAGES]
+    out = m.encode_images(images)
+    files, file_offsets = _names(MEDIA_IMAGES)
+    tensors += _group(m, "image", out, [
+        ("image.files", files), ("image.file_offsets", file_offsets),
+        ("image.shapes", np.array([im.shape for im in images], np.int64)),
+        ("image.grids", np.array([s.extras["grid"] for s in out["segments"]], np.int64)),
+    ])
+
+    clips = [ref.decode_video(os.path.join(MEDIA, n)) for n in MEDIA_VIDEOS]
+    out = m.encode_videos(clips)
+    segs = out["segments"]
+    files, file_offsets = _names(MEDIA_VIDEOS)
+    tensors += _group(m, "video", out, [
+        ("video.files", files), ("video.file_offsets", file_offsets),
+        ("video.shapes", np.array([c[0][0].shape for c in clips], np.int64)),
+        ("video.timestamps", np.concatenate([np.array(c[1], np.float64) for c in clips])),
+        ("video.timestamp_offsets", offsets([len(c[1]) for c in clips])),
+        ("video.durations", np.array([c[2] for c in clips], np.float64)),
+        ("video.taken", np.concatenate([np.array(s.extras["taken"], np.int64) for s in segs])),
+        ("video.taken_offsets", offsets([len(s.extras["taken"]) for s in segs])),
+        ("video.grids", np.array([s.extras["grid"] for s in segs], np.int64)),
+    ])
+
+    decoded = [ref.decode_audio(os.path.join(MEDIA, n)) for n in MEDIA_AUDIO]
+    out = m.encode_audio(decoded)
+    files, file_offsets = _names(MEDIA_AUDIO)
+    rate = m.cfg.audio["sample_rate"]
+    tensors += _group(m, "audio", out, [
+        ("audio.files", files), ("audio.file_offsets", file_offsets),
+        ("audio.rates", np.array([r for _, r in decoded], np.int64)),
+        ("audio.channels", np.array([x.shape[1] for x, _ in decoded], np.int64)),
+        ("audio.decoded_lengths", np.array([x.shape[0] for x, _ in decoded], np.int64)),
+        ("audio.resampled_lengths",
+         np.array([len(ref.resample(x.mean(axis=1, dtype=np.float32), r, rate)) for x, r in decoded], np.int64)),
+    ])
+
+    h, w, seed = RAW_PIXELS
+    pixels = test_image(h, w, 3, seed)
+    out = m.encode_images([pixels])
+    tensors += _group(m, "pixels", out, [
+        ("pixels.pixels", pixels.reshape(-1)), ("pixels.shapes", np.array([[h, w, 3]], np.int64)),
+        ("pixels.grids", np.array([out["segments"][0].extras["grid"]], np.int64)),
+    ])
+
+    samples = raw_tone(RAW_RATE, RAW_SECONDS)
+    out = m.encode_audio([(samples, RAW_RATE)])
+    tensors += _group(m, "samples", out, [
+        ("samples.samples", samples), ("samples.sample_offsets", offsets([len(samples)])),
+        ("samples.rates", np.array([RAW_RATE], np.int64)),
+        ("samples.resampled_lengths", np.array([len(ref.resample(samples, RAW_RATE, rate))], np.int64)),
+    ])
+
+    layout = (
+        "five groups image, video, audio (files in tests/data/media/), pixels (raw RGB), samples (raw mono "
+        "F32 at 44.1 kHz); each has token_offsets I64[n+1], embeddings F32[n,dimensions], and for some "
+        "items state_items I64[k] with states F32[rows of those items, hidden] in that order; file groups "
+        "have files U8 (names concatenated) and file_offsets I64[n+1]; image.shapes I64[n,3] (H, W, C as "
+        "decoded), image.grids I64[n,2]; video.shapes, timestamps F64 (every decoded frame's presentation "
+        "time, s) with timestamp_offsets, durations F64[n], taken I64 with taken_offsets (sampled frame "
+        "indices), grids; audio.rates, channels, decoded_lengths (per channel at the file's rate), "
+        "resampled_lengths (mono at the model's rate) I64[n]; pixels.pixels U8 HxWx3, pixels.shapes, "
+        "pixels.grids; samples.samples F32, sample_offsets, rates, resampled_lengths"
+    )
+    meta = common_metadata(m, "media (decoded by FFmpeg)", layout)
+    meta["ffmpeg"] = ref.ffmpeg_version()
+    meta["media.sha256"] = ",".join(n + ":" + _sha256(os.path.join(MEDIA, n)) for n in MEDIA_IMAGES + MEDIA_VIDEOS + MEDIA_AUDIO)
+    return "media.safetensors", tensors, meta
+
+
+GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden, media_golden]
 
 
 def verify(checkpoint: str, folder: str) -> int:
@@ -345,6 +465,28 @@ def verify(checkpoint: str, folder: str) -> int:
     report("audio log_mel", d <= 1e-5, f"max abs {d:.1e}")
     rows("audio states", g["states"], out["states"], g["token_offsets"])
     report("audio embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
+    g = load_file(os.path.join(folder, "media.safetensors"))
+
+    def names(prefix):
+        return [x.tobytes().decode("ascii") for x in split(g[prefix + ".files"], g[prefix + ".file_offsets"])]
+
+    outs = {
+        "image": m.encode_images([ref.decode_image(os.path.join(MEDIA, n)) for n in names("image")]),
+        "video": m.encode_videos([ref.decode_video(os.path.join(MEDIA, n)) for n in names("video")]),
+        "audio": m.encode_audio([ref.decode_audio(os.path.join(MEDIA, n)) for n in names("audio")]),
+        "pixels": m.encode_images([g["pixels.pixels"].reshape(tuple(g["pixels.shapes"][0]))]),
+        "samples": m.encode_audio([(x, int(r)) for x, r in zip(split(g["samples.samples"], g["samples.sample_offsets"]),
+                                                              g["samples.rates"])]),
+    }
+    for prefix, out in outs.items():
+        tokens = [s.tokens.shape[0] for s in out["segments"]]
+        report(f"media {prefix} tokens", offsets(tokens).tolist() == g[prefix + ".token_offsets"].tolist(), str(tokens))
+        report(f"media {prefix} embeddings",
+               *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g[prefix + ".embeddings"]).double()))
+        if prefix + ".state_items" in g:
+            keep = [int(i) for i in g[prefix + ".state_items"]]
+            rows("media " + prefix + " states", g[prefix + ".states"], [out["states"][i] for i in keep],
+                 offsets([tokens[i] for i in keep]))
     print(f"verify: {'all agree' if not failures else str(failures) + ' FAILED'}")
     return 1 if failures else 0
 
@@ -376,9 +518,10 @@ def main(argv=None):
             if a != b:
                 differ.append(name)
                 print(f"  differs from {args.out}/{name} (sha256 {hashlib.sha256(a).hexdigest()[:12]} vs {hashlib.sha256(b).hexdigest()[:12]})")
-    print(f"total {total} bytes ({total / 2**20:.3f} MiB)")
-    if total >= 2**20:
-        print("goldens exceed 1 MiB", file=sys.stderr)
+    media = sum(os.path.getsize(os.path.join(MEDIA, n)) for n in MEDIA_IMAGES + MEDIA_VIDEOS + MEDIA_AUDIO)
+    print(f"total {total} bytes of goldens and {media} of media ({(total + media) / 2**20:.3f} MiB)")
+    if total + media >= 2**20:
+        print("goldens and media exceed 1 MiB", file=sys.stderr)
         return 1
     return 1 if differ else 0
 

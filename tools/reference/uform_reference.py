@@ -364,6 +364,127 @@ class Segment:
 
 
 # --------------------------------------------------------------------------------------------------
+# decoding and resampling through FFmpeg
+#
+# The library decodes files with FFmpeg's libraries and resamples audio with libswresample at its defaults
+# (MODEL.md). This reference calls the same code through the `ffmpeg` and `ffprobe` command-line tools
+# (Debian 12's FFmpeg 5.1, the libraries the library links), so decoded pixels and samples are FFmpeg's.
+# Only what MODEL.md fixes is done here in numpy/torch: replicating gray, dropping alpha, averaging the
+# channels, choosing the video frames. `UFORM_FFMPEG` and `UFORM_FFPROBE` name other executables.
+
+FFMPEG = os.environ.get("UFORM_FFMPEG", "ffmpeg")
+FFPROBE = os.environ.get("UFORM_FFPROBE", "ffprobe")
+# libswscale's flags for YUV to RGB: the `ffmpeg` tool's default, written out. They matter: a full-range
+# 4:2:0 JPEG scales its chroma with this filter, and `bilinear` moves the tiny model's embedding of
+# tests/data/media/photo.jpg to cosine 0.998; video's limited-range 4:2:0 takes the unscaled path unless
+# `accurate_rnd` or `full_chroma_int` is added (0.9994 to 0.9999 then).
+SWS_FLAGS = "bicubic"
+
+
+def _run(cmd: list, stdin: bytes = None) -> bytes:
+    import subprocess
+
+    done = subprocess.run(cmd, input=stdin, capture_output=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def ffmpeg_version() -> str:
+    """The first line of `ffmpeg -version`, for the goldens' metadata."""
+    return _run([FFMPEG, "-version"]).decode(errors="replace").splitlines()[0]
+
+
+def _probe(path: str, kind: str, entries: str) -> dict:
+    """ffprobe's JSON of the first stream of `kind` ("v" or "a") and the format."""
+    out = _run([FFPROBE, "-v", "error", "-select_streams", f"{kind}:0", "-show_entries",
+                f"stream={entries}:format=duration", "-of", "json", path])
+    info = json.loads(out)
+    if not info.get("streams"):
+        raise ValueError(f"{path} has no {'video' if kind == 'v' else 'audio'} stream")
+    return {**info["streams"][0], "format_duration": float(info.get("format", {}).get("duration", "nan"))}
+
+
+def _decode_pixel_format(pix_fmt: str) -> tuple:
+    """The raw format a picture is read in, and its channels: gray stays one channel (replicated later,
+    exactly), formats with alpha are read as RGBA (alpha dropped later), the rest as RGB24 (for YUV,
+    libswscale's conversion with SWS_FLAGS: the part that can differ by decoder)."""
+    if pix_fmt.startswith(("gray", "ya", "monow", "monob")):
+        return "gray", 1
+    if pix_fmt.startswith(("rgba", "bgra", "argb", "abgr", "yuva", "gbrap")) or pix_fmt == "pal8":
+        return "rgba", 4
+    return "rgb24", 3
+
+
+def decode_image(path: str) -> np.ndarray:
+    """A JPEG, PNG or WebP file's first picture as uint8 [H, W, C], C = 1, 3 or 4 (FFmpeg's decoder)."""
+    info = _probe(path, "v", "width,height,pix_fmt")
+    fmt, c = _decode_pixel_format(info["pix_fmt"])
+    h, w = int(info["height"]), int(info["width"])
+    raw = _run([FFMPEG, "-v", "error", "-i", path, "-map", "0:v:0", "-frames:v", "1", "-sws_flags", SWS_FLAGS,
+                "-f", "rawvideo", "-pix_fmt", fmt, "-"])
+    if len(raw) != h * w * c:
+        raise RuntimeError(f"{path}: {len(raw)} bytes of {fmt}, expected {h}x{w}x{c}")
+    return np.frombuffer(raw, np.uint8).reshape(h, w, c).copy()
+
+
+def decode_video(path: str):
+    """An MP4 or WebM file's frames in presentation order: (frames uint8 [H, W, 3] each, their presentation
+    times in seconds, the clip's duration in seconds). Every decoded frame is kept (`-fps_mode
+    passthrough`), converted to RGB24 by libswscale with SWS_FLAGS; times are ffprobe's best-effort
+    timestamps in the stream's time base, the duration the container's."""
+    from fractions import Fraction
+
+    info = _probe(path, "v", "width,height,time_base")
+    h, w = int(info["height"]), int(info["width"])
+    raw = _run([FFMPEG, "-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
+                "-sws_flags", SWS_FLAGS, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+    frames = np.frombuffer(raw, np.uint8).reshape(-1, h, w, 3)
+    out = _run([FFPROBE, "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp",
+                "-of", "json", path])
+    tb = Fraction(info["time_base"])
+    times = [float(int(f["best_effort_timestamp"]) * tb) for f in json.loads(out)["frames"]]
+    if len(times) != frames.shape[0]:
+        raise RuntimeError(f"{path}: {frames.shape[0]} frames decoded but {len(times)} timestamps")
+    return [f.copy() for f in frames], times, info["format_duration"]
+
+
+def decode_audio(path: str):
+    """A WAV, FLAC, MP3 or Opus file's samples as float32 [n, channels] at its own rate, and the rate. FFmpeg's
+    decoder (with its trimming of encoder delay and padding); integer samples become floats exactly."""
+    info = _probe(path, "a", "sample_rate,channels")
+    rate, channels = int(info["sample_rate"]), int(info["channels"])
+    raw = _run([FFMPEG, "-v", "error", "-i", path, "-map", "0:a:0", "-f", "f32le", "-c:a", "pcm_f32le", "-"])
+    return np.frombuffer(raw, "<f4").reshape(-1, channels).copy(), rate
+
+
+def resample(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """Mono float32 samples resampled by libswresample at its default settings, flushed at the end: the
+    `ffmpeg` tool's automatic `aresample`, float in and out. PyAV's `AudioResampler` (another FFmpeg's
+    libswresample) gives the same bits on the goldens' clips; the self-test says so when PyAV is present."""
+    x = np.ascontiguousarray(samples, dtype="<f4")
+    if from_rate == to_rate or x.size == 0:
+        return x.astype(np.float32)
+    raw = _run([FFMPEG, "-v", "error", "-f", "f32le", "-ar", str(from_rate), "-ac", "1", "-i", "-",
+                "-f", "f32le", "-c:a", "pcm_f32le", "-ar", str(to_rate), "-"], x.tobytes())
+    return np.frombuffer(raw, "<f4").astype(np.float32)
+
+
+def resample_pyav(samples: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
+    """The same resampling through PyAV (its wheel's own FFmpeg), for comparison."""
+    import fractions
+
+    import av
+
+    r = av.AudioResampler(format="flt", layout="mono", rate=to_rate)
+    frame = av.AudioFrame.from_ndarray(np.ascontiguousarray(samples, np.float32)[None, :], format="flt",
+                                       layout="mono")
+    frame.sample_rate, frame.pts, frame.time_base = from_rate, 0, fractions.Fraction(1, from_rate)
+    out = r.resample(frame) + r.resample(None)
+    return np.concatenate([o.to_ndarray().reshape(-1) for o in out]) if out else np.zeros(0, np.float32)
+
+
+# --------------------------------------------------------------------------------------------------
 # the model
 
 
@@ -679,9 +800,8 @@ class Model:
                 {"log_mel": torch.zeros((0, a["mel_bins"])), "truncated": False},
             )
         if sample_rate != a["sample_rate"]:
-            # MODEL.md resamples with FFmpeg's libswresample at its default settings (PyAV can call
-            # it); not implemented in this reference yet.
-            raise NotImplementedError(f"resampling {sample_rate} Hz to {a['sample_rate']} Hz")
+            # MODEL.md: mono, then libswresample at its defaults (the channels are averaged above).
+            x = torch.from_numpy(resample(x.numpy(), sample_rate, a["sample_rate"]))
         min_len = a["n_fft"] // 2 + 1
         if x.shape[0] < min_len:
             x = torch.cat([x, torch.zeros(min_len - x.shape[0], dtype=x.dtype)])
@@ -968,11 +1088,25 @@ def selftest(checkpoint: str) -> int:
     stereo = np.stack([tone, np.zeros_like(tone)], axis=1)
     _check(results, "stereo averages its channels",
            torch.equal(m32.encode_audio([(stereo, 16000)])["embeddings"][0], m32.encode_audio([(tone * 0.5, 16000)])["embeddings"][0]))
-    try:
-        m32.encode_audio([(tone, 44100)])
-        _check(results, "other sample rates are not implemented yet", False)
-    except NotImplementedError:
-        _check(results, "other sample rates are not implemented yet", True)
+    import shutil
+
+    if shutil.which(FFMPEG):
+        for rate in (44100, 48000, 22050, 8000):
+            n = rate // 10
+            x = (0.4 * np.sin(2 * np.pi * 440.0 * np.arange(n) / rate)).astype(np.float32)
+            y = resample(x, rate, 16000)
+            _check(results, f"libswresample {rate} Hz -> 16 kHz: {n} samples -> 1600", y.shape == (1600,), str(y.shape))
+            try:
+                z = resample_pyav(x, rate, 16000)
+                _check(results, f"PyAV's libswresample gives the same bits at {rate} Hz", np.array_equal(y, z),
+                       f"max abs {float(np.abs(y - z[: len(y)]).max()) if len(z) == len(y) else len(z)}")
+            except ImportError:
+                print("  [skip] PyAV is not installed: no comparison of the two libswresamples")
+        seg = m32.audio_segment(np.stack([tone, tone], axis=1), 44100)
+        _check(results, "44.1 kHz audio is resampled (8000 samples at 44.1 kHz -> 0.18 s -> 18 frames -> 5 patches)",
+               seg.tokens.shape[0] == 5 and seg.extras["log_mel"].shape[0] == 18, str(seg.extras["log_mel"].shape))
+    else:
+        print(f"  [skip] no {FFMPEG}: resampling and decoding are not checked")
 
     print("mixed segments in one trunk call")
     segs = [m32.text_segment(b"a cat"), m32.image_segment(imgs[0]), m32.audio_segment(tone, 16000)]
