@@ -2,6 +2,7 @@
 #include "ffmpeg.hpp"
 
 #include <cerrno>
+#include <cstring>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -116,18 +117,28 @@ uform_status_t picture_to_rgb(AVFrame const *frame, std::uint8_t *rgb, char cons
         }
         return uform_status_ok_k;
     }
-    // Everything else through swscale: exact for RGB layouts, full chroma for YUV, alpha dropped without compositing.
-    SwsContext *scaler =
-        sws_getContext(frame->width, frame->height, format, frame->width, frame->height, AV_PIX_FMT_RGB24,
-                       SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr);
+    // Everything else through swscale, alpha dropped without compositing. Bicubic alone is the `ffmpeg` tool's
+    // default conversion, which the goldens' reference decodes with: the flag picks the chroma upsampling of 4:2:0
+    // pictures, and bilinear, accurate rounding or full chroma interpolation move a JPEG's embedding by ~2e-3.
+    SwsContext *scaler = sws_getContext(frame->width, frame->height, format, frame->width, frame->height,
+                                        AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
     if (scaler == nullptr)
         return media_fail(message, uform_status_unsupported_k, "a picture's pixel format cannot be converted to RGB");
-    std::uint8_t *planes[4] = {rgb, nullptr, nullptr, nullptr};
-    int const strides[4] = {frame->width * 3, 0, 0, 0};
+    // swscale's vector paths write whole blocks past a row's end, so it fills rows padded to 64 bytes in a buffer of
+    // its allocator's, which are then copied out tight.
+    std::size_t const row_bytes = width * 3, padded = (row_bytes + 63) / 64 * 64;
+    owned_t<std::uint8_t> converted{static_cast<std::uint8_t *>(av_malloc(padded * height + 64))};
+    if (!converted) {
+        sws_freeContext(scaler);
+        return media_fail(message, uform_status_out_of_memory_k, "no memory to convert a picture to RGB");
+    }
+    std::uint8_t *planes[4] = {converted.get(), nullptr, nullptr, nullptr};
+    int const strides[4] = {int(padded), 0, 0, 0};
     int const rows = sws_scale(scaler, frame->data, frame->linesize, 0, frame->height, planes, strides);
     sws_freeContext(scaler);
     if (rows != frame->height)
         return media_fail(message, uform_status_corrupt_k, "a picture could not be converted to RGB");
+    for (std::size_t y = 0; y != height; ++y) std::memcpy(rgb + y * row_bytes, converted.get() + y * padded, row_bytes);
     return uform_status_ok_k;
 }
 

@@ -21,6 +21,7 @@ struct ffmpeg_free_t {
     void operator()(AVCodecContext *context) const noexcept { avcodec_free_context(&context); }
     void operator()(AVFrame *frame) const noexcept { av_frame_free(&frame); }
     void operator()(AVPacket *packet) const noexcept { av_packet_free(&packet); }
+    void operator()(std::uint8_t *bytes) const noexcept { av_free(bytes); }
 };
 
 /// An owned FFmpeg object.
