@@ -32,9 +32,9 @@ endfunction()
 function(uform_system_link_flags out)
     set(flags "")
 
-    if(UFORM_FFMPEG_FOUND)
+    if(UFORM_MEDIA_FOUND)
         # The system codecs of the RAM residency, as their pkg-config files name them.
-        list(APPEND flags ${UFORM_FFMPEG_LDFLAGS})
+        list(APPEND flags ${UFORM_MEDIA_LDFLAGS})
     endif()
 
     if(UFORM_CUDA)

@@ -17,7 +17,7 @@ UFORM_TOOL_PACKAGES=(clang-22 clang-format-22 libclang-rt-22-dev libclang1-22 ni
 
 # Codec headers: the Debian -dev packages of FFmpeg, whose decoders cpp/media/ uses for every image, video and
 # audio format, plus pkg-config, through which CMake finds them.
-UFORM_CODEC_PACKAGES=(pkg-config libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev)
+UFORM_CODEC_PACKAGES=(pkg-config libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev libkissfft-dev)
 
 UFORM_CMAKE_MINIMUM=3.27
 

@@ -9,10 +9,6 @@
 #include <cstring>
 #include <vector>
 
-extern "C" {
-#include <libavutil/tx.h>
-}
-
 #include "../../c/checks.hpp"
 #include "../media/audio_decode.hpp"
 #include "../media/video_decode.hpp"
@@ -391,22 +387,23 @@ audio_shape_t audio_shape(geometry_t const &g, std::size_t samples, std::size_t 
 std::size_t audio_work_bytes(geometry_t const &g, audio_shape_t const &shape) noexcept {
     std::size_t const bins = g.audio_n_fft / 2 + 1;
     return scratch_bytes(shape.length + g.audio_n_fft) + scratch_bytes(shape.frames * g.audio_mel_bins) +
-           scratch_bytes<AVComplexDouble>(2 * g.audio_n_fft) + scratch_bytes<double>(bins);
+           scratch_bytes(g.audio_n_fft) + scratch_bytes<kiss_fft_cpx>(bins) + scratch_bytes<double>(bins);
 }
 
 /// One recording's log-mel patches (Whisper's recipe over the whole clip, then patches) into `patches`, its samples
-/// at the model's rate; `fft` and `transform` are libavutil's double-precision complex FFT of `n_fft` points.
-void audio_patches(model_t const &model, float const *samples, audio_shape_t const &shape, AVTXContext *fft,
-                   av_tx_fn transform, std::byte *work, float *patches) noexcept {
+/// at the model's rate; `fft` is a KissFFT real-transform plan of `n_fft` points.
+void audio_patches(model_t const &model, float const *samples, audio_shape_t const &shape, kiss_fftr_cfg fft,
+                   std::byte *work, float *patches) noexcept {
     geometry_t const &g = model.weights.geometry;
     std::size_t const n = g.audio_n_fft, pad = n / 2, bins = n / 2 + 1, mels = g.audio_mel_bins;
     auto *padded = reinterpret_cast<float *>(work); // [pad | length | pad]
     work += scratch_bytes(shape.length + n);
     auto *log_mel = reinterpret_cast<float *>(work); // [frames x mels]
     work += scratch_bytes(shape.frames * mels);
-    auto *frame = reinterpret_cast<AVComplexDouble *>(work); // [n] windowed, then [n] its transform
-    AVComplexDouble *spectrum = frame + n;
-    work += scratch_bytes<AVComplexDouble>(2 * n);
+    auto *frame = reinterpret_cast<float *>(work); // [n] windowed
+    work += scratch_bytes(n);
+    auto *spectrum = reinterpret_cast<kiss_fft_cpx *>(work); // [bins] its transform
+    work += scratch_bytes<kiss_fft_cpx>(bins);
     auto *power = reinterpret_cast<double *>(work); // [bins]
 
     float *signal = padded + pad;
@@ -420,10 +417,10 @@ void audio_patches(model_t const &model, float const *samples, audio_shape_t con
     double peak = -INFINITY;
     for (std::size_t f = 0; f != shape.frames; ++f) {
         float const *source = padded + f * g.audio_hop;
-        for (std::size_t k = 0; k != n; ++k) frame[k] = {double(source[k]) * double(model.hann[k]), 0.0};
-        transform(fft, spectrum, frame, sizeof(AVComplexDouble));
+        for (std::size_t k = 0; k != n; ++k) frame[k] = source[k] * model.hann[k];
+        kiss_fftr(fft, frame, spectrum);
         for (std::size_t m = 0; m != bins; ++m)
-            power[m] = spectrum[m].re * spectrum[m].re + spectrum[m].im * spectrum[m].im;
+            power[m] = double(spectrum[m].r) * spectrum[m].r + double(spectrum[m].i) * spectrum[m].i;
         for (std::size_t b = 0; b != mels; ++b) {
             float const *filter = model.mel_filters.data() + b * bins;
             double mel = 0;
@@ -459,7 +456,7 @@ struct audio_job_t {
     call_t *call;
     recordings_t const *recordings;
     std::size_t max_patches, tokens;
-    AVTXContext **ffts; // one per worker, lent by the model's pool
+    kiss_fftr_cfg *ffts; // one per worker, lent by the model's pool
     front_layout_t layout;
 };
 
@@ -477,7 +474,7 @@ uform_status_t prepare_audio(void *context, std::byte *prefix, ram::text_batch_t
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
         audio_shape_t const shape = audio_shape(g, recordings.lengths[i], job.max_patches);
         if (shape.patches == 0) return;
-        audio_patches(*job.model, recordings.samples[i], shape, job.ffts[worker], pool.transform(),
+        audio_patches(*job.model, recordings.samples[i], shape, job.ffts[worker],
                       prefix + job.layout.work + worker * job.layout.work_slot, patches + batch.offsets[i] * input);
     });
     pool.give(job.ffts, workers);
@@ -490,7 +487,7 @@ uform_status_t prepare_audio(void *context, std::byte *prefix, ram::text_batch_t
 bool audio_ready(model_t const &model) noexcept {
     geometry_t const &g = model.weights.geometry;
     return model.audio.weight.columns() != 0 && !model.mel_filters.empty() && g.audio_hop != 0 &&
-           g.audio_frames_per_patch != 0 && g.audio_n_fft >= 4 && g.audio_n_fft <= (1u << 20);
+           g.audio_frames_per_patch != 0 && g.audio_n_fft >= 4 && g.audio_n_fft % 2 == 0 && g.audio_n_fft <= (1u << 20);
 }
 
 /// Encodes mono recordings at the model's rate, packed as segments of one trunk call; `seconds` is the stats'.
@@ -500,7 +497,7 @@ uform_status_t encode_audio(model_t const &model, call_t &call, recordings_t con
     geometry_t const &g = model.weights.geometry;
     std::size_t const count = recordings.count;
     std::size_t *offsets = allocate_offsets(call, count);
-    auto **ffts = arena_array<AVTXContext *>(call, call.width());
+    auto *ffts = arena_array<kiss_fftr_cfg>(call, call.width());
     if (offsets == nullptr || ffts == nullptr)
         return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     std::size_t work = 0, truncated = 0;

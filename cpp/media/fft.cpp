@@ -1,39 +1,39 @@
-// The pool of FFT contexts: made on demand, kept for the model's life.
+// The pool of FFT plans: made on demand, kept for the model's life.
 #include "fft.hpp"
 
 namespace uform::media {
 
 fft_pool_t::~fft_pool_t() {
-    for (AVTXContext *&context : idle_) av_tx_uninit(&context);
+    for (kiss_fftr_cfg plan : idle_) kiss_fftr_free(plan);
 }
 
-bool fft_pool_t::take(std::size_t points, AVTXContext **contexts, std::size_t count) noexcept {
+bool fft_pool_t::take(std::size_t points, kiss_fftr_cfg *plans, std::size_t count) noexcept {
+    if (points % 2 != 0) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     for (std::size_t i = 0; i != count; ++i) {
         if (!idle_.empty()) {
-            contexts[i] = idle_.back();
+            plans[i] = idle_.back();
             idle_.pop_back();
             continue;
         }
-        double const scale = 1.0;
-        contexts[i] = nullptr;
-        if (av_tx_init(&contexts[i], &transform_, AV_TX_DOUBLE_FFT, 0, int(points), &scale, 0) < 0) {
-            for (std::size_t j = 0; j != i; ++j) av_tx_uninit(&contexts[j]);
+        plans[i] = kiss_fftr_alloc(int(points), 0, nullptr, nullptr);
+        if (plans[i] == nullptr) {
+            for (std::size_t j = 0; j != i; ++j) kiss_fftr_free(plans[j]);
             return false;
         }
     }
     try {
         idle_.reserve(idle_.size() + count); // so that giving back never allocates
     } catch (...) {
-        for (std::size_t i = 0; i != count; ++i) av_tx_uninit(&contexts[i]);
+        for (std::size_t i = 0; i != count; ++i) kiss_fftr_free(plans[i]);
         return false;
     }
     return true;
 }
 
-void fft_pool_t::give(AVTXContext *const *contexts, std::size_t count) noexcept {
+void fft_pool_t::give(kiss_fftr_cfg const *plans, std::size_t count) noexcept {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (std::size_t i = 0; i != count; ++i) idle_.push_back(contexts[i]);
+    for (std::size_t i = 0; i != count; ++i) idle_.push_back(plans[i]);
 }
 
 } // namespace uform::media

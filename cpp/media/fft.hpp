@@ -1,5 +1,6 @@
-// The audio front-end's FFT: libavutil's double-precision complex transform of `n_fft` points, whose contexts hold
-// scratch and so serve one thread at a time. A model keeps a pool of them, so that a steady loop of calls allocates
+// The audio front-end's FFT: KissFFT's real transform of `n_fft` points (mixed radix, so 400 = 2^4 x 5^2 runs as a
+// real FFT; FFmpeg 5.1's av_tx runs such lengths as a direct DFT computing a sine and cosine per term). A plan holds
+// scratch and so serves one thread at a time; a model keeps a pool of them, so that a steady loop of calls allocates
 // nothing after its first.
 #pragma once
 
@@ -7,13 +8,11 @@
 #include <mutex>
 #include <vector>
 
-extern "C" {
-#include <libavutil/tx.h>
-}
+#include <kiss_fftr.h>
 
 namespace uform::media {
 
-/// FFT contexts of one size, lent to a call's workers and given back when its loop ends.
+/// KissFFT plans of one size, lent to a call's workers and given back when its loop ends.
 class fft_pool_t {
   public:
     fft_pool_t() noexcept = default;
@@ -21,18 +20,15 @@ class fft_pool_t {
     fft_pool_t &operator=(fft_pool_t const &) = delete;
     ~fft_pool_t();
 
-    /// Fills `contexts[0, count)` with contexts of `points` points, made where the pool has too few; false when
-    /// memory ran out (nothing is then lent).
-    bool take(std::size_t points, AVTXContext **contexts, std::size_t count) noexcept;
+    /// Fills `plans[0, count)` with real-FFT plans of `points` points (even), made where the pool has too few; false
+    /// when memory ran out or `points` is odd (nothing is then lent). Run one with `kiss_fftr(plan, in, out)`.
+    bool take(std::size_t points, kiss_fftr_cfg *plans, std::size_t count) noexcept;
     /// Gives back what `take` lent.
-    void give(AVTXContext *const *contexts, std::size_t count) noexcept;
-    /// The transform every context of the pool runs: `transform(context, out, in, sizeof(AVComplexDouble))`.
-    av_tx_fn transform() const noexcept { return transform_; }
+    void give(kiss_fftr_cfg const *plans, std::size_t count) noexcept;
 
   private:
     std::mutex mutex_;
-    std::vector<AVTXContext *> idle_;
-    av_tx_fn transform_ = nullptr;
+    std::vector<kiss_fftr_cfg> idle_;
 };
 
 } // namespace uform::media

@@ -19,7 +19,7 @@ checkpoint) sources=(c/checkpoint.cpp c/json.cpp "tests/fuzz/${target}_fuzz.cpp"
 image | video | audio)
     # One source for the three media targets, built per entry point, over the system's FFmpeg.
     sources=(cpp/media/*.cpp tests/fuzz/media_fuzz.cpp "-DUFORM_FUZZ_${target^^}")
-    read -ra libraries < <(pkg-config --cflags --libs libavformat libavcodec libswscale libswresample libavutil)
+    read -ra libraries < <(pkg-config --cflags --libs libavformat libavcodec libswscale libswresample libavutil kissfft-float)
     ;;
 *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
