@@ -125,8 +125,7 @@ fn one_bad_file_fails_the_batch_and_is_named() -> Result<()> {
     };
     let error = model
         .image_encode(&images, Outputs::EMBEDDINGS, config, &mut arena)
-        .err()
-        .expect("the batch fails");
+        .expect_err("the batch fails");
     assert_eq!(error.status, Status::Corrupt, "{error}");
     assert!(!error.message.is_empty());
     assert_eq!(stats.failed_item, 1, "the stats name the bad item");
@@ -139,8 +138,7 @@ fn one_bad_file_fails_the_batch_and_is_named() -> Result<()> {
     };
     let error = model
         .image_encode(&missing, Outputs::EMBEDDINGS, config, &mut arena)
-        .err()
-        .expect("the batch fails");
+        .expect_err("the batch fails");
     assert_eq!(error.status, Status::NotFound, "{error}");
     assert_eq!(stats.failed_item, 1);
 
@@ -152,8 +150,7 @@ fn one_bad_file_fails_the_batch_and_is_named() -> Result<()> {
     let samples = (vec![0.0f32, f32::NAN, 0.5], vec![0usize, 1, 3]);
     let error = model
         .audio_encode_samples(samples, 16_000, Outputs::EMBEDDINGS, config, &mut arena)
-        .err()
-        .unwrap();
+        .expect_err("a NaN sample fails the call");
     assert_eq!(error.status, Status::InvalidArgument, "{error}");
     Ok(())
 }
