@@ -19,8 +19,6 @@
  * The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
  */
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,29 +47,22 @@
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
+#include "report.hpp"
 
 namespace {
 
 using namespace uform;
 using namespace uform::ram;
+using namespace uform::bench;
 namespace fu = ashvardanian::forkunion;
 
 // region: clocks and medians
-
-/** @brief Seconds of wall-clock time. */
-double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /** @brief Seconds of the calling thread's CPU time. */
 double cpu_now() {
     timespec now;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
     return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
-}
-
-/** @brief The median of `values`. */
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
 }
 
 /** @brief Median wall and CPU seconds of `repeats` runs of `body` after one warm-up run. */
@@ -111,50 +102,7 @@ struct pool_t {
     }
 };
 
-// region: reporting
-
-/** @brief One measurement: a kind and named fields, printed as one line of text or as one JSON object. */
-class record_t {
-  public:
-    explicit record_t(char const *kind) : kind_(kind) {}
-
-    /** @brief Adds a string field. */
-    record_t &text(char const *key, std::string value) {
-        fields_.push_back({key, std::move(value), true});
-        return *this;
-    }
-    /** @brief Adds a numeric field; JSON gets `null` for a non-finite value. */
-    record_t &number(char const *key, double value) {
-        char buffer[32] = "null";
-        if (std::isfinite(value)) std::snprintf(buffer, sizeof buffer, "%.6g", value);
-        fields_.push_back({key, buffer, false});
-        return *this;
-    }
-    /** @brief Prints the record on a line of its own and flushes, so a reading pipe sees it at once. */
-    void print(bool json) const {
-        if (json) {
-            std::printf("{\"kind\": \"%s\"", kind_);
-            for (field_t const &field : fields_)
-                std::printf(field.quoted ? ", \"%s\": \"%s\"" : ", \"%s\": %s", field.key, field.value.c_str());
-            std::printf("}\n");
-        } else {
-            std::printf("%-8s", kind_);
-            for (std::size_t i = 0; i != fields_.size(); ++i)
-                std::printf("%s%s %s", i ? ", " : " ", fields_[i].key, fields_[i].value.c_str());
-            std::printf("\n");
-        }
-        std::fflush(stdout);
-    }
-
-  private:
-    struct field_t {
-        char const *key;
-        std::string value;
-        bool quoted;
-    };
-    char const *kind_;
-    std::vector<field_t> fields_;
-};
+// region: the command line
 
 /** @brief What the command line chose. */
 struct options_t {
@@ -168,17 +116,6 @@ struct options_t {
     /** @brief Whether `part` was chosen. */
     bool runs(char const *part) const { return std::find(only.begin(), only.end(), part) != only.end(); }
 };
-
-/** @brief Splits `list` at commas. */
-std::vector<std::string> split(std::string const &list) {
-    std::vector<std::string> items;
-    for (std::size_t start = 0; start <= list.size();) {
-        std::size_t const end = std::min(list.find(',', start), list.size());
-        if (end > start) items.push_back(list.substr(start, end - start));
-        start = end + 1;
-    }
-    return items;
-}
 
 // region: the FMA ceiling
 
