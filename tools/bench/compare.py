@@ -69,6 +69,15 @@ def run(command: list, threads: int) -> str:
     return done.stdout
 
 
+def write_small_checkpoint(path: str):
+    """Writes the small geometry's checkpoint to `path` with tools/checkpoint/write_checkpoint.py, unless it exists."""
+    if os.path.exists(path):
+        return
+    print(f"writing {path} (a few minutes)", flush=True)
+    script = os.path.join(ROOT, "tools", "checkpoint", "write_checkpoint.py")
+    run([sys.executable, script, "--geometry", "small", "--out", path], 1)
+
+
 def json_lines(text: str) -> list:
     """The JSON objects among the lines of `text`."""
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
@@ -97,10 +106,7 @@ class Comparison:
         if not os.path.exists(self.bench):
             sys.exit(f"no {self.bench}: build it with `cmake --build {self.args.build} --target uform_bench`")
         os.makedirs(os.path.join(self.args.cache, "onnx"), exist_ok=True)
-        if not os.path.exists(self.small):
-            print(f"writing {self.small} (a few minutes)", flush=True)
-            script = os.path.join(ROOT, "tools", "checkpoint", "write_checkpoint.py")
-            run([sys.executable, script, "--geometry", "small", "--out", self.small], 1)
+        write_small_checkpoint(self.small)
         if "onnx" not in self.args.frameworks:
             return
         for _, name, texts, length, _, _ in CASES:
