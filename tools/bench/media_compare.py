@@ -207,7 +207,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build", "bench"), help="the RAM build folder")
     parser.add_argument("--cache", default=os.path.join(ROOT, "build", "bench"), help="the checkpoint and the inputs")
-    parser.add_argument("--rounds", type=int, default=3, help="runs of every framework on every case")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every case; 0 only writes the inputs")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per run, after one warm-up call")
     parser.add_argument("--threads", default="1,2", help="thread counts, each run by every framework")
     parser.add_argument("--images", type=int, default=16, help="JPEG files in the image batch")
@@ -216,6 +216,8 @@ def main() -> int:
     args.threads = [int(count) for count in args.threads.split(",")]
     comparison = Comparison(args)
     comparison.prepare()
+    if not args.rounds:
+        return 0
     start = time.time()
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load {load_average()}", flush=True)
     comparison.measure_all()
