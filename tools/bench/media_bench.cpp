@@ -95,7 +95,7 @@ uform_status_t encode(std::string const &name, uform_model_t model, uform_execut
     return status;
 }
 
-/** @brief Writes the embedding rows of `encoded` to `path` as packed F32; false with a message on failure. */
+/** @brief Writes the F32 `rows` to `path`, packed; false with a message on standard error on failure. */
 bool write_embeddings(std::string const &path, uform_rows_t const &rows) {
     std::FILE *file = std::fopen(path.c_str(), "wb");
     bool written = file != nullptr;

@@ -22,10 +22,12 @@ inline double wall_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/** @brief The median of `values`. */
+/** @brief The median of `values`: the middle one, or the mean of the middle two (as Python's `statistics.median`). */
 inline double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
+    std::size_t const half = values.size() / 2;
+    if (values.empty()) return 0;
+    return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2;
 }
 
 /** @brief Splits `list` at commas. */
