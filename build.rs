@@ -193,6 +193,7 @@ fn build_with_cmake(
         .define("UFORM_CUDA", on_off(features.cuda))
         .define("UFORM_ROCM", on_off(features.rocm))
         .define("UFORM_BUILD_TESTS", "OFF")
+        .define("UFORM_BUILD_BENCH", "OFF") // tools/bench/ is not shipped with the crate
         .define("CMAKE_ARCHIVE_OUTPUT_DIRECTORY", &library_dir);
     if let Ok(build_type) = env::var("UFORM_CMAKE_BUILD_TYPE") {
         config.profile(&build_type);

@@ -2,23 +2,26 @@
  * @file text_bench.cpp
  * @brief The RAM residency's compute core against the machine's F32 ceiling: an FMA-loop peak, the GEMM alone on
  * 2048 x 512 x 2048 (ours, and NumKong's packed f32 and bf16 kernels for reference), and the text forward on the tiny
- * geometry (8 texts x 64 bytes and one 16-byte text, one thread) and the small one (32 texts x 256 bytes, two
- * threads). Prints medians of wall-clock time, and of the thread's CPU time for one-thread runs (which a busy
- * machine distorts less). Not a test.
+ * geometry (8 texts x 64 bytes and one 16-byte text) and the small one (32 texts x 256 bytes). Prints medians of
+ * wall-clock time, and of the thread's CPU time for one-thread runs (which a busy machine distorts less). Not a test:
+ * the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/compare.py runs it beside
+ * PyTorch and ONNX Runtime.
  *
- *   text_bench [--tiny tests/data/tiny.safetensors] [--small /tmp/small.safetensors] [--repeats 15] [--small-only 1]
+ *   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32] [--repeats 15] [--json]
+ *               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
  *
- * `--small-only 1` runs only the small geometry on the native class, so that the peak RSS it prints is that run's.
+ * Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
+ * their share of it (of its CPU-time rate, summed over the threads). `--classes` picks the CPU classes of the forward
+ * runs: `native` (AMX tiles where the OS grants them) and `f32` (the AVX-512 F32 FMA path). `--json` prints one JSON
+ * object per line instead of text; the last one, `rss`, holds the process's peak resident set. Texts are printable
+ * bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch, so other frameworks can feed the same ones.
  *
  * The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
- * Build: like tests/unit/forward_test.cpp, plus `-isystem <forkunion>/include` for the two-thread pool.
  */
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <string>
 #include <thread>
@@ -44,29 +47,22 @@
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
+#include "report.hpp"
 
 namespace {
 
 using namespace uform;
 using namespace uform::ram;
+using namespace uform::bench;
 namespace fu = ashvardanian::forkunion;
 
 // region: clocks and medians
-
-/** @brief Seconds of wall-clock time. */
-double wall_now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 /** @brief Seconds of the calling thread's CPU time. */
 double cpu_now() {
     timespec now;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
     return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
-}
-
-/** @brief The median of `values`. */
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
 }
 
 /** @brief Median wall and CPU seconds of `repeats` runs of `body` after one warm-up run. */
@@ -104,6 +100,21 @@ struct pool_t {
         static_cast<pool_t *>(context)->pool.for_n_dynamic(
             count, [=](fu::prong_t prong) noexcept { fn(fn_context, prong.task, prong.thread); });
     }
+};
+
+// region: the command line
+
+/** @brief What the command line chose. */
+struct options_t {
+    std::string tiny = "tests/data/tiny.safetensors", small;
+    std::size_t repeats = 15;
+    std::vector<std::size_t> threads{1, 2};
+    std::vector<std::string> only{"ceiling", "gemm", "tiny", "small"};
+    std::vector<std::string> classes{"native", "f32"};
+    bool json = false;
+
+    /** @brief Whether `part` was chosen. */
+    bool runs(char const *part) const { return std::find(only.begin(), only.end(), part) != only.end(); }
 };
 
 // region: the FMA ceiling
@@ -150,9 +161,21 @@ std::pair<double, double> fma_peak(std::size_t threads) {
 
 // region: the GEMM alone
 
-/** @brief Our GEMM, NumKong's packed f32 and (dispatched) bf16 kernels, on rows x depth x columns. */
-void bench_gemm(std::size_t rows, std::size_t depth, std::size_t columns, std::size_t repeats, double peak1,
-                double peak2) {
+/** @brief Prints one GEMM measurement of `flops` per call. */
+void report_gemm(options_t const &options, char const *kernel, std::size_t threads, double flops, double wall,
+                 double cpu, double peak) {
+    record_t("gemm")
+        .text("kernel", kernel)
+        .number("threads", double(threads))
+        .number("gflops_wall", flops / wall * 1e-9)
+        .number("gflops_cpu", flops / cpu * 1e-9)
+        .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
+        .print(options.json);
+}
+
+/** @brief Our F32 FMA and AMX GEMMs on each thread count, NumKong's packed f32 and bf16 kernels on one thread. */
+void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, std::size_t columns,
+                std::vector<double> const &peaks) {
     std::mt19937 random(1);
     std::normal_distribution<float> normal;
     std::vector<float> a(rows * depth), c(rows * columns);
@@ -163,38 +186,29 @@ void bench_gemm(std::size_t rows, std::size_t depth, std::size_t columns, std::s
     if (!pack_bf16(w.data(), columns, depth, depth, packed)) return;
     kernels_t const &kernels = *kernels_for(uform_cpu_class_auto_k);
     double const flops = 2.0 * double(rows) * double(depth) * double(columns);
-    std::printf("GEMM %zu x %zu x %zu (rows x depth x columns), F32 on BF16-rounded inputs:\n", rows, depth, columns);
-    for (std::size_t threads : {1, 2}) {
-        pool_t pool(threads);
-        std::vector<float> scratch(threads * gemm_scratch_floats(depth));
+    std::size_t const repeats = options.repeats;
+    for (std::size_t i = 0; i != options.threads.size(); ++i) {
+        pool_t pool(options.threads[i]);
+        std::vector<float> scratch(options.threads[i] * gemm_scratch_floats(depth));
         auto [wall, cpu] = time_median(repeats, [&] {
             gemm(kernels, pool.parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0, scratch.data());
         });
-        double const peak = threads == 1 ? peak1 : peak2;
-        std::printf("  ours, F32 FMA, %zu thread%s: %7.1f GFLOP/s wall (%.0f%% of the ceiling)", threads,
-                    threads == 1 ? " " : "s", flops / wall * 1e-9, 100 * flops / wall * 1e-9 / peak);
-        if (threads == 1)
-            std::printf(", %7.1f GFLOP/s CPU time (%.0f%%)", flops / cpu * 1e-9, 100 * flops / cpu * 1e-9 / peak);
-        std::printf("\n");
+        report_gemm(options, "f32_fma", options.threads[i], flops, wall, cpu, peaks[i]);
     }
     if (amx_available()) {
         linear_t linear;
         if (!linear.tiles.pack(w.data(), columns, depth)) return;
-        for (std::size_t threads : {1, 2}) {
-            pool_t pool(threads);
-            std::vector<float> scratch(threads * linear.scratch_floats());
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
+            pool_t pool(options.threads[i]);
+            std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
             auto [wall, cpu] = time_median(repeats, [&] {
                 linear.multiply(kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0, scratch.data());
             });
-            double const peak = threads == 1 ? peak1 : peak2;
-            std::printf("  ours, AMX BF16 tiles, %zu thread%s: %7.1f GFLOP/s wall (%.0f%% of the F32 ceiling)", threads,
-                        threads == 1 ? " " : "s", flops / wall * 1e-9, 100 * flops / wall * 1e-9 / peak);
-            if (threads == 1) std::printf(", %7.1f GFLOP/s CPU time", flops / cpu * 1e-9);
-            std::printf("\n");
+            report_gemm(options, "amx_bf16", options.threads[i], flops, wall, cpu, peaks[i]);
         }
     }
-    // NumKong's packed kernels for reference: f32 (f64 accumulation) and bf16 (AMX where the OS allows it, which
-    // takes every capability's thread set-up, AMX's tile permission included).
+    // NumKong's packed kernels for reference, on the calling thread: f32 (f64 accumulation) and bf16 (AMX where the
+    // OS allows it, which takes every capability's thread set-up, AMX's tile permission included).
     nk_configure_thread(nk_capabilities());
     std::vector<char> packed_f32(nk_dots_packed_size_f32(columns, depth));
     std::vector<float> w32(columns * depth);
@@ -205,9 +219,7 @@ void bench_gemm(std::size_t rows, std::size_t depth, std::size_t columns, std::s
         nk_dots_packed_f32(a.data(), packed_f32.data(), c64.data(), rows, columns, depth, depth * sizeof(float),
                            columns * sizeof(double));
     });
-    std::printf("  NumKong nk_dots_packed_f32, 1 thread: %7.1f GFLOP/s CPU time (f64 accumulation)\n",
-                flops / f32_cpu * 1e-9);
-    (void)f32_wall;
+    report_gemm(options, "numkong_f32", 1, flops, f32_wall, f32_cpu, peaks.front());
     std::vector<std::uint16_t> a16(rows * depth);
     for (std::size_t i = 0; i != a16.size(); ++i) a16[i] = bf16_from_f32(a[i]);
     std::vector<char> packed_bf16(nk_dots_packed_size_bf16(columns, depth));
@@ -216,10 +228,7 @@ void bench_gemm(std::size_t rows, std::size_t depth, std::size_t columns, std::s
         nk_dots_packed_bf16(reinterpret_cast<nk_bf16_t const *>(a16.data()), packed_bf16.data(), c.data(), rows,
                             columns, depth, depth * 2, columns * sizeof(float));
     });
-    (void)bf16_wall;
-    std::printf(
-        "  NumKong nk_dots_packed_bf16 (dispatched: AMX on Sapphire Rapids), 1 thread: %7.1f GFLOP/s CPU time\n",
-        flops / bf16_cpu * 1e-9);
+    report_gemm(options, "numkong_bf16", 1, flops, bf16_wall, bf16_cpu, peaks.front());
 }
 
 // region: the text forward
@@ -231,32 +240,38 @@ struct model_t {
     model_weights_t weights;
 };
 
-/** @brief Loads a checkpoint for `cpu_class`; false with a message on failure. */
-bool load(std::string const &path, model_t &model, parallel_t const &parallel,
-          uform_cpu_class_t cpu_class = uform_cpu_class_auto_k) {
+/** @brief Loads a checkpoint for `cpu_class`; false with a message on standard error on failure. */
+bool load(std::string const &path, model_t &model, parallel_t const &parallel, uform_cpu_class_t cpu_class) {
     char const *message = "";
     if (checkpoint_read_file(path.data(), path.size(), model.checkpoint, &message) != uform_status_ok_k ||
         model.file.open(path.data(), path.size(), &message) != uform_status_ok_k) {
-        std::printf("cannot read %s: %s\n", path.c_str(), message);
+        std::fprintf(stderr, "cannot read %s: %s\n", path.c_str(), message);
         return false;
     }
     weights_options_t options;
     options.parallel = parallel;
     options.cpu_class = cpu_class;
     if (weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message) != uform_status_ok_k) {
-        std::printf("cannot load %s: %s\n", path.c_str(), message);
+        std::fprintf(stderr, "cannot load %s: %s\n", path.c_str(), message);
         return false;
     }
     model.file.close();
     return true;
 }
 
-/** @brief `count` printable texts of `length` bytes, packed. */
+/** @brief SplitMix64's output for `index`: the texts' source of bytes, easy to repeat in any language. */
+std::uint64_t splitmix64(std::uint64_t index) {
+    std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/** @brief `count` printable texts of `length` bytes, packed: byte k is `32 + splitmix64(k) % 95`. */
 void make_texts(std::size_t count, std::size_t length, std::vector<std::uint8_t> &bytes,
                 std::vector<std::size_t> &offsets) {
-    std::mt19937 random(3);
     bytes.resize(count * length);
-    for (std::uint8_t &byte : bytes) byte = static_cast<std::uint8_t>(32 + random() % 95);
+    for (std::size_t k = 0; k != bytes.size(); ++k) bytes[k] = static_cast<std::uint8_t>(32 + splitmix64(k) % 95);
     offsets.resize(count + 1);
     for (std::size_t i = 0; i <= count; ++i) offsets[i] = i * length;
 }
@@ -271,8 +286,9 @@ double forward_flops(geometry_t const &g, std::size_t count, std::size_t length)
 }
 
 /** @brief Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak. */
-void bench_forward(model_weights_t const &weights, char const *name, std::size_t count, std::size_t length,
-                   std::size_t threads, std::size_t repeats, double peak) {
+void bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
+                   char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,
+                   std::size_t repeats, double peak) {
     std::vector<std::uint8_t> bytes;
     std::vector<std::size_t> offsets;
     make_texts(count, length, bytes, offsets);
@@ -287,63 +303,112 @@ void bench_forward(model_weights_t const &weights, char const *name, std::size_t
     scratch_t scratch;
     auto [wall, cpu] = time_median(repeats, [&] { text_forward(weights, batch, outputs, scratch, hooks, nullptr); });
     double const flops = forward_flops(weights.geometry, count, length);
-    std::printf("  %s, %zu x %zu bytes, %zu thread%s: %9.1f calls/s, %9.0f tokens/s wall, %6.1f us/call, %.1f GFLOP/s"
-                " (%.0f%% of the ceiling)",
-                name, count, length, threads, threads == 1 ? "" : "s", 1 / wall, double(count * length) / wall,
-                wall * 1e6, flops / wall * 1e-9, 100 * flops / wall * 1e-9 / peak);
-    if (threads == 1) std::printf("; CPU time: %9.0f tokens/s, %6.1f us/call", double(count * length) / cpu, cpu * 1e6);
-    std::printf("; scratch %.1f MiB\n", double(scratch.capacity()) / (1 << 20));
+    record_t("forward")
+        .text("geometry", geometry)
+        .text("class", cpu_class)
+        .number("amx", weights.amx)
+        .number("texts", double(count))
+        .number("bytes", double(length))
+        .number("threads", double(threads))
+        .number("calls_per_s", 1 / wall)
+        .number("tokens_per_s", double(count * length) / wall)
+        .number("us_per_call", wall * 1e6)
+        .number("cpu_us_per_call", cpu * 1e6)
+        .number("gflops", flops / wall * 1e-9)
+        .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
+        .number("weights_mib", double(weights.bytes()) / (1 << 20))
+        .number("scratch_mib", double(scratch.capacity()) / (1 << 20))
+        .print(options.json);
+}
+
+/** @brief Parses the command line; false with a message on standard error for an unknown flag. */
+bool parse(int argc, char **argv, options_t &options) {
+    for (int i = 1; i < argc; ++i) {
+        std::string const flag = argv[i];
+        if (flag == "--json") {
+            options.json = true;
+            continue;
+        }
+        if (i + 1 == argc) {
+            std::fprintf(stderr, "%s needs a value\n", flag.c_str());
+            return false;
+        }
+        std::string const value = argv[++i];
+        if (flag == "--tiny") options.tiny = value;
+        else if (flag == "--small") options.small = value;
+        else if (flag == "--repeats")
+            options.repeats = std::max<std::size_t>(std::strtoul(value.c_str(), nullptr, 10), 1);
+        else if (flag == "--only") options.only = split(value);
+        else if (flag == "--classes") options.classes = split(value);
+        else if (flag == "--threads") {
+            options.threads.clear();
+            for (std::string const &count : split(value))
+                options.threads.push_back(std::max<std::size_t>(std::strtoul(count.c_str(), nullptr, 10), 1));
+        } else {
+            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+            return false;
+        }
+    }
+    return !options.threads.empty();
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
-    std::string tiny = "tests/data/tiny.safetensors", small;
-    std::size_t repeats = 15;
-    bool small_only = false;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (std::strcmp(argv[i], "--tiny") == 0) tiny = argv[i + 1];
-        else if (std::strcmp(argv[i], "--small") == 0) small = argv[i + 1];
-        else if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::strtoul(argv[i + 1], nullptr, 10);
-        else if (std::strcmp(argv[i], "--small-only") == 0) small_only = std::strcmp(argv[i + 1], "0") != 0;
-    }
+    options_t options;
+    if (!parse(argc, argv, options)) return 2;
     uform_cpu_class_t const native = cpu_class_native();
-    std::printf("CPU class %d; %u hardware threads\n", int(native), std::thread::hardware_concurrency());
-    auto const [peak1, peak1_wall] = fma_peak(1);
-    auto const [peak2, peak2_wall] = fma_peak(2);
-    std::printf("F32 FMA ceiling: %.1f GFLOP/s on 1 thread, %.1f on 2 (CPU time; wall-clock %.1f and %.1f)\n", peak1,
-                peak2, peak1_wall, peak2_wall);
+    record_t("machine")
+        .number("cpu_class", double(native))
+        .number("hardware_threads", std::thread::hardware_concurrency())
+        .number("amx", amx_available())
+        .print(options.json);
+    std::vector<double> peaks;
+    for (std::size_t threads : options.threads) {
+        auto const [cpu, wall] = fma_peak(threads);
+        peaks.push_back(cpu); // a busy machine distorts the CPU-time rate the least
+        record_t("ceiling")
+            .number("threads", double(threads))
+            .number("gflops_wall", wall)
+            .number("gflops_cpu", cpu)
+            .print(options.json);
+    }
 
-    if (!small_only) bench_gemm(2048, 512, 2048, repeats, peak1, peak2);
+    if (options.runs("gemm")) bench_gemm(options, 2048, 512, 2048, peaks);
 
-    pool_t loader(2);
+    pool_t loader(*std::max_element(options.threads.begin(), options.threads.end()));
     // The native class (AMX tiles where the OS grants them) and, where the machine has AVX-512, the F32 FMA path.
-    std::vector<std::pair<char const *, uform_cpu_class_t>> paths{{"native", uform_cpu_class_auto_k}};
-    if (!small_only && native != uform_cpu_class_intel_skylake_k &&
-        cpu_class_available(uform_cpu_class_intel_skylake_k))
-        paths.emplace_back("F32 FMA", uform_cpu_class_intel_skylake_k);
-    for (auto [name, cpu_class] : paths) {
-        if (small_only) break;
+    std::vector<std::pair<char const *, uform_cpu_class_t>> classes;
+    for (std::string const &name : options.classes)
+        if (name == "native") classes.emplace_back("native", uform_cpu_class_auto_k);
+        else if (name == "f32" && native != uform_cpu_class_intel_skylake_k &&
+                 cpu_class_available(uform_cpu_class_intel_skylake_k))
+            classes.emplace_back("f32", uform_cpu_class_intel_skylake_k);
+    for (auto [name, cpu_class] : classes) {
+        if (!options.runs("tiny")) break;
         model_t model;
-        if (!load(tiny, model, loader.parallel, cpu_class)) continue;
-        std::printf("tiny, %s%s, weights %.2f MiB:\n", name, model.weights.amx ? " (AMX tiles)" : "",
-                    double(model.weights.bytes()) / (1 << 20));
-        bench_forward(model.weights, "tiny", 8, 64, 1, repeats * 20, peak1);
-        bench_forward(model.weights, "tiny", 1, 16, 1, repeats * 100, peak1);
-    }
-    if (!small.empty()) {
-        for (auto [name, cpu_class] : paths) {
-            model_t model;
-            if (!load(small, model, loader.parallel, cpu_class)) continue;
-            std::printf("small, %s%s, weights %.1f MiB:\n", name, model.weights.amx ? " (AMX tiles)" : "",
-                        double(model.weights.bytes()) / (1 << 20));
-            bench_forward(model.weights, "small", 32, 256, 2, repeats, peak2);
-            bench_forward(model.weights, "small", 32, 256, 1, std::max<std::size_t>(repeats / 3, 3), peak1);
+        if (!load(options.tiny, model, loader.parallel, cpu_class)) return 1;
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
+            bench_forward(options, model.weights, "tiny", name, 8, 64, options.threads[i], options.repeats * 20,
+                          peaks[i]);
+            bench_forward(options, model.weights, "tiny", name, 1, 16, options.threads[i], options.repeats * 100,
+                          peaks[i]);
         }
-        rusage usage{};
-        getrusage(RUSAGE_SELF, &usage);
-        std::printf("peak RSS %.1f MiB%s\n", double(usage.ru_maxrss) / 1024,
-                    small_only ? "" : " (with the GEMM's buffers and every model loaded one after the other)");
     }
+    for (auto [name, cpu_class] : classes) {
+        if (!options.runs("small")) break;
+        if (options.small.empty()) {
+            std::fprintf(stderr, "--only small needs --small PATH\n");
+            return 2;
+        }
+        model_t model;
+        if (!load(options.small, model, loader.parallel, cpu_class)) return 1;
+        for (std::size_t i = 0; i != options.threads.size(); ++i)
+            bench_forward(options, model.weights, "small", name, 32, 256, options.threads[i], options.repeats,
+                          peaks[i]);
+    }
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    record_t("rss").number("peak_mib", double(usage.ru_maxrss) / 1024).print(options.json);
     return 0;
 }

@@ -1,0 +1,27 @@
+# The RAM residency's benchmarks (not tests: ctest never runs them), both into <build>/bench/:
+# - uform_bench, tools/bench/text_bench.cpp, includes the library's internal headers ("c/...", "cpp/...") and the
+#   crates' (NumKong, ForkUnion), so it builds like a unit test, against libuform_static.a;
+# - uform_media_bench, tools/bench/media_bench.cpp, calls the public C API alone, as an application would.
+
+include_guard(GLOBAL)
+
+function(uform_add_bench)
+    add_executable(uform_bench "${PROJECT_SOURCE_DIR}/tools/bench/text_bench.cpp")
+    target_link_libraries(uform_bench PRIVATE uform::uform_static)
+    target_include_directories(uform_bench PRIVATE "${PROJECT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/c")
+    foreach(crate IN ITEMS uform_numkong uform_forkunion)
+        target_include_directories(uform_bench SYSTEM PRIVATE $<TARGET_PROPERTY:${crate},INTERFACE_INCLUDE_DIRECTORIES>)
+        target_compile_definitions(uform_bench PRIVATE $<TARGET_PROPERTY:${crate},INTERFACE_COMPILE_DEFINITIONS>)
+    endforeach()
+    target_compile_options(uform_bench PRIVATE ${UFORM_WARNING_FLAGS})
+    set_target_properties(uform_bench PROPERTIES
+        CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+        RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+
+    add_executable(uform_media_bench "${PROJECT_SOURCE_DIR}/tools/bench/media_bench.cpp")
+    target_link_libraries(uform_media_bench PRIVATE uform::uform_static)
+    target_compile_options(uform_media_bench PRIVATE ${UFORM_WARNING_FLAGS})
+    set_target_properties(uform_media_bench PROPERTIES
+        CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+        RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+endfunction()

@@ -1,0 +1,89 @@
+/**
+ * @file report.hpp
+ * @brief What the benchmarks of tools/bench/ share: a wall clock, medians, comma lists on the command line, and
+ * the records they print, one per line, as text or as JSON objects that tools/bench/compare.py and
+ * tools/bench/media_compare.py read.
+ */
+#ifndef UFORM_TOOLS_BENCH_REPORT_HPP
+#define UFORM_TOOLS_BENCH_REPORT_HPP
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace uform::bench {
+
+/** @brief Seconds of wall-clock time. */
+inline double wall_now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/** @brief The median of `values`: the middle one, or the mean of the middle two (as Python's `statistics.median`). */
+inline double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    std::size_t const half = values.size() / 2;
+    if (values.empty()) return 0;
+    return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2;
+}
+
+/** @brief Splits `list` at commas. */
+inline std::vector<std::string> split(std::string const &list) {
+    std::vector<std::string> items;
+    for (std::size_t start = 0; start <= list.size();) {
+        std::size_t const end = std::min(list.find(',', start), list.size());
+        if (end > start) items.push_back(list.substr(start, end - start));
+        start = end + 1;
+    }
+    return items;
+}
+
+/** @brief One measurement: a kind and named fields, printed as one line of text or as one JSON object. */
+class record_t {
+  public:
+    explicit record_t(char const *kind) : kind_(kind) {}
+
+    /** @brief Adds a string field. */
+    record_t &text(char const *key, std::string value) {
+        fields_.push_back({key, std::move(value), true});
+        return *this;
+    }
+    /** @brief Adds a numeric field; JSON gets `null` for a non-finite value. */
+    record_t &number(char const *key, double value) {
+        char buffer[32] = "null";
+        if (std::isfinite(value)) std::snprintf(buffer, sizeof buffer, "%.6g", value);
+        fields_.push_back({key, buffer, false});
+        return *this;
+    }
+    /** @brief Prints the record on a line of its own and flushes, so a reading pipe sees it at once. */
+    void print(bool json) const {
+        if (json) {
+            std::printf("{\"kind\": \"%s\"", kind_);
+            for (field_t const &field : fields_)
+                std::printf(field.quoted ? ", \"%s\": \"%s\"" : ", \"%s\": %s", field.key, field.value.c_str());
+            std::printf("}\n");
+        } else {
+            std::printf("%-8s", kind_);
+            for (std::size_t i = 0; i != fields_.size(); ++i)
+                std::printf("%s%s %s", i ? ", " : " ", fields_[i].key, fields_[i].value.c_str());
+            std::printf("\n");
+        }
+        std::fflush(stdout);
+    }
+
+  private:
+    struct field_t {
+        char const *key;
+        std::string value;
+        bool quoted;
+    };
+    char const *kind_;
+    std::vector<field_t> fields_;
+};
+
+} // namespace uform::bench
+
+#endif // UFORM_TOOLS_BENCH_REPORT_HPP
