@@ -2,6 +2,7 @@
 #include "mapped_file.hpp"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -60,6 +61,13 @@ uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, ch
     data_ = static_cast<std::byte const *>(mapping);
     size_ = size;
     return uform_status_ok_k;
+}
+
+void release_mapped_pages(std::span<std::byte const> bytes) noexcept {
+    auto const page = std::uintptr_t(sysconf(_SC_PAGESIZE));
+    auto const begin = (std::uintptr_t(bytes.data()) + page - 1) / page * page;
+    auto const end = (std::uintptr_t(bytes.data()) + bytes.size()) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 } // namespace uform::ram

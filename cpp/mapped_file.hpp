@@ -29,4 +29,8 @@ class mapped_file_t {
     std::size_t size_ = 0;
 };
 
+/// Drops the resident pages wholly inside `bytes`, a range of a read-only file mapping, from the process's memory;
+/// reading them again faults them back from the file. Never call it on memory that is not such a mapping.
+void release_mapped_pages(std::span<std::byte const> bytes) noexcept;
+
 } // namespace uform::ram

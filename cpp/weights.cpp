@@ -12,6 +12,7 @@
 #include "kernels/cpu_class.hpp"
 #include "kernels/e4m3.hpp"
 #include "kernels/scalars.hpp"
+#include "mapped_file.hpp"
 
 namespace uform::ram {
 namespace {
@@ -164,6 +165,7 @@ bool load_linear(loader_t &loader, std::string const &name, std::size_t columns,
         loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
         return false;
     }
+    if (loader.options().release_packed_sources) release_mapped_pages({source, columns * depth * 2});
     return loader.advance(columns * depth * 2);
 }
 

@@ -124,6 +124,7 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
     ram::weights_options_t options;
     options.cpu_class = request.cpu_class;
     options.e4m3 = request.quantization == uform_scalar_e4m3_k;
+    options.release_packed_sources = request.buffer == nullptr; // never the caller's buffer, only our own mapping
     options.parallel = ram::parallel_of(call);
     options.progress = report_load;
     options.progress_context = &progress;
