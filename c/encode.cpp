@@ -255,6 +255,20 @@ uform_status_t check_file_tape(char const *files, std::size_t length, std::size_
     return check_paths(files, offsets, offsets ? count : 0, message);
 }
 
+/// The checks of every file verb, in order: the receiver, the outputs and scalar, the tape of paths, the modality
+/// (`has`, answering `missing` when the checkpoint lacks it), the heads the outputs need. Resolves `outputs` and
+/// `scalar` as `check_encoding` does.
+uform_status_t check_file_verb(uform_model_t model, uform_executor_t executor, uform_arena_t arena,
+                               uform_encoded_t *encoded, uform_outputs_t &outputs, uform_scalar_t &scalar,
+                               char const *files, std::size_t length, std::size_t const *offsets, std::size_t count,
+                               bool geometry_t::*has, char const *missing, char const **message) noexcept {
+    if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
+    if (uform_status_t status = check_encoding(model, outputs, scalar, message)) return status;
+    if (uform_status_t status = check_file_tape(files, length, offsets, count, message)) return status;
+    if (uform_status_t status = check_modality(model->geometry.*has, missing, message)) return status;
+    return check_heads(model, outputs, message);
+}
+
 /// Takes the checkpoint's `budget` for a zero `value`, and bounds any other by it.
 void clamp_to_budget(std::size_t &value, std::size_t budget) noexcept {
     if (value == 0 || value > budget) value = budget;
@@ -292,17 +306,10 @@ uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor
                                   uform_outputs_t outputs, uform_image_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     image_encode_params_t p{};
-    uform_status_t const checked = [&]() noexcept -> uform_status_t {
-        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
-        if (args) p.args = *args;
-        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-        if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
-            return status;
-        if (uform_status_t status =
-                check_modality(model->geometry.has_image, "the model has no image front-end", message))
-            return status;
-        return check_heads(model, outputs, message);
-    }();
+    if (args) p.args = *args;
+    uform_status_t const checked =
+        check_file_verb(model, executor, arena, encoded, outputs, p.args.scalar, files, files_length, files_offsets,
+                        files_count, &geometry_t::has_image, "the model has no image front-end", message);
     if (checked) return refuse_media(args, SIZE_MAX, checked);
     std::size_t const budget = model->geometry.image_max_patches;
     clamp_to_budget(p.args.max_patches, budget);
@@ -369,17 +376,10 @@ uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor
                                   uform_outputs_t outputs, uform_video_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     video_encode_params_t p{};
-    uform_status_t const checked = [&]() noexcept -> uform_status_t {
-        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
-        if (args) p.args = *args;
-        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-        if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
-            return status;
-        if (uform_status_t status =
-                check_modality(model->geometry.has_video, "the model has no video front-end", message))
-            return status;
-        return check_heads(model, outputs, message);
-    }();
+    if (args) p.args = *args;
+    uform_status_t const checked =
+        check_file_verb(model, executor, arena, encoded, outputs, p.args.scalar, files, files_length, files_offsets,
+                        files_count, &geometry_t::has_video, "the model has no video front-end", message);
     if (checked) return refuse_media(args, SIZE_MAX, checked);
     geometry_t const &g = model->geometry;
     clamp_to_budget(p.args.max_frames, g.video_max_frames);
@@ -396,17 +396,10 @@ uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor
                                   uform_outputs_t outputs, uform_audio_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     audio_encode_params_t p{};
-    uform_status_t const checked = [&]() noexcept -> uform_status_t {
-        if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
-        if (args) p.args = *args;
-        if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
-        if (uform_status_t status = check_file_tape(files, files_length, files_offsets, files_count, message))
-            return status;
-        if (uform_status_t status =
-                check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
-            return status;
-        return check_heads(model, outputs, message);
-    }();
+    if (args) p.args = *args;
+    uform_status_t const checked =
+        check_file_verb(model, executor, arena, encoded, outputs, p.args.scalar, files, files_length, files_offsets,
+                        files_count, &geometry_t::has_audio, "the model has no audio front-end", message);
     if (checked) return refuse_media(args, SIZE_MAX, checked);
     std::size_t const budget = model->geometry.audio_max_patches;
     clamp_to_budget(p.args.max_patches, budget);

@@ -74,6 +74,19 @@ void complete_batch(ram::text_batch_t &batch, std::byte *prefix, front_layout_t 
     batch.positions = positions ? reinterpret_cast<std::uint32_t const *>(prefix + layout.positions) : nullptr;
 }
 
+/// Runs the trunk over `count` items whose tokens `offsets` count, embedded by `prepare(context, ...)` into the prefix
+/// of the call's scratch that `layout` lays out.
+uform_status_t encode_front(model_t const &model, call_t &call, std::size_t const *offsets, std::size_t count,
+                            front_layout_t const &layout, ram::prepare_fn_t prepare, void *context,
+                            encode_request_t request, uform_encoded_t &encoded, char const **message) noexcept {
+    ram::encode_job_t encode;
+    encode.batch = {nullptr, offsets, count, false};
+    encode.prefix_bytes = layout.total;
+    encode.prepare = prepare;
+    encode.prepare_context = context;
+    return ram::encode_tokens(model, call, encode, request, encoded, message);
+}
+
 /// Token offsets of `count` items in the arena: the batch's `offsets`, which the output tapes copy.
 std::size_t *allocate_offsets(call_t &call, std::size_t count) noexcept {
     return static_cast<std::size_t *>(call.allocate((count + 1) * sizeof(std::size_t)));
@@ -267,12 +280,9 @@ uform_status_t encode_images(model_t const &model, call_t &call, images_t const 
     std::size_t const tokens = offsets[count];
     images_job_t job{&model, &call, &images, max_patches, tokens, {}};
     job.layout = layout_front(tokens, g.image_patch_side * g.image_patch_side * 3, g.hidden, true, call.width(), work);
-    ram::encode_job_t encode;
-    encode.batch = {nullptr, offsets, count, false};
-    encode.prefix_bytes = job.layout.total;
-    encode.prepare = prepare_images;
-    encode.prepare_context = &job;
-    if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
+    if (uform_status_t status =
+            encode_front(model, call, offsets, count, job.layout, prepare_images, &job, request, encoded, message))
+        return status;
     stats.items = count;
     stats.tokens = tokens;
     stats.pixels = pixel_count;
@@ -511,12 +521,9 @@ uform_status_t encode_audio(model_t const &model, call_t &call, recordings_t con
     std::size_t const tokens = offsets[count];
     audio_job_t job{&model, &call, &recordings, max_patches, tokens, ffts, {}};
     job.layout = layout_front(tokens, g.audio_frames_per_patch * g.audio_mel_bins, g.hidden, false, call.width(), work);
-    ram::encode_job_t encode;
-    encode.batch = {nullptr, offsets, count, false};
-    encode.prefix_bytes = job.layout.total;
-    encode.prepare = prepare_audio;
-    encode.prepare_context = &job;
-    if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
+    if (uform_status_t status =
+            encode_front(model, call, offsets, count, job.layout, prepare_audio, &job, request, encoded, message))
+        return status;
     stats.items = count;
     stats.tokens = tokens;
     stats.seconds = seconds;
@@ -603,12 +610,9 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
     std::size_t const tokens = offsets[count];
     video_job_t job{&model, &call, clips.data(), tokens, {}};
     job.layout = layout_front(tokens, tubelet * p * p * 3, g.hidden, true, call.width(), work);
-    ram::encode_job_t encode;
-    encode.batch = {nullptr, offsets, count, false};
-    encode.prefix_bytes = job.layout.total;
-    encode.prepare = prepare_video;
-    encode.prepare_context = &job;
-    if (uform_status_t status = ram::encode_tokens(model, call, encode, request, encoded, message)) return status;
+    if (uform_status_t status =
+            encode_front(model, call, offsets, count, job.layout, prepare_video, &job, request, encoded, message))
+        return status;
     stats.items = count;
     stats.tokens = tokens;
     stats.frames = frames;

@@ -8,99 +8,10 @@
  * the F32 rows converted, and an E4M3 model's embeddings stay within cosine 0.99 of the goldens.
  *
  * The stub answers deterministic stand-in rows, not the model's, so under the stub this test only says it skipped.
- * The goldens are read with a few lines of header parsing (the 8-byte length, then each tensor's `data_offsets`),
- * enough for files written by Python's safetensors.
+ * The goldens are read by goldens.h.
  */
 #include "common.h"
-
-#include <stdint.h>
-
-/* ---------------------------------------------------------------------------------------------------------- */
-/* Reading a golden                                                                                            */
-/* ---------------------------------------------------------------------------------------------------------- */
-
-typedef struct golden_t {
-    unsigned char *bytes;
-    size_t length;
-    char *header; /* NUL-terminated copy of the JSON header */
-    size_t data_offset;
-} golden_t;
-
-static int golden_open(golden_t *golden, char const *name) {
-    char path[4096];
-    char const *directory = getenv("UFORM_TEST_DATA");
-    uint64_t header_length = 0;
-    int i;
-    memset(golden, 0, sizeof(*golden));
-    if (!directory || !*directory) directory = "tests/data";
-    snprintf(path, sizeof(path), "%s/goldens/%s", directory, name);
-    golden->bytes = read_whole_file(path, &golden->length);
-    if (!golden->bytes || golden->length < 8) {
-        fprintf(stderr, "cannot read %s\n", path);
-        return 0;
-    }
-    for (i = 7; i >= 0; --i) header_length = header_length << 8 | golden->bytes[i];
-    if (header_length > golden->length - 8) return 0;
-    golden->header = (char *)malloc((size_t)header_length + 1);
-    if (!golden->header) return 0;
-    memcpy(golden->header, golden->bytes + 8, (size_t)header_length);
-    golden->header[header_length] = 0;
-    golden->data_offset = 8 + (size_t)header_length;
-    return 1;
-}
-
-static void golden_close(golden_t *golden) {
-    free(golden->bytes);
-    free(golden->header);
-    memset(golden, 0, sizeof(*golden));
-}
-
-/** The bytes of tensor `name` of dtype `dtype` (such as "F32"), and their length; `NULL` when absent. */
-static void const *golden_tensor(golden_t const *golden, char const *name, char const *dtype, size_t *bytes) {
-    char key[128], dtype_key[64];
-    char const *cursor = golden->header;
-    snprintf(key, sizeof(key), "\"%s\":", name);
-    snprintf(dtype_key, sizeof(dtype_key), "\"dtype\":\"%s\"", dtype);
-    while ((cursor = strstr(cursor, key)) != NULL) {
-        char const *object = cursor + strlen(key), *end, *offsets;
-        unsigned long long begin, finish;
-        char *after;
-        while (*object == ' ') ++object;
-        cursor += strlen(key);
-        if (*object != '{') continue; /* the name inside a metadata string */
-        end = strchr(object, '}');
-        offsets = strstr(object, "\"data_offsets\":[");
-        if (!end || !offsets || offsets > end) return NULL;
-        {
-            char const *found_dtype = strstr(object, dtype_key);
-            if (!found_dtype || found_dtype > end) return NULL;
-        }
-        begin = strtoull(offsets + strlen("\"data_offsets\":["), &after, 10);
-        if (*after != ',') return NULL;
-        finish = strtoull(after + 1, &after, 10);
-        if (finish < begin || golden->data_offset + finish > golden->length) return NULL;
-        *bytes = (size_t)(finish - begin);
-        return golden->bytes + golden->data_offset + begin;
-    }
-    return NULL;
-}
-
-/** A tensor's values copied into a `malloc`ed array of `count` elements of `size` bytes; `NULL` when absent. */
-static void *golden_copy(golden_t const *golden, char const *name, char const *dtype, size_t size, size_t *count) {
-    size_t bytes = 0;
-    void const *data = golden_tensor(golden, name, dtype, &bytes);
-    void *copy;
-    *count = 0;
-    if (!data || bytes % size) {
-        fprintf(stderr, "the golden has no %s tensor '%s'\n", dtype, name);
-        return NULL;
-    }
-    copy = malloc(bytes ? bytes : 1);
-    if (!copy) return NULL;
-    memcpy(copy, data, bytes);
-    *count = bytes / size;
-    return copy;
-}
+#include "goldens.h"
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Agreement                                                                                                   */
@@ -204,7 +115,7 @@ static void compare_embeddings(uform_rows_t const *rows, float const *golden, si
 /* ---------------------------------------------------------------------------------------------------------- */
 
 typedef struct text_golden_t {
-    golden_t file;
+    golden_file_t file;
     unsigned char *bytes;
     size_t bytes_count;
     size_t offsets[16];
@@ -217,12 +128,12 @@ static int text_golden_open(text_golden_t *t) {
     int64_t *offsets;
     size_t count, i;
     memset(t, 0, sizeof(*t));
-    if (!CHECK(golden_open(&t->file, "text.safetensors"))) return 0;
-    t->bytes = (unsigned char *)golden_copy(&t->file, "bytes", "U8", 1, &t->bytes_count);
-    offsets = (int64_t *)golden_copy(&t->file, "offsets", "I64", 8, &count);
-    t->states = (float *)golden_copy(&t->file, "states", "F32", 4, &t->states_count);
-    t->token_vectors = (float *)golden_copy(&t->file, "token_vectors", "F32", 4, &t->token_vectors_count);
-    t->embeddings = (float *)golden_copy(&t->file, "embeddings", "F32", 4, &t->embeddings_count);
+    if (!CHECK(golden_file_open(&t->file, "text.safetensors"))) return 0;
+    t->bytes = (unsigned char *)golden_file_copy(&t->file, "bytes", "U8", 1, &t->bytes_count, 0);
+    offsets = (int64_t *)golden_file_copy(&t->file, "offsets", "I64", 8, &count, 0);
+    t->states = (float *)golden_file_copy(&t->file, "states", "F32", 4, &t->states_count, 0);
+    t->token_vectors = (float *)golden_file_copy(&t->file, "token_vectors", "F32", 4, &t->token_vectors_count, 0);
+    t->embeddings = (float *)golden_file_copy(&t->file, "embeddings", "F32", 4, &t->embeddings_count, 0);
     if (!CHECK(t->bytes && offsets && t->states && t->token_vectors && t->embeddings && count >= 2 && count <= 16)) {
         free(offsets);
         return 0;
@@ -238,7 +149,7 @@ static void text_golden_close(text_golden_t *t) {
     free(t->states);
     free(t->token_vectors);
     free(t->embeddings);
-    golden_close(&t->file);
+    golden_file_close(&t->file);
 }
 
 static uform_outputs_t const all_outputs =
@@ -368,7 +279,7 @@ static void check_subsets(uform_model_t model, text_golden_t const *t) {
 /* ---------------------------------------------------------------------------------------------------------- */
 
 static void check_choose(uform_model_t model, uform_executor_t executor, agreement_t *agreement) {
-    golden_t file;
+    golden_file_t file;
     unsigned char *prompts = NULL, *legal = NULL;
     int64_t *prompt_offsets64 = NULL, *legal_offsets64 = NULL, *groups64 = NULL;
     float *expected = NULL;
@@ -378,13 +289,13 @@ static void check_choose(uform_model_t model, uform_executor_t executor, agreeme
     uform_tape_t probabilities;
     uform_text_choose_args_t args;
     uform_text_choose_stats_t stats;
-    if (!CHECK(golden_open(&file, "choose.safetensors"))) return;
-    prompts = (unsigned char *)golden_copy(&file, "prompt_bytes", "U8", 1, &prompts_count);
-    legal = (unsigned char *)golden_copy(&file, "legal_bytes", "U8", 1, &legal_count);
-    prompt_offsets64 = (int64_t *)golden_copy(&file, "prompt_offsets", "I64", 8, &prompt_offsets_count);
-    legal_offsets64 = (int64_t *)golden_copy(&file, "legal_offsets", "I64", 8, &legal_offsets_count);
-    groups64 = (int64_t *)golden_copy(&file, "groups", "I64", 8, &groups_count);
-    expected = (float *)golden_copy(&file, "probabilities", "F32", 4, &expected_count);
+    if (!CHECK(golden_file_open(&file, "choose.safetensors"))) return;
+    prompts = (unsigned char *)golden_file_copy(&file, "prompt_bytes", "U8", 1, &prompts_count, 0);
+    legal = (unsigned char *)golden_file_copy(&file, "legal_bytes", "U8", 1, &legal_count, 0);
+    prompt_offsets64 = (int64_t *)golden_file_copy(&file, "prompt_offsets", "I64", 8, &prompt_offsets_count, 0);
+    legal_offsets64 = (int64_t *)golden_file_copy(&file, "legal_offsets", "I64", 8, &legal_offsets_count, 0);
+    groups64 = (int64_t *)golden_file_copy(&file, "groups", "I64", 8, &groups_count, 0);
+    expected = (float *)golden_file_copy(&file, "probabilities", "F32", 4, &expected_count, 0);
     if (CHECK(prompts && legal && prompt_offsets64 && legal_offsets64 && groups64 && expected &&
               prompt_offsets_count >= 2 && prompt_offsets_count <= 32 && legal_offsets_count == prompt_offsets_count &&
               groups_count + 1 == prompt_offsets_count && expected_count == legal_count) &&
@@ -426,7 +337,7 @@ static void check_choose(uform_model_t model, uform_executor_t executor, agreeme
     free(legal_offsets64);
     free(groups64);
     free(expected);
-    golden_close(&file);
+    golden_file_close(&file);
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */
@@ -454,7 +365,7 @@ static void compare_media(uform_encoded_t const *encoded, int64_t const *token_o
 
 /** image.safetensors: grayscale replicated to RGB and alpha dropped, as MODEL.md says, then encoded as pixels. */
 static void check_image(uform_model_t model, uform_executor_t executor, agreement_t *rows, agreement_t *pooled) {
-    golden_t file;
+    golden_file_t file;
     unsigned char *pixels = NULL, *rgb = NULL;
     int64_t *pixel_offsets = NULL, *shapes = NULL, *token_offsets = NULL;
     float *states = NULL, *embeddings = NULL;
@@ -464,13 +375,13 @@ static void check_image(uform_model_t model, uform_executor_t executor, agreemen
     uform_encoded_t encoded;
     uform_image_encode_stats_t stats;
     uform_image_encode_args_t args;
-    if (!CHECK(golden_open(&file, "image.safetensors"))) return;
-    pixels = (unsigned char *)golden_copy(&file, "pixels", "U8", 1, &pixels_count);
-    pixel_offsets = (int64_t *)golden_copy(&file, "pixel_offsets", "I64", 8, &offsets_count);
-    shapes = (int64_t *)golden_copy(&file, "shapes", "I64", 8, &shapes_count);
-    token_offsets = (int64_t *)golden_copy(&file, "token_offsets", "I64", 8, &tokens_count);
-    states = (float *)golden_copy(&file, "states", "F32", 4, &states_count);
-    embeddings = (float *)golden_copy(&file, "embeddings", "F32", 4, &embeddings_count);
+    if (!CHECK(golden_file_open(&file, "image.safetensors"))) return;
+    pixels = (unsigned char *)golden_file_copy(&file, "pixels", "U8", 1, &pixels_count, 0);
+    pixel_offsets = (int64_t *)golden_file_copy(&file, "pixel_offsets", "I64", 8, &offsets_count, 0);
+    shapes = (int64_t *)golden_file_copy(&file, "shapes", "I64", 8, &shapes_count, 0);
+    token_offsets = (int64_t *)golden_file_copy(&file, "token_offsets", "I64", 8, &tokens_count, 0);
+    states = (float *)golden_file_copy(&file, "states", "F32", 4, &states_count, 0);
+    embeddings = (float *)golden_file_copy(&file, "embeddings", "F32", 4, &embeddings_count, 0);
     items = offsets_count ? offsets_count - 1 : 0;
     if (CHECK(pixels && pixel_offsets && shapes && token_offsets && states && embeddings && items >= 1 && items <= 8 &&
               shapes_count == 3 * items && tokens_count == items + 1 && embeddings_count == 64 * items) &&
@@ -503,25 +414,25 @@ static void check_image(uform_model_t model, uform_executor_t executor, agreemen
     free(token_offsets);
     free(states);
     free(embeddings);
-    golden_close(&file);
+    golden_file_close(&file);
 }
 
 /** audio.safetensors: mono clips at 16 kHz, an empty one among them. */
 static void check_audio(uform_model_t model, uform_executor_t executor, agreement_t *rows, agreement_t *pooled) {
-    golden_t file;
+    golden_file_t file;
     float *samples = NULL, *states = NULL, *embeddings = NULL;
     int64_t *sample_offsets64 = NULL, *rates = NULL, *token_offsets = NULL;
     size_t samples_count, offsets_count, rates_count, tokens_count, states_count, embeddings_count;
     size_t sample_offsets[8], items, i;
     uform_arena_t arena = NULL;
     uform_encoded_t encoded;
-    if (!CHECK(golden_open(&file, "audio.safetensors"))) return;
-    samples = (float *)golden_copy(&file, "samples", "F32", 4, &samples_count);
-    sample_offsets64 = (int64_t *)golden_copy(&file, "sample_offsets", "I64", 8, &offsets_count);
-    rates = (int64_t *)golden_copy(&file, "sample_rates", "I64", 8, &rates_count);
-    token_offsets = (int64_t *)golden_copy(&file, "token_offsets", "I64", 8, &tokens_count);
-    states = (float *)golden_copy(&file, "states", "F32", 4, &states_count);
-    embeddings = (float *)golden_copy(&file, "embeddings", "F32", 4, &embeddings_count);
+    if (!CHECK(golden_file_open(&file, "audio.safetensors"))) return;
+    samples = (float *)golden_file_copy(&file, "samples", "F32", 4, &samples_count, 0);
+    sample_offsets64 = (int64_t *)golden_file_copy(&file, "sample_offsets", "I64", 8, &offsets_count, 0);
+    rates = (int64_t *)golden_file_copy(&file, "sample_rates", "I64", 8, &rates_count, 0);
+    token_offsets = (int64_t *)golden_file_copy(&file, "token_offsets", "I64", 8, &tokens_count, 0);
+    states = (float *)golden_file_copy(&file, "states", "F32", 4, &states_count, 0);
+    embeddings = (float *)golden_file_copy(&file, "embeddings", "F32", 4, &embeddings_count, 0);
     items = offsets_count ? offsets_count - 1 : 0;
     if (CHECK(samples && sample_offsets64 && rates && token_offsets && states && embeddings && items >= 1 &&
               items <= 7 && rates_count == items && tokens_count == items + 1 && embeddings_count == 64 * items) &&
@@ -539,7 +450,7 @@ static void check_audio(uform_model_t model, uform_executor_t executor, agreemen
     free(token_offsets);
     free(states);
     free(embeddings);
-    golden_close(&file);
+    golden_file_close(&file);
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */
