@@ -20,6 +20,15 @@ enum gemm_flags_t : unsigned {
     gemm_round_output_k = 2u,
 };
 
+/// Cache lines a GEMM micro-kernel pulls toward L2 while it computes, spread over its depth: a share of the next
+/// B panel, so that panel is waiting in L2 when its turn comes. A hint: kernels may ignore it.
+struct gemm_prefetch_t {
+    /// The first line; null when there is nothing to fetch.
+    char const *data = nullptr;
+    /// Lines of 64 bytes from `data`.
+    std::size_t lines = 0;
+};
+
 /// The kernels of one CPU class. Each computes the same numbers as the serial class up to summation order.
 struct kernels_t {
     /// The class these kernels implement.
@@ -33,9 +42,10 @@ struct kernels_t {
     /// C[rows x columns] (+)= A[rows x depth] * B[depth x columns] in F32, with rows <= 6 and columns <= 64.
     /// A is one packed panel (`pack_a`), its value (r, k) at `a[k * 6 + r]`; B's row k starts at `b + k * ldb`
     /// and holds BF16-rounded values, so every product is exact in F32; C's row r starts at `c + r * ldc`.
-    /// Each result sums its products in depth order from zero, then adds C when accumulating.
+    /// Each result sums its products in depth order from zero, then adds C when accumulating. `prefetch` names lines
+    /// to pull toward L2 meanwhile.
     void (*gemm_micro)(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
-                       std::size_t rows, std::size_t columns, unsigned flags) noexcept;
+                       std::size_t rows, std::size_t columns, unsigned flags, gemm_prefetch_t prefetch) noexcept;
 
     /// Merges a finished row of products into C: `c[i] = (accumulate ? c[i] : 0) + tile[i]`, then rounded to BF16
     /// when `gemm_round_output_k` is set, over `count` values; `flags` are `gemm_flags_t`.

@@ -23,7 +23,7 @@ void pack_a_serial(float const *a, std::size_t lda, std::size_t rows, std::size_
 
 // C (+)= A * B over one micro tile, summing each element's products in depth order from zero, then adding C.
 void gemm_micro_serial(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
-                       std::size_t rows, std::size_t columns, unsigned flags) noexcept {
+                       std::size_t rows, std::size_t columns, unsigned flags, gemm_prefetch_t) noexcept {
     float sums[gemm_micro_rows_k][gemm_panel_columns_k] = {};
     for (std::size_t k = 0; k != depth; ++k) {
         float const *b_row = b + k * ldb;

@@ -8,11 +8,11 @@
 #include <cmath>
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl"))),                   \
+#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,prfchw"))),                   \
                              apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl")
+#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,prfchw")
 #endif
 
 namespace uform::ram {
@@ -75,22 +75,23 @@ void pack_a_skylake(float const *a, std::size_t lda, std::size_t rows, std::size
     }
 }
 
-// One micro tile of `rows_k` rows and `vectors_k` 16-column vectors, the last one masked by `last`.
+// One micro tile of `rows_k` rows and `vectors_k` 16-column vectors, the last one masked by `last`. C's lines are
+// fetched for writing first, so they are owned by the time the sums land; the depth runs in steps of 8, each step
+// pulling its share of `prefetch` toward L2.
 template <std::size_t rows_k, std::size_t vectors_k, bool full_k>
 void gemm_micro_tile(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
-                     __mmask16 last, unsigned flags) noexcept {
-    if (flags & gemm_accumulate_k)
+                     __mmask16 last, unsigned flags, gemm_prefetch_t prefetch) noexcept {
 #pragma clang loop unroll(full)
-        for (std::size_t r = 0; r != rows_k; ++r)
+    for (std::size_t r = 0; r != rows_k; ++r)
 #pragma clang loop unroll(full)
-            for (std::size_t v = 0; v != vectors_k; ++v)
-                _mm_prefetch(reinterpret_cast<char const *>(c + r * ldc + v * 16), _MM_HINT_T0);
+        for (std::size_t v = 0; v != vectors_k; ++v)
+            _mm_prefetch(reinterpret_cast<char const *>(c + r * ldc + v * 16), _MM_HINT_ET0);
     __m512 sums[rows_k][vectors_k];
 #pragma clang loop unroll(full)
     for (std::size_t r = 0; r != rows_k; ++r)
 #pragma clang loop unroll(full)
         for (std::size_t v = 0; v != vectors_k; ++v) sums[r][v] = _mm512_setzero_ps();
-    for (std::size_t k = 0; k != depth; ++k) {
+    auto const step = [&]() __attribute__((always_inline)) {
         __m512 b_vectors[vectors_k];
 #pragma clang loop unroll(full)
         for (std::size_t v = 0; v != vectors_k; ++v)
@@ -105,7 +106,17 @@ void gemm_micro_tile(std::size_t depth, float const *a, float const *b, std::siz
         }
         a += gemm_micro_rows_k;
         b += ldb;
+    };
+    constexpr std::size_t step_depth = 8;
+    std::size_t const steps = depth / step_depth;
+    std::size_t const per_step = steps == 0 ? 0 : (prefetch.lines + steps - 1) / steps;
+    char const *line = prefetch.data, *const lines_end = prefetch.data + prefetch.lines * 64;
+    for (std::size_t s = 0; s != steps; ++s) {
+        for (std::size_t i = 0; i != per_step && line != lines_end; ++i, line += 64) _mm_prefetch(line, _MM_HINT_T1);
+#pragma clang loop unroll(full)
+        for (std::size_t i = 0; i != step_depth; ++i) step();
     }
+    for (std::size_t k = steps * step_depth; k != depth; ++k) step();
 #pragma clang loop unroll(full)
     for (std::size_t r = 0; r != rows_k; ++r)
 #pragma clang loop unroll(full)
@@ -122,29 +133,29 @@ void gemm_micro_tile(std::size_t depth, float const *a, float const *b, std::siz
 // Picks the instantiation for `vectors_k` column vectors, full or masked, and a row count.
 template <std::size_t vectors_k, bool full_k>
 void gemm_micro_vectors(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
-                        std::size_t rows, __mmask16 last, unsigned flags) noexcept {
+                        std::size_t rows, __mmask16 last, unsigned flags, gemm_prefetch_t prefetch) noexcept {
     switch (rows) {
-    case 6: gemm_micro_tile<6, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
-    case 5: gemm_micro_tile<5, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
-    case 4: gemm_micro_tile<4, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
-    case 3: gemm_micro_tile<3, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
-    case 2: gemm_micro_tile<2, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
-    case 1: gemm_micro_tile<1, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags); break;
+    case 6: gemm_micro_tile<6, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags, prefetch); break;
+    case 5: gemm_micro_tile<5, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags, prefetch); break;
+    case 4: gemm_micro_tile<4, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags, prefetch); break;
+    case 3: gemm_micro_tile<3, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags, prefetch); break;
+    case 2: gemm_micro_tile<2, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags, prefetch); break;
+    case 1: gemm_micro_tile<1, vectors_k, full_k>(depth, a, b, ldb, c, ldc, last, flags, prefetch); break;
     default: break;
     }
 }
 
 // C (+)= A * B over one micro tile of up to 6 x 64.
 void gemm_micro_skylake(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
-                        std::size_t rows, std::size_t columns, unsigned flags) noexcept {
-    if (columns == 64) return gemm_micro_vectors<4, true>(depth, a, b, ldb, c, ldc, rows, 0xFFFF, flags);
+                        std::size_t rows, std::size_t columns, unsigned flags, gemm_prefetch_t prefetch) noexcept {
+    if (columns == 64) return gemm_micro_vectors<4, true>(depth, a, b, ldb, c, ldc, rows, 0xFFFF, flags, prefetch);
     std::size_t const vectors = (columns + 15) / 16;
     __mmask16 const last = tail_mask(columns - (vectors - 1) * 16);
     switch (vectors) {
-    case 4: gemm_micro_vectors<4, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
-    case 3: gemm_micro_vectors<3, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
-    case 2: gemm_micro_vectors<2, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
-    case 1: gemm_micro_vectors<1, false>(depth, a, b, ldb, c, ldc, rows, last, flags); break;
+    case 4: gemm_micro_vectors<4, false>(depth, a, b, ldb, c, ldc, rows, last, flags, prefetch); break;
+    case 3: gemm_micro_vectors<3, false>(depth, a, b, ldb, c, ldc, rows, last, flags, prefetch); break;
+    case 2: gemm_micro_vectors<2, false>(depth, a, b, ldb, c, ldc, rows, last, flags, prefetch); break;
+    case 1: gemm_micro_vectors<1, false>(depth, a, b, ldb, c, ldc, rows, last, flags, prefetch); break;
     default: break;
     }
 }
