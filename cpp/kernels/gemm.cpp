@@ -45,9 +45,8 @@ void gemm_block(kernels_t const &kernels, float const *a, std::size_t a_panel_fl
     std::size_t const tile_lines = (block_lines + tiles - 1) / tiles;
     for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
         float const *b_panel = b.data + panel * b.panel_stride + k * b.row_stride;
-        char const *next = contiguous && panel + 1 != panel_end
-                               ? reinterpret_cast<char const *>(b_panel + b.panel_stride)
-                               : nullptr;
+        char const *next =
+            contiguous && panel + 1 != panel_end ? reinterpret_cast<char const *>(b_panel + b.panel_stride) : nullptr;
         std::size_t const column = panel * gemm_panel_columns_k;
         std::size_t const columns = std::min(gemm_panel_columns_k, b.columns - column);
         for (std::size_t tile = 0; tile != tiles; ++tile) {
@@ -170,8 +169,8 @@ void gemm_packed(kernels_t const &kernels, float const *a_packed, std::size_t ro
     std::size_t const depth_step = depth_block(b.depth);
     for (std::size_t k = 0; k < b.depth; k += depth_step) {
         std::size_t const depth = std::min(depth_step, b.depth - k);
-        gemm_block(kernels, a_packed + k * gemm_micro_rows_k, b.depth * gemm_micro_rows_k, rows, b, k, depth, 0,
-                   panels, c, ldc, block_flags(flags, k, depth, b.depth));
+        gemm_block(kernels, a_packed + k * gemm_micro_rows_k, b.depth * gemm_micro_rows_k, rows, b, k, depth, 0, panels,
+                   c, ldc, block_flags(flags, k, depth, b.depth));
     }
 }
 

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,prfchw"))),                   \
+#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,prfchw"))),            \
                              apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
