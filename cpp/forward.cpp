@@ -69,13 +69,13 @@ std::size_t bf16_floats(std::size_t count) noexcept { return round_up(count, 32)
 
 /// Floats of one thread's attention scratch for an item of `keys` tokens. F32: the scores, their packed
 /// probabilities and the packed queries. AMX: BF16 queries, the scores, BF16 probabilities and the output tile,
-/// or (while packing) the BF16 keys or the values' BF16 transpose.
+/// or (while packing) the BF16 keys, or the BF16 values and their transpose.
 std::size_t attention_floats(std::size_t keys, geometry_t const &geometry, bool amx) noexcept {
     std::size_t const queries = query_rows(keys), stride = score_stride(keys), head_dim = geometry.head_dim;
     if (!amx) return 2 * queries * stride + queries * head_dim;
     std::size_t const attend = bf16_floats(queries * head_dim) + queries * stride + bf16_floats(queries * stride) +
                                queries * gemm_padded_stride(head_dim);
-    return std::max(attend, bf16_floats(keys * head_dim));
+    return std::max(attend, 2 * bf16_floats(keys * head_dim));
 }
 
 /// The sizes one call needs, found by walking its groups.
@@ -368,7 +368,7 @@ class forward_t {
     }
 
     /// Packs head `head`'s keys and transposed values of the group's item `index` into AMX tiles, through BF16 rows
-    /// in the thread's attention scratch.
+    /// in the thread's attention scratch (values converted row by row, then transposed).
     void pack_keys_amx(std::size_t index, std::size_t head, std::size_t thread) noexcept {
         std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
         if (tokens == 0) return;
@@ -379,9 +379,11 @@ class forward_t {
         for (std::size_t key = 0; key != tokens; ++key)
             amx_to_bf16(keys + key * qkv_stride(), rows + key * head_dim, head_dim);
         amx_pack(rows, tokens, head_dim, head_dim, tiles);
+        std::uint16_t *const converted = rows + 2 * bf16_floats(tokens * head_dim);
         for (std::size_t key = 0; key != tokens; ++key)
-            for (std::size_t dim = 0; dim != head_dim; ++dim)
-                rows[dim * tokens + key] = bf16_from_f32(values[key * qkv_stride() + dim]);
+            amx_to_bf16(values + key * qkv_stride(), converted + key * head_dim, head_dim);
+        for (std::size_t dim = 0; dim != head_dim; ++dim)
+            for (std::size_t key = 0; key != tokens; ++key) rows[dim * tokens + key] = converted[key * head_dim + dim];
         amx_pack(rows, head_dim, tokens, tokens, tiles + tile_floats(tokens, head_dim));
     }
 

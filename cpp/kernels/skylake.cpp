@@ -229,9 +229,52 @@ void rope_round_skylake(float *x, std::size_t heads, std::size_t head_dim, float
     }
 }
 
-// Softmax of a scaled row in F32, then BF16 rounding of the probabilities.
+// Softmax of a row of at most 16 * `vectors_k` values held in registers: the last vector's missing lanes are -inf
+// for the maximum and left out of the sum.
+template <std::size_t vectors_k>
+void softmax_round_short(float *row, std::size_t count, float scale) noexcept {
+    __m512 const factor = _mm512_set1_ps(scale), lowest = _mm512_set1_ps(-INFINITY);
+    __mmask16 const last = tail_mask(count - (vectors_k - 1) * 16);
+    __m512 values[vectors_k];
+#pragma clang loop unroll(full)
+    for (std::size_t v = 0; v != vectors_k; ++v) {
+        __mmask16 const mask = v + 1 == vectors_k ? last : static_cast<__mmask16>(0xFFFF);
+        values[v] = _mm512_mask_mul_ps(lowest, mask, _mm512_maskz_loadu_ps(mask, row + v * 16), factor);
+    }
+    __m512 maximum = values[0];
+#pragma clang loop unroll(full)
+    for (std::size_t v = 1; v != vectors_k; ++v) maximum = _mm512_max_ps(maximum, values[v]);
+    __m512 const shift = _mm512_set1_ps(_mm512_reduce_max_ps(maximum));
+    __m512 sum = _mm512_setzero_ps();
+#pragma clang loop unroll(full)
+    for (std::size_t v = 0; v != vectors_k; ++v) {
+        __mmask16 const mask = v + 1 == vectors_k ? last : static_cast<__mmask16>(0xFFFF);
+        values[v] = _mm512_maskz_mov_ps(mask, exp_x16(_mm512_sub_ps(values[v], shift)));
+        sum = _mm512_add_ps(sum, values[v]);
+    }
+    __m512 const inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+#pragma clang loop unroll(full)
+    for (std::size_t v = 0; v != vectors_k; ++v) {
+        __mmask16 const mask = v + 1 == vectors_k ? last : static_cast<__mmask16>(0xFFFF);
+        _mm512_mask_storeu_ps(row + v * 16, mask, round_bf16_x16(_mm512_mul_ps(values[v], inverse)));
+    }
+}
+
+// Softmax of a scaled row in F32, then BF16 rounding of the probabilities: rows up to 128 values in registers,
+// longer ones in three passes.
 void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept {
     if (count == 0) return;
+    switch ((count + 15) / 16) {
+    case 1: return softmax_round_short<1>(row, count, scale);
+    case 2: return softmax_round_short<2>(row, count, scale);
+    case 3: return softmax_round_short<3>(row, count, scale);
+    case 4: return softmax_round_short<4>(row, count, scale);
+    case 5: return softmax_round_short<5>(row, count, scale);
+    case 6: return softmax_round_short<6>(row, count, scale);
+    case 7: return softmax_round_short<7>(row, count, scale);
+    case 8: return softmax_round_short<8>(row, count, scale);
+    default: break;
+    }
     __m512 const factor = _mm512_set1_ps(scale);
     __m512 maximum = _mm512_set1_ps(-INFINITY);
     for (std::size_t i = 0; i < count; i += 16) {
@@ -256,15 +299,32 @@ void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept 
     }
 }
 
-// SiLU of the gate times the up projection, rounded for the down projection.
+// silu(gate) * up for 16 lanes, rounded to BF16. An exact division, as the reference's x / (1 + exp(-x)): a cheaper
+// reciprocal flips more BF16 roundings.
+inline __m512 silu_mul_round_x16(__m512 gate, __m512 up) noexcept {
+    __m512 const silu =
+        _mm512_div_ps(gate, _mm512_add_ps(_mm512_set1_ps(1.0f), exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), gate))));
+    return round_bf16_x16(_mm512_mul_ps(silu, up));
+}
+
+// SiLU of the gate times the up projection, rounded for the down projection: four independent vectors per step, so
+// their long dependency chains overlap.
 void silu_mul_round_skylake(float const *gate, float const *up, float *out, std::size_t count) noexcept {
-    __m512 const one = _mm512_set1_ps(1.0f);
-    for (std::size_t i = 0; i < count; i += 16) {
+    constexpr std::size_t unroll = 4;
+    std::size_t i = 0;
+    for (; i + 16 * unroll <= count; i += 16 * unroll) {
+        __m512 results[unroll];
+#pragma clang loop unroll(full)
+        for (std::size_t v = 0; v != unroll; ++v)
+            results[v] = silu_mul_round_x16(_mm512_loadu_ps(gate + i + v * 16), _mm512_loadu_ps(up + i + v * 16));
+#pragma clang loop unroll(full)
+        for (std::size_t v = 0; v != unroll; ++v) _mm512_storeu_ps(out + i + v * 16, results[v]);
+    }
+    for (; i < count; i += 16) {
         __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
-        __m512 const g = _mm512_maskz_loadu_ps(mask, gate + i);
-        // An exact division, as the reference's x / (1 + exp(-x)): a cheaper reciprocal flips more BF16 roundings.
-        __m512 const silu = _mm512_div_ps(g, _mm512_add_ps(one, exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), g))));
-        _mm512_mask_storeu_ps(out + i, mask, round_bf16_x16(_mm512_mul_ps(silu, _mm512_maskz_loadu_ps(mask, up + i))));
+        _mm512_mask_storeu_ps(
+            out + i, mask,
+            silu_mul_round_x16(_mm512_maskz_loadu_ps(mask, gate + i), _mm512_maskz_loadu_ps(mask, up + i)));
     }
 }
 

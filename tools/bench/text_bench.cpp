@@ -11,10 +11,12 @@
  *               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
  *
  * Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
- * their share of it (of its CPU-time rate, summed over the threads). `--classes` picks the CPU classes of the forward
- * runs: `native` (AMX tiles where the OS grants them) and `f32` (the AVX-512 F32 FMA path). `--json` prints one JSON
- * object per line instead of text; the last one, `rss`, holds the process's peak resident set. Texts are printable
- * bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch, so other frameworks can feed the same ones.
+ * their share of it (of its CPU-time rate, summed over the threads); the GEMM also reports `gemm_paired`, the median
+ * share with a short ceiling measured just before each call, which a machine whose load drifts distorts less.
+ * `--classes` picks the CPU classes of the forward runs: `native` (AMX tiles where the OS grants them) and `f32` (the
+ * AVX-512 F32 FMA path). `--json` prints one JSON object per line instead of text; the last one, `rss`, holds the
+ * process's peak resident set. Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch, so
+ * other frameworks can feed the same ones.
  *
  * The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
  */
@@ -140,10 +142,9 @@ __attribute__((target("avx512f"))) double fma_peak_thread(std::size_t iterations
 #endif
 
 /** @brief The F32 FMA ceiling in GFLOP/s on `threads` threads: per-thread CPU-time rates summed, and wall-clock. */
-std::pair<double, double> fma_peak(std::size_t threads) {
+std::pair<double, double> fma_peak(std::size_t threads, std::size_t iterations = 50'000'000) {
 #if defined(__x86_64__)
     if (!cpu_class_available(uform_cpu_class_intel_skylake_k)) return {0, 0};
-    std::size_t const iterations = 50'000'000;
     std::vector<double> rates(threads), walls(threads);
     std::vector<std::thread> workers;
     for (std::size_t t = 1; t < threads; ++t)
@@ -154,12 +155,27 @@ std::pair<double, double> fma_peak(std::size_t threads) {
     for (std::size_t t = 0; t != threads; ++t) cpu += rates[t], wall = std::max(wall, walls[t]);
     return {cpu, double(iterations) * 12 * 32 * double(threads) / wall * 1e-9};
 #else
-    (void)threads;
+    (void)threads, (void)iterations;
     return {0, 0};
 #endif
 }
 
 // region: the GEMM alone
+
+/** @brief The median over `repeats` of one call's GFLOP/s as a percentage of the FMA ceiling measured on as many
+ * threads just before it (about 10 ms of FMAs), so both see the same load from the machine's other tenants. */
+template <typename body_t>
+double paired_percent(std::size_t repeats, std::size_t threads, double flops, body_t &&body) {
+    body();
+    std::vector<double> percents;
+    for (std::size_t i = 0; i != repeats; ++i) {
+        double const peak = fma_peak(threads, 5'000'000).first;
+        double const start = wall_now();
+        body();
+        percents.push_back(100 * flops / (wall_now() - start) * 1e-9 / peak);
+    }
+    return median(percents);
+}
 
 /** @brief Prints one GEMM measurement of `flops` per call. */
 void report_gemm(options_t const &options, char const *kernel, std::size_t threads, double flops, double wall,
@@ -194,6 +210,14 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
             gemm(kernels, pool.parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0, scratch.data());
         });
         report_gemm(options, "f32_fma", options.threads[i], flops, wall, cpu, peaks[i]);
+        double const paired = paired_percent(repeats, options.threads[i], flops, [&] {
+            gemm(kernels, pool.parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0, scratch.data());
+        });
+        record_t("gemm_paired")
+            .text("kernel", "f32_fma")
+            .number("threads", double(options.threads[i]))
+            .number("percent_ceiling", paired)
+            .print(options.json);
     }
     if (amx_available()) {
         linear_t linear;
