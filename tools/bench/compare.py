@@ -93,6 +93,7 @@ class Comparison:
         self.samples = {}  # (framework, case label, threads) -> [{"seconds", "peak_rss_mib", ...}]
         self.ceilings = {}  # threads -> [GFLOP/s]
         self.gemm = {}  # (kernel, threads) -> [GFLOP/s]
+        self.gemm_paired = {}  # (kernel, threads) -> [% of a ceiling measured just before each call]
         self.weights_mib = {}  # framework -> packed weights of the small model
 
     def checkpoint(self, name: str) -> str:
@@ -167,9 +168,11 @@ class Comparison:
                     self.measure(framework, label, name, texts, length, threads, calls)
             if any(framework.startswith("uform") for framework in frameworks):
                 for record in self.uform("uform", "gemm", "1,2", 3 * self.args.repeats):
+                    key = (record.get("kernel"), int(record.get("threads", 0)))
                     if record["kind"] == "gemm":
-                        key = (record["kernel"], int(record["threads"]))
                         self.gemm.setdefault(key, []).append(record["gflops_wall"])
+                    elif record["kind"] == "gemm_paired":
+                        self.gemm_paired.setdefault(key, []).append(record["percent_ceiling"])
 
     def median(self, framework: str, label: str, threads: int, field: str = "seconds"):
         """The median of `field` over the rounds, None where nothing was measured."""
@@ -223,11 +226,17 @@ class Comparison:
                 f"GEMM 2048x512x2048, {kernel}, {threads} thread(s): {gflops:.1f} GFLOP/s, "
                 f"{100 * gflops / ceiling[threads]:.1f}% of the F32 ceiling"
             )
+        paired = {key: statistics.median(values) for key, values in sorted(self.gemm_paired.items())}
+        for (kernel, threads), percent in paired.items():
+            print(
+                f"GEMM 2048x512x2048, {kernel}, {threads} thread(s): {percent:.1f}% of a ceiling measured just before "
+                "each call (median)"
+            )
         for framework, mib in self.weights_mib.items():
             print(f"{framework}: packed weights of the small model {mib:.1f} MiB")
-        self.targets(ours, gemm, ceiling)
+        self.targets(ours, gemm, paired, ceiling)
 
-    def targets(self, ours: dict, gemm: dict, ceiling: dict):
+    def targets(self, ours: dict, gemm: dict, paired: dict, ceiling: dict):
         """Prints each of issue 4's targets with what was measured and whether it is met."""
         if "uform" not in self.args.frameworks:
             return
@@ -236,9 +245,12 @@ class Comparison:
         checks = [
             ("small, 2 threads: >= 1.3x the best other", ours[("tokens", small, 2)]["uform"] / best, 1.3, "x"),
             ("small, 2 threads: >= 75% of the F32 ceiling", ours[("percent", small, 2)]["uform"], 75, "%"),
-            ("GEMM alone, F32, 1 thread: >= 85% of the ceiling", 100 * gemm[("f32_fma", 1)] / ceiling[1], 85, "%"),
-            ("GEMM alone, F32, 2 threads: >= 85% of the ceiling", 100 * gemm[("f32_fma", 2)] / ceiling[2], 85, "%"),
         ]
+        for threads in (1, 2):
+            title = f"GEMM alone, F32, {threads} thread{'s' if threads > 1 else ''}: >= 85% of the ceiling"
+            checks.append((f"{title} (the run's)", 100 * gemm[("f32_fma", threads)] / ceiling[threads], 85, "%"))
+            if ("f32_fma", threads) in paired:
+                checks.append((f"{title} (paired)", paired[("f32_fma", threads)], 85, "%"))
         if ours[("calls", tiny, 1)].get("onnx"):
             ratio = ours[("calls", tiny, 1)]["uform"] / ours[("calls", tiny, 1)]["onnx"]
             checks.append(("tiny 8x64, 1 thread: >= 2x ONNX Runtime's calls/s", ratio, 2, "x"))
