@@ -3,7 +3,29 @@
 
 #include <cstdlib>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace uform::ram {
+namespace {
+
+/// Blocks from this size on sit on 2 MiB pages where the OS offers transparent huge pages.
+constexpr std::size_t huge_page_k = 2u << 20;
+
+/// A block of `bytes` (a multiple of 64): small ones 64-byte aligned, large ones rounded up to whole huge pages,
+/// aligned to them and advised for them, so their physical layout is contiguous and the same from run to run.
+void *allocate_block(std::size_t bytes) noexcept {
+    if (bytes < huge_page_k / 2) return std::aligned_alloc(64, bytes);
+    std::size_t const size = (bytes + huge_page_k - 1) / huge_page_k * huge_page_k;
+    void *block = std::aligned_alloc(huge_page_k, size);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (block != nullptr) ::madvise(block, size, MADV_HUGEPAGE); // a hint: without huge pages the block still works
+#endif
+    return block;
+}
+
+} // namespace
 
 // Frees the block.
 scratch_t::~scratch_t() noexcept {
@@ -26,7 +48,7 @@ bool scratch_t::reset(std::size_t bytes) noexcept {
     requested_ = bytes;
     if (bytes <= capacity_) return true;
     if (borrowed_) return false;
-    void *grown = std::aligned_alloc(alignment_k, bytes);
+    void *grown = allocate_block(bytes);
     if (grown == nullptr) return false;
     std::free(data_);
     data_ = static_cast<std::byte *>(grown);
