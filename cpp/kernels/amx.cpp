@@ -24,10 +24,13 @@
 namespace uform::ram {
 namespace {
 
-/// Rows of A one task converts and multiplies: a multiple of the 16-row tiles, the C tile within ~1 MiB.
+/// Rows NumKong's AMX kernel takes at once: two 16-row tiles.
+constexpr std::size_t row_unit_k = 32;
+
+/// Most rows of A one task converts and multiplies: whole row units, the C tile within ~1 MiB.
 std::size_t row_block(std::size_t columns) noexcept {
-    std::size_t const rows = (256 * 1024) / std::max<std::size_t>(columns, 1) / 16 * 16;
-    return std::clamp<std::size_t>(rows, 16, 256);
+    std::size_t const rows = (256 * 1024) / std::max<std::size_t>(columns, 1) / row_unit_k * row_unit_k;
+    return std::clamp<std::size_t>(rows, row_unit_k, 256);
 }
 
 /// Floats holding `rows x depth` BF16 values, rounded up to whole cache lines.
@@ -122,15 +125,18 @@ void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const 
               amx_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const columns = b.columns(), depth = b.depth();
     if (rows == 0 || columns == 0) return;
-    // Even blocks of whole tiles, their count a multiple of the threads (at least two each) so none idles at the end.
+    // Blocks of whole row units, their count a multiple of the threads (at least two each) and their units spread
+    // evenly, so no thread idles at the end and only the last block has a partial unit.
     std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
-    std::size_t wanted = (rows + row_block(columns) - 1) / row_block(columns);
-    if (threads > 1) wanted = (std::max(wanted, 2 * threads) + threads - 1) / threads * threads;
-    std::size_t const block = ((rows + wanted - 1) / wanted + 15) / 16 * 16;
-    std::size_t const blocks = (rows + block - 1) / block, scratch_floats = amx_scratch_floats(depth, columns);
+    std::size_t const units = (rows + row_unit_k - 1) / row_unit_k, units_max = row_block(columns) / row_unit_k;
+    std::size_t blocks = (units + units_max - 1) / units_max;
+    if (threads > 1) blocks = (std::max(blocks, 2 * threads) + threads - 1) / threads * threads;
+    blocks = std::min(blocks, units);
+    std::size_t const scratch_floats = amx_scratch_floats(depth, columns);
     std::size_t const tile_stride = gemm_padded_stride(columns);
     parallel(blocks, [&](std::size_t task, std::size_t thread) noexcept {
-        std::size_t const row = task * block, count = std::min(block, rows - row);
+        std::size_t const row = units * task / blocks * row_unit_k;
+        std::size_t const count = std::min(rows, units * (task + 1) / blocks * row_unit_k) - row;
         float *mine = scratch + thread * scratch_floats;
         auto *a16 = reinterpret_cast<std::uint16_t *>(mine);
         float *tile = mine + bf16_floats(row_block(columns), depth);

@@ -260,7 +260,7 @@ void softmax_round_short(float *row, std::size_t count, float scale) noexcept {
     }
 }
 
-// Softmax of a scaled row in F32, then BF16 rounding of the probabilities: rows up to 128 values in registers,
+// Softmax of a scaled row in F32, then BF16 rounding of the probabilities: rows up to 256 values in registers,
 // longer ones in three passes.
 void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept {
     if (count == 0) return;
@@ -273,6 +273,14 @@ void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept 
     case 6: return softmax_round_short<6>(row, count, scale);
     case 7: return softmax_round_short<7>(row, count, scale);
     case 8: return softmax_round_short<8>(row, count, scale);
+    case 9: return softmax_round_short<9>(row, count, scale);
+    case 10: return softmax_round_short<10>(row, count, scale);
+    case 11: return softmax_round_short<11>(row, count, scale);
+    case 12: return softmax_round_short<12>(row, count, scale);
+    case 13: return softmax_round_short<13>(row, count, scale);
+    case 14: return softmax_round_short<14>(row, count, scale);
+    case 15: return softmax_round_short<15>(row, count, scale);
+    case 16: return softmax_round_short<16>(row, count, scale);
     default: break;
     }
     __m512 const factor = _mm512_set1_ps(scale);
