@@ -126,7 +126,7 @@ bool pack_bf16(std::uint16_t const *weights, std::size_t columns, std::size_t de
 // Enough for the largest row block of `depth`.
 std::size_t gemm_scratch_floats(std::size_t depth) noexcept { return row_block(depth) * depth_block(depth); }
 
-// The product split into tasks of row blocks by column ranges, each task packing its rows of A once.
+// The product split into tasks of row blocks by column ranges, each task packing its rows of A once per depth block.
 void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
           gemm_b_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const panels = (b.columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
