@@ -137,6 +137,9 @@ void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, 
     std::size_t row_blocks = (rows + row_block(b.depth) - 1) / row_block(b.depth);
     std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
     std::size_t const wanted = threads > 1 ? 3 * threads : 1;
+    // Several threads: at least 8 row blocks each (of 120 rows or more, so B's extra passes from L3 stay cheap), so a
+    // core slowed by its neighbours holds up the end of the call by a small task, not a large one.
+    if (threads > 1) row_blocks = std::max(row_blocks, std::min(8 * threads, tiles / 20));
     std::size_t const column_ranges =
         std::min(panels, std::max<std::size_t>(1, (wanted + row_blocks - 1) / row_blocks));
     while ((row_blocks * column_ranges) % threads != 0 && row_blocks < tiles) ++row_blocks;
