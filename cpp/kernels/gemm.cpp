@@ -17,8 +17,6 @@ constexpr std::size_t depth_block_max_k = 768;
 constexpr std::size_t a_block_bytes_k = 512 * 1024;
 /// Most rows per task, a multiple of the micro-kernel's 6.
 constexpr std::size_t row_block_max_k = 252;
-/// Bytes of one cache line, the unit of a micro-kernel's prefetches.
-constexpr std::size_t line_bytes_k = 64;
 
 /// Depth per block for a product of `depth`: even blocks of at most `depth_block_max_k`.
 std::size_t depth_block(std::size_t depth) noexcept {
@@ -41,7 +39,7 @@ void gemm_block(kernels_t const &kernels, float const *a, std::size_t a_panel_fl
                 float *c, std::size_t ldc, unsigned flags) noexcept {
     bool const contiguous = b.row_stride == gemm_panel_columns_k;
     std::size_t const tiles = (rows + gemm_micro_rows_k - 1) / gemm_micro_rows_k;
-    std::size_t const block_lines = depth * gemm_panel_columns_k * sizeof(float) / line_bytes_k;
+    std::size_t const block_lines = depth * gemm_panel_columns_k * sizeof(float) / gemm_prefetch_line_bytes_k;
     std::size_t const tile_lines = (block_lines + tiles - 1) / tiles;
     for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
         float const *b_panel = b.data + panel * b.panel_stride + k * b.row_stride;
@@ -52,7 +50,7 @@ void gemm_block(kernels_t const &kernels, float const *a, std::size_t a_panel_fl
         for (std::size_t tile = 0; tile != tiles; ++tile) {
             std::size_t const r = tile * gemm_micro_rows_k;
             std::size_t const first_line = std::min(block_lines, tile * tile_lines);
-            gemm_prefetch_t const prefetch{next != nullptr ? next + first_line * line_bytes_k : nullptr,
+            gemm_prefetch_t const prefetch{next != nullptr ? next + first_line * gemm_prefetch_line_bytes_k : nullptr,
                                            next != nullptr ? std::min(tile_lines, block_lines - first_line) : 0};
             kernels.gemm_micro(depth, a + tile * a_panel_floats, b_panel, b.row_stride, c + r * ldc + column, ldc,
                                std::min(gemm_micro_rows_k, rows - r), columns, flags, prefetch);

@@ -140,7 +140,8 @@ void gemm_micro_strip(std::size_t depth, float const *a, float const *b, std::si
 // C (+)= A * B over one micro tile of up to 6 x 64, as up to four 16-column strips.
 void gemm_micro_haswell(std::size_t depth, float const *a, float const *b, std::size_t ldb, float *c, std::size_t ldc,
                         std::size_t rows, std::size_t columns, unsigned flags, gemm_prefetch_t prefetch) noexcept {
-    for (std::size_t line = 0; line != prefetch.lines; ++line) _mm_prefetch(prefetch.data + line * 64, _MM_HINT_T1);
+    for (std::size_t line = 0; line != prefetch.lines; ++line)
+        _mm_prefetch(prefetch.data + line * gemm_prefetch_line_bytes_k, _MM_HINT_T1);
     for (std::size_t column = 0; column < columns; column += 16) {
         std::size_t const strip = columns - column < 16 ? columns - column : 16;
         switch (rows) {

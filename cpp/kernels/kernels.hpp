@@ -20,12 +20,15 @@ enum gemm_flags_t : unsigned {
     gemm_round_output_k = 2u,
 };
 
+/// Bytes of one line a GEMM micro-kernel prefetches.
+inline constexpr std::size_t gemm_prefetch_line_bytes_k = 64;
+
 /// Cache lines a GEMM micro-kernel pulls toward L2 while it computes, spread over its depth: a share of the next
 /// B panel, so that panel is waiting in L2 when its turn comes. A hint: kernels may ignore it.
 struct gemm_prefetch_t {
     /// The first line; null when there is nothing to fetch.
     char const *data = nullptr;
-    /// Lines of 64 bytes from `data`.
+    /// Lines of `gemm_prefetch_line_bytes_k` bytes from `data`.
     std::size_t lines = 0;
 };
 

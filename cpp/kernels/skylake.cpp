@@ -5,7 +5,9 @@
 
 #include <immintrin.h>
 
+#include <array>
 #include <cmath>
+#include <utility>
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,prfchw"))),            \
@@ -110,9 +112,10 @@ void gemm_micro_tile(std::size_t depth, float const *a, float const *b, std::siz
     constexpr std::size_t step_depth = 8;
     std::size_t const steps = depth / step_depth;
     std::size_t const per_step = steps == 0 ? 0 : (prefetch.lines + steps - 1) / steps;
-    char const *line = prefetch.data, *const lines_end = prefetch.data + prefetch.lines * 64;
+    char const *line = prefetch.data, *const lines_end = prefetch.data + prefetch.lines * gemm_prefetch_line_bytes_k;
     for (std::size_t s = 0; s != steps; ++s) {
-        for (std::size_t i = 0; i != per_step && line != lines_end; ++i, line += 64) _mm_prefetch(line, _MM_HINT_T1);
+        for (std::size_t i = 0; i != per_step && line != lines_end; ++i, line += gemm_prefetch_line_bytes_k)
+            _mm_prefetch(line, _MM_HINT_T1);
 #pragma clang loop unroll(full)
         for (std::size_t i = 0; i != step_depth; ++i) step();
     }
@@ -260,29 +263,17 @@ void softmax_round_short(float *row, std::size_t count, float scale) noexcept {
     }
 }
 
+// `softmax_round_short<1>` to `<16>`, by vector count less one: rows up to 256 values.
+constexpr auto softmax_round_short_k = []<std::size_t... v>(std::index_sequence<v...>) {
+    return std::array<void (*)(float *, std::size_t, float) noexcept, sizeof...(v)>{&softmax_round_short<v + 1>...};
+}(std::make_index_sequence<16>{});
+
 // Softmax of a scaled row in F32, then BF16 rounding of the probabilities: rows up to 256 values in registers,
 // longer ones in three passes.
 void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept {
     if (count == 0) return;
-    switch ((count + 15) / 16) {
-    case 1: return softmax_round_short<1>(row, count, scale);
-    case 2: return softmax_round_short<2>(row, count, scale);
-    case 3: return softmax_round_short<3>(row, count, scale);
-    case 4: return softmax_round_short<4>(row, count, scale);
-    case 5: return softmax_round_short<5>(row, count, scale);
-    case 6: return softmax_round_short<6>(row, count, scale);
-    case 7: return softmax_round_short<7>(row, count, scale);
-    case 8: return softmax_round_short<8>(row, count, scale);
-    case 9: return softmax_round_short<9>(row, count, scale);
-    case 10: return softmax_round_short<10>(row, count, scale);
-    case 11: return softmax_round_short<11>(row, count, scale);
-    case 12: return softmax_round_short<12>(row, count, scale);
-    case 13: return softmax_round_short<13>(row, count, scale);
-    case 14: return softmax_round_short<14>(row, count, scale);
-    case 15: return softmax_round_short<15>(row, count, scale);
-    case 16: return softmax_round_short<16>(row, count, scale);
-    default: break;
-    }
+    if (std::size_t const vectors = (count + 15) / 16; vectors <= softmax_round_short_k.size())
+        return softmax_round_short_k[vectors - 1](row, count, scale);
     __m512 const factor = _mm512_set1_ps(scale);
     __m512 maximum = _mm512_set1_ps(-INFINITY);
     for (std::size_t i = 0; i < count; i += 16) {

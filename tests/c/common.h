@@ -283,6 +283,29 @@ static inline double row_norm(uform_rows_t const *rows, size_t row) {
     return sqrt(sum);
 }
 
+/** One row of the library's view decoded as `row_value` does into `out`, `rows->columns` values. */
+static inline void row_f32(uform_rows_t const *rows, size_t row, float *out) {
+    size_t c;
+    for (c = 0; c != rows->columns; ++c) out[c] = row_value(rows, row, c);
+}
+
+/** The cosine of two F32 rows in double: 1 when both are zero, 0 when one is; their squared norms into `aa_out`
+ *  and `bb_out` when not `NULL`. */
+static inline double cosine_f64(float const *a, float const *b, size_t columns, double *aa_out, double *bb_out) {
+    double ab = 0, aa = 0, bb = 0;
+    size_t c;
+    for (c = 0; c != columns; ++c) {
+        ab += (double)a[c] * b[c];
+        aa += (double)a[c] * a[c];
+        bb += (double)b[c] * b[c];
+    }
+    if (aa_out) *aa_out = aa;
+    if (bb_out) *bb_out = bb;
+    if (aa == 0 && bb == 0) return 1;
+    if (aa == 0 || bb == 0) return 0;
+    return ab / sqrt(aa * bb);
+}
+
 /** Whether every byte of a row's values (not its padding) is zero. */
 static inline int row_is_zero(uform_rows_t const *rows, size_t row) {
     unsigned char const *bytes = row_bytes(rows, row);

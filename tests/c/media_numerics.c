@@ -96,25 +96,6 @@ static void group_close(group_t *group) {
     memset(group, 0, sizeof(*group));
 }
 
-/** The cosine of two F32 rows in double; 1 when both are zero, 0 when one is. */
-static double cosine(float const *a, float const *b, size_t columns) {
-    double ab = 0, aa = 0, bb = 0;
-    size_t c;
-    for (c = 0; c != columns; ++c) {
-        ab += (double)a[c] * b[c];
-        aa += (double)a[c] * a[c];
-        bb += (double)b[c] * b[c];
-    }
-    if (aa == 0 && bb == 0) return 1;
-    if (aa == 0 || bb == 0) return 0;
-    return ab / sqrt(aa * bb);
-}
-
-static void row_of(uform_rows_t const *rows, size_t row, float *out) {
-    size_t c;
-    for (c = 0; c != rows->columns; ++c) out[c] = row_value(rows, row, c);
-}
-
 /** Holds one encoding of a group to the golden: token counts (`lossy_slack` patches of freedom for items
  *  without stored states), embeddings within `min_embedding`, stored states by MODEL.md's rules. */
 static void compare(uform_encoded_t const *encoded, group_t const *group, double min_embedding, size_t lossy_slack,
@@ -137,8 +118,8 @@ static void compare(uform_encoded_t const *encoded, group_t const *group, double
                     expected);
             CHECK(!stored && gap <= lossy_slack);
         }
-        row_of(&encoded->embeddings, item, row);
-        c = cosine(row, group->embeddings + item * dimensions_k, dimensions_k);
+        row_f32(&encoded->embeddings, item, row);
+        c = cosine_f64(row, group->embeddings + item * dimensions_k, dimensions_k, NULL, NULL);
         if (c < worst->embedding_cosine) worst->embedding_cosine = c;
         if (!CHECK(c >= min_embedding))
             fprintf(stderr, "%s %s item %zu: embedding cosine %.7f < %.4f\n", label, group->prefix, item, c,
@@ -158,8 +139,8 @@ static void compare(uform_encoded_t const *encoded, group_t const *group, double
             float const *expected = group->states + (golden_row + r) * hidden_k;
             size_t c;
             double rc;
-            row_of(&encoded->states, first + r, row);
-            rc = cosine(row, expected, hidden_k);
+            row_f32(&encoded->states, first + r, row);
+            rc = cosine_f64(row, expected, hidden_k, NULL, NULL);
             if (rc < least) least = rc;
             for (c = 0; c != hidden_k; ++c) {
                 double const d = (double)row[c] - expected[c];

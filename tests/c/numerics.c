@@ -25,27 +25,6 @@ typedef struct agreement_t {
     int zero_embedding_exact; /* the empty text's embedding is exactly zero */
 } agreement_t;
 
-static double cosine_f64(float const *a, float const *b, size_t columns, double *aa_out, double *bb_out) {
-    double ab = 0, aa = 0, bb = 0;
-    size_t c;
-    for (c = 0; c != columns; ++c) {
-        ab += (double)a[c] * b[c];
-        aa += (double)a[c] * a[c];
-        bb += (double)b[c] * b[c];
-    }
-    if (aa_out) *aa_out = aa;
-    if (bb_out) *bb_out = bb;
-    if (aa == 0 && bb == 0) return 1;
-    if (aa == 0 || bb == 0) return 0;
-    return ab / sqrt(aa * bb);
-}
-
-/** One row of the library's view as F32 values into `out`. */
-static void row_f32(uform_rows_t const *rows, size_t row, float *out) {
-    size_t c;
-    for (c = 0; c != rows->columns; ++c) out[c] = row_value(rows, row, c);
-}
-
 /** Compares the first `items` items of a rows tape with the golden's rows: every row's cosine, each item's relative
  *  Frobenius error. */
 static void compare_tape(uform_rows_t const *rows, size_t items, float const *golden, size_t columns, double min_cosine,

@@ -206,13 +206,12 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
     for (std::size_t i = 0; i != options.threads.size(); ++i) {
         pool_t pool(options.threads[i]);
         std::vector<float> scratch(options.threads[i] * gemm_scratch_floats(depth));
-        auto [wall, cpu] = time_median(repeats, [&] {
+        auto const call = [&] {
             gemm(kernels, pool.parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0, scratch.data());
-        });
+        };
+        auto [wall, cpu] = time_median(repeats, call);
         report_gemm(options, "f32_fma", options.threads[i], flops, wall, cpu, peaks[i]);
-        double const paired = paired_percent(repeats, options.threads[i], flops, [&] {
-            gemm(kernels, pool.parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0, scratch.data());
-        });
+        double const paired = paired_percent(repeats, options.threads[i], flops, call);
         record_t("gemm_paired")
             .text("kernel", "f32_fma")
             .number("threads", double(options.threads[i]))
