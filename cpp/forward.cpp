@@ -18,6 +18,10 @@ constexpr std::size_t group_rows_k = 1024;
 constexpr std::size_t mlp_rows_min_k = 128, mlp_rows_max_k = 1024;
 /// Rows per task of the row-wise passes (norms, RoPE).
 constexpr std::size_t row_task_k = 16;
+/// FLOPs a call needs per thread before it runs on more than the calling thread: ~100 us of one core, where the
+/// fork and join of each step (tens of them a call) stop mattering. One 16-byte text on the tiny geometry (~3.4
+/// MFLOP) ran in 29-31 us alone against 42-56 us on two threads; 8 texts of 64 bytes (~126 MFLOP) gain from two.
+constexpr double parallel_flops_per_thread_k = 16e6;
 /// Floats of attention scores one thread holds for one block of queries.
 constexpr std::size_t score_budget_k = 64 * 1024;
 /// Most query rows of one attention task.
@@ -514,6 +518,19 @@ class forward_t {
 } // namespace
 
 // Checks the request, sizes and carves the scratch, then runs the groups in order.
+double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept {
+    double const attention = double(geometry.heads * geometry.head_dim), hidden = double(geometry.hidden);
+    double const ffn = double(geometry.ffn_hidden);
+    double const per_token = 2 * hidden * (3 * attention + 2 * ffn) + 2 * attention * hidden + 2 * ffn * hidden;
+    double tokens = 0, products = 0;
+    for (std::size_t item = 0; item != batch.count; ++item) {
+        double const count = double(item_tokens(batch, item));
+        tokens += count;
+        products += 4 * count * count * attention;
+    }
+    return double(geometry.depth) * (tokens * per_token + products);
+}
+
 uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
     auto fail = [message](uform_status_t status, char const *text) noexcept {
@@ -533,14 +550,18 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
         return fail(uform_status_unsupported_k, "heads this wide take text positions only");
     if (batch.count == 0) return uform_status_ok_k;
 
-    std::size_t const threads = std::max<std::size_t>(1, hooks.parallel.threads);
+    // A call too small to pay for a fork and a join per step runs on the calling thread.
+    parallel_t parallel = hooks.parallel;
+    if (text_flops(weights.geometry, batch) < parallel_flops_per_thread_k * double(parallel.threads))
+        parallel = parallel_t{};
+    std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
     plan_t plan;
     plan_call(weights, batch, outputs, threads, plan, nullptr, nullptr);
     if (!scratch.reset(plan.bytes)) return fail(uform_status_out_of_memory_k, "out of memory for activation scratch");
     buffers_t buffers{};
     plan_call(weights, batch, outputs, threads, plan, &scratch, &buffers);
 
-    forward_t forward(weights, batch, outputs, buffers, hooks.parallel, plan.longest);
+    forward_t forward(weights, batch, outputs, buffers, parallel, plan.longest);
     forward.prepare_rope();
     for (std::size_t first = 0; first != batch.count;) {
         std::size_t const end = group_end(batch, first);

@@ -57,6 +57,9 @@ inline std::size_t text_token_offset(text_batch_t const &batch, std::size_t item
     return batch.offsets[item] - batch.offsets[0] + (batch.append_choose ? item : 0);
 }
 
+/// Useful FLOPs of the trunk over `batch`: its linears on every token and attention's two products per item.
+double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept;
+
 /// Runs the trunk and the heads asked for. `scratch` grows to the call's high-water mark (a steady loop of
 /// same-shaped calls allocates nothing after the first). Answers `unsupported` for token vectors without a token
 /// head or logits without a byte head, `invalid-argument` for logits without `append_choose`, `out-of-memory` when

@@ -97,13 +97,18 @@ void amx_multiply(std::uint16_t const *a, std::size_t lda, std::size_t rows, voi
 // The vector conversion.
 void amx_to_bf16(float const *in, std::uint16_t *out, std::size_t count) noexcept { to_bf16(in, out, count); }
 
-// Copies the weights to aligned BF16 when needed, then lets NumKong lay out the tiles.
+// Copies the weights to aligned BF16, then lets NumKong lay out each slice's tiles.
 bool amx_matrix_t::pack(void const *weights, std::size_t columns, std::size_t depth) noexcept {
     if (!amx_available()) return false;
     std::free(data_);
     data_ = nullptr;
-    std::size_t const size = nk_dots_packed_size_bf16_sapphireamx(columns, depth);
-    void *packed = std::aligned_alloc(64, (size + 63) / 64 * 64);
+    std::size_t const slices = (columns + amx_slice_columns_k - 1) / amx_slice_columns_k;
+    std::size_t const stride =
+        (nk_dots_packed_size_bf16_sapphireamx(std::min(columns, amx_slice_columns_k), depth) + 63) / 64 * 64;
+    std::size_t const last = columns - (std::max<std::size_t>(slices, 1) - 1) * amx_slice_columns_k;
+    std::size_t const size = (std::max<std::size_t>(slices, 1) - 1) * stride +
+                             (nk_dots_packed_size_bf16_sapphireamx(last, depth) + 63) / 64 * 64;
+    void *packed = std::aligned_alloc(64, size);
     std::unique_ptr<std::uint16_t[]> aligned(new (std::nothrow)
                                                  std::uint16_t[std::max<std::size_t>(columns * depth, 1)]);
     if (packed == nullptr || !aligned) {
@@ -111,46 +116,63 @@ bool amx_matrix_t::pack(void const *weights, std::size_t columns, std::size_t de
         return false;
     }
     std::memcpy(aligned.get(), weights, columns * depth * sizeof(std::uint16_t));
-    nk_dots_pack_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(aligned.get()), columns, depth,
-                                  depth * sizeof(std::uint16_t), packed);
+    for (std::size_t slice = 0; slice == 0 || slice < slices; ++slice) {
+        std::size_t const first = slice * amx_slice_columns_k;
+        nk_dots_pack_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(aligned.get() + first * depth),
+                                      std::min(amx_slice_columns_k, columns - first), depth,
+                                      depth * sizeof(std::uint16_t), static_cast<char *>(packed) + slice * stride);
+    }
     data_ = packed;
     columns_ = columns;
     depth_ = depth;
     bytes_ = size;
+    stride_ = stride;
     return true;
 }
 
-// Row blocks: BF16 A into scratch, tiles into C or into a tile buffer merged into C.
+// Tasks of row blocks by ranges of column slices: A's rows rounded to BF16 into scratch, tiles into C or into a tile
+// buffer merged into C.
 void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
               amx_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const columns = b.columns(), depth = b.depth();
     if (rows == 0 || columns == 0) return;
     // Blocks of whole row units, their count a multiple of the threads (at least two each) and their units spread
-    // evenly, so no thread idles at the end and only the last block has a partial unit.
+    // evenly, so no thread idles at the end and only the last block has a partial unit. Too few units for that:
+    // each block's columns split into ranges of slices as well, each range converting its rows again.
     std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
     std::size_t const units = (rows + row_unit_k - 1) / row_unit_k, units_max = row_block(columns) / row_unit_k;
     std::size_t blocks = (units + units_max - 1) / units_max;
     if (threads > 1) blocks = (std::max(blocks, 2 * threads) + threads - 1) / threads * threads;
     blocks = std::min(blocks, units);
+    std::size_t const ranges = blocks >= 2 * threads ? 1 : std::min(b.slices(), (2 * threads + blocks - 1) / blocks);
     std::size_t const scratch_floats = amx_scratch_floats(depth, columns);
     std::size_t const tile_stride = gemm_padded_stride(columns);
-    parallel(blocks, [&](std::size_t task, std::size_t thread) noexcept {
-        std::size_t const row = units * task / blocks * row_unit_k;
-        std::size_t const count = std::min(rows, units * (task + 1) / blocks * row_unit_k) - row;
+    parallel(blocks * ranges, [&](std::size_t task, std::size_t thread) noexcept {
+        std::size_t const block = task / ranges, range = task % ranges;
+        std::size_t const row = units * block / blocks * row_unit_k;
+        std::size_t const count = std::min(rows, units * (block + 1) / blocks * row_unit_k) - row;
+        std::size_t const slice_begin = b.slices() * range / ranges, slice_end = b.slices() * (range + 1) / ranges;
+        std::size_t const first = slice_begin * amx_slice_columns_k;
+        std::size_t const width = std::min(columns, slice_end * amx_slice_columns_k) - first;
         float *mine = scratch + thread * scratch_floats;
         auto *a16 = reinterpret_cast<std::uint16_t *>(mine);
         float *tile = mine + bf16_floats(row_block(columns), depth);
         for (std::size_t r = 0; r != count; ++r) to_bf16(a + (row + r) * lda, a16 + r * depth, depth);
         if (depth == 0) {
-            for (std::size_t r = 0; r != count; ++r) std::fill_n(tile + r * tile_stride, columns, 0.0f);
+            for (std::size_t r = 0; r != count; ++r) std::fill_n(tile + r * tile_stride, width, 0.0f);
         } else {
-            nk_dots_packed_bf16_sapphireamx(
-                reinterpret_cast<nk_bf16_t const *>(a16), b.data(), flags == 0 ? c + row * ldc : tile, count, columns,
-                depth, depth * sizeof(std::uint16_t), (flags == 0 ? ldc : tile_stride) * sizeof(float));
+            for (std::size_t slice = slice_begin; slice != slice_end; ++slice) {
+                std::size_t const column = slice * amx_slice_columns_k;
+                float *out = flags == 0 ? c + row * ldc + column : tile + (column - first);
+                nk_dots_packed_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(a16), b.slice(slice), out, count,
+                                                std::min(amx_slice_columns_k, columns - column), depth,
+                                                depth * sizeof(std::uint16_t),
+                                                (flags == 0 ? ldc : tile_stride) * sizeof(float));
+            }
             if (flags == 0) return;
         }
         for (std::size_t r = 0; r != count; ++r)
-            kernels.merge(tile + r * tile_stride, c + (row + r) * ldc, columns, flags);
+            kernels.merge(tile + r * tile_stride, c + (row + r) * ldc + first, width, flags);
     });
 }
 
@@ -174,7 +196,8 @@ void amx_gemm(kernels_t const &, parallel_t const &, float const *, std::size_t,
 // Moves the tiles.
 amx_matrix_t::amx_matrix_t(amx_matrix_t &&other) noexcept
     : data_(std::exchange(other.data_, nullptr)), columns_(std::exchange(other.columns_, 0)),
-      depth_(std::exchange(other.depth_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+      depth_(std::exchange(other.depth_, 0)), bytes_(std::exchange(other.bytes_, 0)),
+      stride_(std::exchange(other.stride_, 0)) {}
 
 // Moves the tiles, freeing ours.
 amx_matrix_t &amx_matrix_t::operator=(amx_matrix_t &&other) noexcept {
@@ -184,6 +207,7 @@ amx_matrix_t &amx_matrix_t::operator=(amx_matrix_t &&other) noexcept {
         columns_ = std::exchange(other.columns_, 0);
         depth_ = std::exchange(other.depth_, 0);
         bytes_ = std::exchange(other.bytes_, 0);
+        stride_ = std::exchange(other.stride_, 0);
     }
     return *this;
 }

@@ -13,7 +13,12 @@ namespace uform::ram {
 /// the OS granted the process the tile state (asked for once, by the first call).
 bool amx_available() noexcept;
 
-/// A BF16 weight matrix `W[columns x depth]` packed into NumKong's AMX tile layout, so that `y = x * W^T`.
+/// Columns of one slice of an `amx_matrix_t`: a whole number of NumKong's 16-column tiles.
+inline constexpr std::size_t amx_slice_columns_k = 256;
+
+/// A BF16 weight matrix `W[columns x depth]` packed into NumKong's AMX tile layout, so that `y = x * W^T`: slices of
+/// `amx_slice_columns_k` columns (the last one shorter), each a layout of its own, so threads can split the columns
+/// of a product with few rows.
 class amx_matrix_t {
   public:
     amx_matrix_t() noexcept = default;
@@ -26,14 +31,17 @@ class amx_matrix_t {
     /// Packs BF16 values (little-endian, row-major, any alignment); false when out of memory or AMX is unavailable.
     [[nodiscard]] bool pack(void const *weights, std::size_t columns, std::size_t depth) noexcept;
     bool empty() const noexcept { return data_ == nullptr; }
-    void const *data() const noexcept { return data_; }
+    /// Slices of columns, each `amx_slice_columns_k` wide but the last.
+    std::size_t slices() const noexcept { return (columns_ + amx_slice_columns_k - 1) / amx_slice_columns_k; }
+    /// NumKong's layout of slice `slice`, its columns from `slice * amx_slice_columns_k`.
+    void const *slice(std::size_t slice) const noexcept { return static_cast<char const *>(data_) + slice * stride_; }
     std::size_t columns() const noexcept { return columns_; }
     std::size_t depth() const noexcept { return depth_; }
     std::size_t bytes() const noexcept { return bytes_; }
 
   private:
     void *data_ = nullptr;
-    std::size_t columns_ = 0, depth_ = 0, bytes_ = 0;
+    std::size_t columns_ = 0, depth_ = 0, bytes_ = 0, stride_ = 0; // `stride_`: bytes from one slice to the next
 };
 
 /// Bytes NumKong's AMX layout takes for a BF16 matrix `W[columns x depth]`.
@@ -57,7 +65,8 @@ std::size_t amx_scratch_floats(std::size_t depth, std::size_t columns) noexcept;
 
 /// C[rows x b.columns()] (+)= A[rows x b.depth()] * W^T: A's rows (`lda` apart) rounded to BF16 into scratch, the
 /// product in AMX tiles with F32 accumulation, then merged into C (`ldc` apart) by `kernels.merge` when `flags`
-/// (`gemm_flags_t`) accumulate or round. Row blocks spread across `parallel`'s threads; `scratch` holds
+/// (`gemm_flags_t`) accumulate or round. Row blocks spread across `parallel`'s threads, and column slices too when
+/// the rows are too few to go round; `scratch` holds
 /// `parallel.threads * amx_scratch_floats(...)` floats.
 void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
               amx_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept;

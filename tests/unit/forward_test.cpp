@@ -265,6 +265,10 @@ void test_gemm() {
         check_product(product, name, 517, 256, 700, 0, random);
         check_product(product, name, 40, 1536, 200, gemm_accumulate_k, random);
         check_product(product, name, 300, 300, 700, gemm_accumulate_k | gemm_round_output_k, random, true);
+        // Few rows across several AMX slices: threads split the columns.
+        check_product(product, name, 7, 129, 600, gemm_accumulate_k, random);
+        check_product(product, name, 40, 64, 530, 0, random, true);
+        check_product(product, name, 1, 300, 520, gemm_round_output_k, random);
     }
     // Every class sums in the same order over exact products: identical bits.
     std::size_t const rows = 50, depth = 300, columns = 130;

@@ -300,15 +300,6 @@ void make_texts(std::size_t count, std::size_t length, std::vector<std::uint8_t>
     for (std::size_t i = 0; i <= count; ++i) offsets[i] = i * length;
 }
 
-/** @brief Useful FLOPs of one embedding call: the trunk's linears, attention's two products, the embedding head. */
-double forward_flops(geometry_t const &g, std::size_t count, std::size_t length) {
-    double const tokens = double(count * length), attention = double(g.heads * g.head_dim);
-    double const linears = 2.0 * g.hidden * (3 * attention + 2.0 * g.ffn_hidden) + 2.0 * attention * g.hidden +
-                           2.0 * g.ffn_hidden * g.hidden;
-    double const products = 4.0 * double(length) * double(length) * attention * double(count);
-    return double(g.depth) * (tokens * linears + products) + 2.0 * double(count) * g.hidden * g.dimensions;
-}
-
 /** @brief Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak. */
 void bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
                    char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,
@@ -326,7 +317,9 @@ void bench_forward(options_t const &options, model_weights_t const &weights, cha
     hooks.parallel = pool.parallel;
     scratch_t scratch;
     auto [wall, cpu] = time_median(repeats, [&] { text_forward(weights, batch, outputs, scratch, hooks, nullptr); });
-    double const flops = forward_flops(weights.geometry, count, length);
+    // The trunk's FLOPs (the library's own estimate) and the embedding head's.
+    double const flops = text_flops(weights.geometry, batch) +
+                         2.0 * double(count * weights.geometry.hidden * weights.geometry.dimensions);
     record_t("forward")
         .text("geometry", geometry)
         .text("class", cpu_class)
@@ -427,9 +420,12 @@ int main(int argc, char **argv) {
         }
         model_t model;
         if (!load(options.small, model, loader.parallel, cpu_class)) return 1;
-        for (std::size_t i = 0; i != options.threads.size(); ++i)
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
             bench_forward(options, model.weights, "small", name, 32, 256, options.threads[i], options.repeats,
                           peaks[i]);
+            bench_forward(options, model.weights, "small", name, 1, 16, options.threads[i], options.repeats * 20,
+                          peaks[i]);
+        }
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
