@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -37,6 +38,8 @@ CASES = [
     ("small 1x16", "small", 1, 16, 2, 60),
 ]
 TINY_REPEATS = 10
+# uform_bench's GEMM: rows, depth, columns.
+GEMM_SHAPE = (2048, 512, 2048)
 
 
 def load_average() -> str:
@@ -96,6 +99,7 @@ class Comparison:
         self.ceilings = {}  # threads -> [GFLOP/s]
         self.gemm = {}  # (kernel, threads) -> [GFLOP/s]
         self.gemm_paired = {}  # (kernel, threads) -> [% of a ceiling measured just before each call]
+        self.torch_gemm = {}  # threads -> [GFLOP/s of PyTorch's F32 torch.mm on the same shape]
         self.weights_mib = {}  # framework -> packed weights of the small model
 
     def checkpoint(self, name: str) -> str:
@@ -175,6 +179,12 @@ class Comparison:
                         self.gemm.setdefault(key, []).append(record["gflops_wall"])
                     elif record["kind"] == "gemm_paired":
                         self.gemm_paired.setdefault(key, []).append(record["percent_ceiling"])
+            if "torch-f32" in frameworks:
+                for threads in (1, 2):
+                    command = [sys.executable, WORKER, "gemm", "--shape", "x".join(map(str, GEMM_SHAPE))]
+                    command += ["--threads", str(threads), "--repeats", str(3 * self.args.repeats)]
+                    seconds = json_lines(run(command, threads))[-1]["seconds"]
+                    self.torch_gemm.setdefault(threads, []).append(2 * math.prod(GEMM_SHAPE) / seconds * 1e-9)
 
     def median(self, framework: str, label: str, threads: int, field: str = "seconds"):
         """The median of `field` over the rounds, None where nothing was measured."""
@@ -226,6 +236,12 @@ class Comparison:
         for (kernel, threads), gflops in gemm.items():
             print(
                 f"GEMM 2048x512x2048, {kernel}, {threads} thread(s): {gflops:.1f} GFLOP/s, "
+                f"{100 * gflops / ceiling[threads]:.1f}% of the F32 ceiling"
+            )
+        for threads, values in sorted(self.torch_gemm.items()):
+            gflops = statistics.median(values)
+            print(
+                f"GEMM 2048x512x2048, PyTorch F32 torch.mm, {threads} thread(s): {gflops:.1f} GFLOP/s, "
                 f"{100 * gflops / ceiling[threads]:.1f}% of the F32 ceiling"
             )
         paired = {key: statistics.median(values) for key, values in sorted(self.gemm_paired.items())}

@@ -141,35 +141,42 @@ __attribute__((target("avx512f"))) double fma_peak_thread(std::size_t iterations
 }
 #endif
 
-/** @brief The F32 FMA ceiling in GFLOP/s on `threads` threads: per-thread CPU-time rates summed, and wall-clock. */
-std::pair<double, double> fma_peak(std::size_t threads, std::size_t iterations = 50'000'000) {
+/** @brief The F32 FMA ceiling in GFLOP/s on `threads` threads: per-thread CPU-time rates summed, and wall-clock.
+ * With a `pool` of as many threads, its own threads run the loop (no thread is started, none left spinning). */
+std::pair<double, double> fma_peak(std::size_t threads, std::size_t iterations = 50'000'000, pool_t *pool = nullptr) {
 #if defined(__x86_64__)
     if (!cpu_class_available(uform_cpu_class_intel_skylake_k)) return {0, 0};
     std::vector<double> rates(threads), walls(threads);
-    std::vector<std::thread> workers;
-    for (std::size_t t = 1; t < threads; ++t)
-        workers.emplace_back([&, t] { rates[t] = fma_peak_thread(iterations, walls[t]); });
-    rates[0] = fma_peak_thread(iterations, walls[0]);
-    for (std::thread &worker : workers) worker.join();
+    if (pool != nullptr && threads > 1 && pool->parallel.threads == threads) {
+        pool->pool.for_threads([&](std::size_t t) noexcept { rates[t] = fma_peak_thread(iterations, walls[t]); });
+    } else {
+        std::vector<std::thread> workers;
+        for (std::size_t t = 1; t < threads; ++t)
+            workers.emplace_back([&, t] { rates[t] = fma_peak_thread(iterations, walls[t]); });
+        rates[0] = fma_peak_thread(iterations, walls[0]);
+        for (std::thread &worker : workers) worker.join();
+    }
     double cpu = 0, wall = 0;
     for (std::size_t t = 0; t != threads; ++t) cpu += rates[t], wall = std::max(wall, walls[t]);
     return {cpu, double(iterations) * 12 * 32 * double(threads) / wall * 1e-9};
 #else
-    (void)threads, (void)iterations;
+    (void)threads, (void)iterations, (void)pool;
     return {0, 0};
 #endif
 }
 
 // region: the GEMM alone
 
-/** @brief The median over `repeats` of one call's GFLOP/s as a percentage of the FMA ceiling measured on as many
- * threads just before it (about 10 ms of FMAs), so both see the same load from the machine's other tenants. */
+/** @brief The median over `repeats` of one call's GFLOP/s as a percentage of the FMA ceiling measured just before it
+ * (about 10 ms of FMAs) on the threads of the `pool` that runs the call, so both see the same load from the
+ * machine's other tenants and start on the same cores. */
 template <typename body_t>
-double paired_percent(std::size_t repeats, std::size_t threads, double flops, body_t &&body) {
+double paired_percent(std::size_t repeats, pool_t &pool, double flops, body_t &&body) {
     body();
+    std::size_t const threads = std::max<std::size_t>(pool.parallel.threads, 1);
     std::vector<double> percents;
     for (std::size_t i = 0; i != repeats; ++i) {
-        double const peak = fma_peak(threads, 5'000'000).first;
+        double const peak = fma_peak(threads, 5'000'000, &pool).first;
         double const start = wall_now();
         body();
         percents.push_back(100 * flops / (wall_now() - start) * 1e-9 / peak);
@@ -211,7 +218,7 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
         };
         auto [wall, cpu] = time_median(repeats, call);
         report_gemm(options, "f32_fma", options.threads[i], flops, wall, cpu, peaks[i]);
-        double const paired = paired_percent(repeats, options.threads[i], flops, call);
+        double const paired = paired_percent(repeats, pool, flops, call);
         record_t("gemm_paired")
             .text("kernel", "f32_fma")
             .number("threads", double(options.threads[i]))

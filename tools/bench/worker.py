@@ -4,10 +4,12 @@
     worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16]
     worker.py onnx --model M.onnx --texts 32 --bytes 256 --threads 2 --repeats 5
     worker.py export --checkpoint C --texts 32 --bytes 256 --out M.onnx
+    worker.py gemm --shape 2048x512x2048 --threads 2 --repeats 9
 
 `torch` and `onnx` time embedding calls on the same texts as `uform_bench` (byte k of the batch is
 `32 + splitmix64(k) % 95`) and print one JSON object: the median seconds per call, the peak RSS and the RSS
-after the imports. `export` checks the dense model against tools/reference/uform_reference.py (embedding
+after the imports. `gemm` times PyTorch's F32 `torch.mm` of rows x depth by depth x columns, the shape of
+`uform_bench`'s GEMM, and prints its median seconds the same way. `export` checks the dense model against tools/reference/uform_reference.py (embedding
 cosines) and writes it as ONNX for one batch shape. The `onnx` mode imports ONNX Runtime and NumPy only.
 """
 
@@ -131,6 +133,18 @@ def run_torch(args) -> dict:
     return {"seconds": seconds, "rss_after_import_mib": baseline}
 
 
+def run_gemm(args) -> dict:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    baseline = rss_mib()
+    rows, depth, columns = (int(part) for part in args.shape.split("x"))
+    generator = torch.Generator().manual_seed(1)
+    a = torch.randn(rows, depth, generator=generator)
+    b = torch.randn(depth, columns, generator=generator)
+    return {"seconds": time_calls(lambda: torch.mm(a, b), args.repeats), "rss_after_import_mib": baseline}
+
+
 def run_onnx(args) -> dict:
     import numpy as np
     import onnxruntime as ort
@@ -181,17 +195,20 @@ def export(args) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["torch", "onnx", "export"])
+    parser.add_argument("mode", choices=["torch", "onnx", "export", "gemm"])
     parser.add_argument("--checkpoint", help="a UForm checkpoint (torch, export)")
     parser.add_argument("--model", help="an ONNX file written by `export` (onnx)")
     parser.add_argument("--out", help="where `export` writes the ONNX file")
-    parser.add_argument("--texts", type=int, required=True)
-    parser.add_argument("--bytes", type=int, required=True)
+    parser.add_argument("--texts", type=int, help="texts per call (torch, onnx, export)")
+    parser.add_argument("--bytes", type=int, help="bytes per text (torch, onnx, export)")
+    parser.add_argument("--shape", default="2048x512x2048", help="gemm: rows x depth x columns")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--bf16", action="store_true", help="torch: weights and activations in BF16")
     args = parser.parse_args()
-    result = {"torch": run_torch, "onnx": run_onnx, "export": export}[args.mode](args)
+    if args.mode != "gemm" and (args.texts is None or args.bytes is None):
+        parser.error(f"{args.mode} needs --texts and --bytes")
+    result = {"torch": run_torch, "onnx": run_onnx, "export": export, "gemm": run_gemm}[args.mode](args)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(result), flush=True)
     return 0
