@@ -517,7 +517,7 @@ class forward_t {
 
 } // namespace
 
-// Checks the request, sizes and carves the scratch, then runs the groups in order.
+// Every item's tokens through the linears, and attention's two products over each item's square.
 double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept {
     double const attention = double(geometry.heads * geometry.head_dim), hidden = double(geometry.hidden);
     double const ffn = double(geometry.ffn_hidden);
@@ -531,6 +531,7 @@ double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcep
     return double(geometry.depth) * (tokens * per_token + products);
 }
 
+// Checks the request, sizes and carves the scratch, then runs the groups in order.
 uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
     auto fail = [message](uform_status_t status, char const *text) noexcept {

@@ -60,10 +60,11 @@ inline std::size_t text_token_offset(text_batch_t const &batch, std::size_t item
 /// Useful FLOPs of the trunk over `batch`: its linears on every token and attention's two products per item.
 double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept;
 
-/// Runs the trunk and the heads asked for. `scratch` grows to the call's high-water mark (a steady loop of
-/// same-shaped calls allocates nothing after the first). Answers `unsupported` for token vectors without a token
-/// head or logits without a byte head, `invalid-argument` for logits without `append_choose`, `out-of-memory` when
-/// the scratch cannot grow, `cancelled` when `progress` asked to stop (outputs are then partial).
+/// Runs the trunk and the heads asked for, on `hooks.parallel`'s threads, or on the calling thread alone when the call
+/// is too small to pay for them (under 16 MFLOP of `text_flops` a thread). `scratch` grows to the call's high-water
+/// mark (a steady loop of same-shaped calls allocates nothing after the first). Answers `unsupported` for token vectors
+/// without a token head or logits without a byte head, `invalid-argument` for logits without `append_choose`,
+/// `out-of-memory` when the scratch cannot grow, `cancelled` when `progress` asked to stop (outputs are then partial).
 uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept;
 

@@ -144,7 +144,8 @@ void amx_gemm(kernels_t const &kernels, parallel_t const &parallel, float const 
     std::size_t blocks = (units + units_max - 1) / units_max;
     if (threads > 1) blocks = (std::max(blocks, 2 * threads) + threads - 1) / threads * threads;
     blocks = std::min(blocks, units);
-    std::size_t const ranges = blocks >= 2 * threads ? 1 : std::min(b.slices(), (2 * threads + blocks - 1) / blocks);
+    std::size_t const ranges =
+        threads == 1 || blocks >= 2 * threads ? 1 : std::min(b.slices(), (2 * threads + blocks - 1) / blocks);
     std::size_t const scratch_floats = amx_scratch_floats(depth, columns);
     std::size_t const tile_stride = gemm_padded_stride(columns);
     parallel(blocks * ranges, [&](std::size_t task, std::size_t thread) noexcept {
