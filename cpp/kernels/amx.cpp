@@ -102,12 +102,13 @@ bool amx_matrix_t::pack(void const *weights, std::size_t columns, std::size_t de
     if (!amx_available()) return false;
     std::free(data_);
     data_ = nullptr;
-    std::size_t const slices = (columns + amx_slice_columns_k - 1) / amx_slice_columns_k;
-    std::size_t const stride =
-        (nk_dots_packed_size_bf16_sapphireamx(std::min(columns, amx_slice_columns_k), depth) + 63) / 64 * 64;
-    std::size_t const last = columns - (std::max<std::size_t>(slices, 1) - 1) * amx_slice_columns_k;
-    std::size_t const size = (std::max<std::size_t>(slices, 1) - 1) * stride +
-                             (nk_dots_packed_size_bf16_sapphireamx(last, depth) + 63) / 64 * 64;
+    // At least one slice, so a matrix without columns still holds NumKong's header.
+    std::size_t const slices = std::max<std::size_t>(1, (columns + amx_slice_columns_k - 1) / amx_slice_columns_k);
+    auto const slice_bytes = [depth](std::size_t width) {
+        return (nk_dots_packed_size_bf16_sapphireamx(width, depth) + 63) / 64 * 64;
+    };
+    std::size_t const stride = slice_bytes(std::min(columns, amx_slice_columns_k));
+    std::size_t const size = (slices - 1) * stride + slice_bytes(columns - (slices - 1) * amx_slice_columns_k);
     void *packed = std::aligned_alloc(64, size);
     std::unique_ptr<std::uint16_t[]> aligned(new (std::nothrow)
                                                  std::uint16_t[std::max<std::size_t>(columns * depth, 1)]);
@@ -116,7 +117,7 @@ bool amx_matrix_t::pack(void const *weights, std::size_t columns, std::size_t de
         return false;
     }
     std::memcpy(aligned.get(), weights, columns * depth * sizeof(std::uint16_t));
-    for (std::size_t slice = 0; slice == 0 || slice < slices; ++slice) {
+    for (std::size_t slice = 0; slice != slices; ++slice) {
         std::size_t const first = slice * amx_slice_columns_k;
         nk_dots_pack_bf16_sapphireamx(reinterpret_cast<nk_bf16_t const *>(aligned.get() + first * depth),
                                       std::min(amx_slice_columns_k, columns - first), depth,

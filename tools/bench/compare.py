@@ -40,6 +40,7 @@ CASES = [
 TINY_REPEATS = 10
 # uform_bench's GEMM: rows, depth, columns.
 GEMM_SHAPE = (2048, 512, 2048)
+GEMM_LABEL = "GEMM " + "x".join(map(str, GEMM_SHAPE))
 
 
 def load_average() -> str:
@@ -235,19 +236,19 @@ class Comparison:
         gemm = {key: statistics.median(values) for key, values in sorted(self.gemm.items())}
         for (kernel, threads), gflops in gemm.items():
             print(
-                f"GEMM 2048x512x2048, {kernel}, {threads} thread(s): {gflops:.1f} GFLOP/s, "
+                f"{GEMM_LABEL}, {kernel}, {threads} thread(s): {gflops:.1f} GFLOP/s, "
                 f"{100 * gflops / ceiling[threads]:.1f}% of the F32 ceiling"
             )
         for threads, values in sorted(self.torch_gemm.items()):
             gflops = statistics.median(values)
             print(
-                f"GEMM 2048x512x2048, PyTorch F32 torch.mm, {threads} thread(s): {gflops:.1f} GFLOP/s, "
+                f"{GEMM_LABEL}, PyTorch F32 torch.mm, {threads} thread(s): {gflops:.1f} GFLOP/s, "
                 f"{100 * gflops / ceiling[threads]:.1f}% of the F32 ceiling"
             )
         paired = {key: statistics.median(values) for key, values in sorted(self.gemm_paired.items())}
         for (kernel, threads), percent in paired.items():
             print(
-                f"GEMM 2048x512x2048, {kernel}, {threads} thread(s): {percent:.1f}% of a ceiling measured just before "
+                f"{GEMM_LABEL}, {kernel}, {threads} thread(s): {percent:.1f}% of a ceiling measured just before "
                 "each call (median)"
             )
         for framework, mib in self.weights_mib.items():

@@ -9,8 +9,9 @@
 `torch` and `onnx` time embedding calls on the same texts as `uform_bench` (byte k of the batch is
 `32 + splitmix64(k) % 95`) and print one JSON object: the median seconds per call, the peak RSS and the RSS
 after the imports. `gemm` times PyTorch's F32 `torch.mm` of rows x depth by depth x columns, the shape of
-`uform_bench`'s GEMM, and prints its median seconds the same way. `export` checks the dense model against tools/reference/uform_reference.py (embedding
-cosines) and writes it as ONNX for one batch shape. The `onnx` mode imports ONNX Runtime and NumPy only.
+`uform_bench`'s GEMM, and prints its median seconds the same way. `export` checks the dense model against
+tools/reference/uform_reference.py (embedding cosines) and writes it as ONNX for one batch shape. The `onnx` mode
+imports ONNX Runtime and NumPy only.
 """
 
 from __future__ import annotations
