@@ -121,8 +121,10 @@ uform_status_t uform_arena_capacity(uform_arena_t arena, size_t *bytes, char con
     return uform_status_ok_k;
 }
 
-void uform_arena_free(uform_arena_t arena) {
-    if (!arena_valid(arena)) return;
+uform_status_t uform_arena_free(uform_arena_t arena) {
+    if (!arena_valid(arena)) return uform_status_ok_k;
+    if (uform_status_t status = refuse_inside_handler(holds_t{nullptr, arena, nullptr, nullptr}, nullptr, nullptr))
+        return status;
     executor_run_held_naming(nullptr, arena);
     {
         std::unique_lock lock(arena->mutex);
@@ -133,6 +135,7 @@ void uform_arena_free(uform_arena_t arena) {
     arena->magic = 0;
     delete arena;
     if (executor) executor_unreference(executor);
+    return uform_status_ok_k;
 }
 
 } // extern "C"

@@ -12,14 +12,72 @@
 namespace uform {
 
 namespace {
-/** Scratch of calls without an executor: one buffer per calling thread, grown to its high-water mark. */
-thread_local buffer_t thread_scratch;
+
+/** Scratch of calls without an executor: per calling thread, one buffer per handler depth (a call a progress
+ *  handler makes must not reuse the scratch of the call it runs inside), each grown to its high-water mark. */
+thread_local buffer_t thread_scratch[handler_depth_max_k + 1];
+/** The call this thread runs now, innermost first. */
+thread_local running_t const *thread_running = nullptr;
+
+/** One progress handler running on this thread, on behalf of `call`. */
+struct handler_frame_t {
+    running_t const *call;
+    handler_frame_t const *outer;
+};
+thread_local handler_frame_t const *thread_handlers = nullptr;
+thread_local std::size_t thread_handler_depth = 0;
+
+/** Whether the non-null handles of `probe` include one that `holds` names. */
+bool holds_any(holds_t const &holds, holds_t const &probe) noexcept {
+    return (probe.executor && probe.executor == holds.executor) || (probe.arena && probe.arena == holds.arena) ||
+           (probe.model && probe.model == holds.model) || (probe.trainer && probe.trainer == holds.trainer);
+}
+
 } // namespace
+
+running_t::running_t(holds_t const &holds, job_t const *job) noexcept : holds(holds), job(job), outer(thread_running) {
+    thread_running = this;
+}
+
+running_t::~running_t() noexcept { thread_running = outer; }
+
+uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, char const **message) noexcept {
+    for (handler_frame_t const *frame = thread_handlers; frame; frame = frame->outer) {
+        if (!frame->call) continue;
+        if (holds_any(frame->call->holds, probe) || (job && frame->call->job == job))
+            return fail(message, uform_status_contended_k,
+                        "called from a progress handler of the call that holds it, it would wait for itself");
+    }
+    return uform_status_ok_k;
+}
+
+std::size_t handler_depth() noexcept { return thread_handler_depth; }
 
 call_t::call_t(uform_executor_s *executor, uform_arena_s *arena, uform_residency_t residency,
                std::span<std::size_t const> devices, uform_progress_t progress, void *progress_context) noexcept
     : executor_(executor), arena_(arena), residency_(residency), devices_(devices), progress_(progress),
-      progress_context_(progress_context) {}
+      progress_context_(progress_context), running_(thread_running) {}
+
+bool call_t::invoke(std::size_t completed, std::size_t total) noexcept {
+    handler_frame_t const frame{running_, thread_handlers};
+    thread_handlers = &frame;
+    ++thread_handler_depth;
+    bool const stop = progress_(progress_context_, completed, total);
+    --thread_handler_depth;
+    thread_handlers = frame.outer;
+    if (stop) cancelled_.store(true, std::memory_order_relaxed);
+    return cancelled_.load(std::memory_order_relaxed);
+}
+
+bool call_t::poll(std::size_t completed, std::size_t total) noexcept {
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    if (!progress_) return false;
+    std::lock_guard lock(progress_mutex_);
+    if (cancelled_.load(std::memory_order_relaxed)) return true;
+    reported_ = std::max(reported_, completed);
+    reported_any_ = true;
+    return invoke(reported_, total);
+}
 
 bool call_t::report(std::size_t completed, std::size_t total) noexcept {
     if (cancelled_.load(std::memory_order_relaxed)) return true;
@@ -29,8 +87,7 @@ bool call_t::report(std::size_t completed, std::size_t total) noexcept {
     if (reported_any_ && completed <= reported_) return false;
     reported_any_ = true;
     reported_ = completed;
-    if (progress_(progress_context_, completed, total)) cancelled_.store(true, std::memory_order_relaxed);
-    return cancelled_.load(std::memory_order_relaxed);
+    return invoke(completed, total);
 }
 
 bool call_t::advance(std::size_t units, std::size_t total) noexcept {
@@ -43,8 +100,7 @@ bool call_t::advance(std::size_t units, std::size_t total) noexcept {
     if (reported_any_ && now <= reported_) return false;
     reported_any_ = true;
     reported_ = now;
-    if (progress_(progress_context_, now, total)) cancelled_.store(true, std::memory_order_relaxed);
-    return cancelled_.load(std::memory_order_relaxed);
+    return invoke(now, total);
 }
 
 std::size_t call_t::width() const noexcept { return executor_width(executor_); }
@@ -59,7 +115,7 @@ bool call_t::reserve_scratch(std::size_t bytes, std::size_t shared) noexcept {
     if (!multiply(stride, width(), total)) return false;
     if (total > SIZE_MAX - round_up_64(shared)) return false;
     total += round_up_64(shared);
-    buffer_t &buffer = executor_ ? executor_->scratch : thread_scratch;
+    buffer_t &buffer = executor_ ? executor_->scratch : thread_scratch[std::min(handler_depth(), handler_depth_max_k)];
     if (!buffer.reserve(total)) return false;
     scratch_ = buffer.data;
     scratch_stride_ = stride;

@@ -20,6 +20,44 @@
 
 namespace uform {
 
+/** @brief What a call holds while it runs, released when it ends. */
+struct holds_t {
+    uform_executor_s *executor = nullptr;
+    uform_arena_s *arena = nullptr;
+    uform_model_s *model = nullptr;
+    uform_trainer_s *trainer = nullptr;
+};
+
+struct job_t;
+
+/**
+ * @brief Marks the calling thread as running one call, which holds `holds` (and is `job`, when deferred), for the
+ * scope's life. The call's `call_t`, made on the same thread, keeps a pointer to it, so that whatever the call's
+ * progress handler calls (on any worker) can tell what the call holds.
+ */
+struct running_t {
+    running_t(holds_t const &holds, job_t const *job) noexcept;
+    ~running_t() noexcept;
+    running_t(running_t const &) = delete;
+    running_t &operator=(running_t const &) = delete;
+
+    holds_t const &holds;
+    job_t const *job;
+    running_t const *outer; // the call this thread ran before, if this one runs inside its handler
+};
+
+/**
+ * @brief Answers `contended` when a progress handler running on this thread belongs to a call that holds one of the
+ * non-null handles of `probe`, or is `job`: freeing, draining or waiting on them there would wait for the handler
+ * itself. Answers `ok` otherwise, and outside handlers.
+ */
+uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, char const **message) noexcept;
+
+/** @brief Progress handlers running on this thread, one inside another's call; a call made by one gets its own
+ *  scratch, and calls nest at most `handler_depth_max_k` deep. */
+std::size_t handler_depth() noexcept;
+inline constexpr std::size_t handler_depth_max_k = 8;
+
 /** @brief A type-erased body of a parallel loop: `body(context, index, worker)`. */
 using parallel_body_t = void (*)(void *context, std::size_t index, std::size_t worker);
 
@@ -46,6 +84,9 @@ class call_t {
     bool advance(std::size_t units, std::size_t total) noexcept;
     /** @brief Reports an absolute count of completed units (monotonic); answers `true` once the call must stop. */
     bool report(std::size_t completed, std::size_t total) noexcept;
+    /** @brief Calls the handler even when `completed` did not grow (never below what it saw), so that it can stop a
+     *  long item; answers `true` once the call must stop. */
+    bool poll(std::size_t completed, std::size_t total) noexcept;
     /** @brief Whether a handler has asked to stop. */
     bool cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
 
@@ -104,12 +145,16 @@ class call_t {
     bool allocate_tape(uform_tape_t &tape, std::size_t values, std::size_t items, uform_scalar_t scalar) noexcept;
 
   private:
+    /** @brief Runs the handler under `progress_mutex_`, marking this thread as inside it. */
+    bool invoke(std::size_t completed, std::size_t total) noexcept;
+
     uform_executor_s *executor_;
     uform_arena_s *arena_;
     uform_residency_t residency_;
     std::span<std::size_t const> devices_;
     uform_progress_t progress_;
     void *progress_context_;
+    running_t const *running_;           // what the call holds, recorded by the thread running it
     std::atomic<bool> cancelled_{false}; // a handler answered `true`
     std::atomic<std::size_t> completed_{0};
     std::size_t reported_ = 0;

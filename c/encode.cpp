@@ -11,6 +11,8 @@ namespace uform {
 namespace {
 
 constexpr std::size_t default_max_pixels_k = 100'000'000;
+/** Most bytes of one text when a verb's `max_bytes` is zero, and the most it may name. */
+constexpr std::size_t default_text_max_bytes_k = 16'384, text_max_bytes_limit_k = std::size_t(1) << 24;
 
 /** @brief Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer. */
 uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const *executor, uform_arena_s const *arena,
@@ -280,6 +282,22 @@ void clamp_to_budget(std::size_t &value, std::size_t budget) noexcept {
 
 using namespace uform;
 
+namespace {
+
+/** Resolves a text verb's `max_bytes` (zero takes the default) and holds every text of the tape to it. */
+uform_status_t check_text_lengths(std::size_t &max_bytes, std::size_t const *offsets, std::size_t count,
+                                  char const **message) noexcept {
+    if (max_bytes == 0) max_bytes = default_text_max_bytes_k;
+    if (max_bytes > text_max_bytes_limit_k)
+        return fail(message, uform_status_invalid_argument_k, "max_bytes is over 16,777,216");
+    for (std::size_t i = 0; offsets && i != count; ++i)
+        if (offsets[i + 1] - offsets[i] > max_bytes)
+            return fail(message, uform_status_limit_exceeded_k, "a text is longer than max_bytes");
+    return uform_status_ok_k;
+}
+
+} // namespace
+
 extern "C" {
 
 uform_status_t uform_text_encode(uform_model_t model, uform_executor_t executor, char const *texts, size_t texts_length,
@@ -292,6 +310,8 @@ uform_status_t uform_text_encode(uform_model_t model, uform_executor_t executor,
     if (uform_status_t status = check_encoding(model, outputs, p.args.scalar, message)) return status;
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
+        return status;
+    if (uform_status_t status = check_text_lengths(p.args.max_bytes, texts_offsets, texts_count, message))
         return status;
     if (uform_status_t status = check_heads(model, outputs, message)) return status;
     p.model = model;
@@ -463,6 +483,8 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
         return status;
     if (uform_status_t status = check_tape(choices, choices_length, choices_offsets, choices_count,
                                            UFORM_TAPE_MESSAGES("the choices tape"), message))
+        return status;
+    if (uform_status_t status = check_text_lengths(p.args.max_bytes, texts_offsets, texts_count, message))
         return status;
     std::size_t const count = texts_offsets ? texts_count : 0;
     if ((choices_offsets ? choices_count : 0) != count)

@@ -401,6 +401,8 @@ uform_status_t uform_executor_width(uform_executor_t executor, size_t *width, ch
 uform_status_t uform_executor_drain(uform_executor_t executor, uform_mood_t mood, char const **message) {
     if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
     if (!known_enum(mood, uform_mood_sleeping_k)) return fail(message, uform_status_invalid_argument_k, "unknown mood");
+    if (uform_status_t status = refuse_inside_handler(holds_t{executor, nullptr, nullptr, nullptr}, nullptr, message))
+        return status;
     uform_status_t const status = executor_settle(executor, message);
     if (pool_t *pool = executor->pool) {
         pool->mood.store(mood, std::memory_order_relaxed);
@@ -415,9 +417,12 @@ uform_status_t uform_executor_drain(uform_executor_t executor, uform_mood_t mood
     return status;
 }
 
-void uform_executor_free(uform_executor_t executor) {
-    if (!executor_valid(executor)) return;
+uform_status_t uform_executor_free(uform_executor_t executor) {
+    if (!executor_valid(executor)) return uform_status_ok_k;
+    if (uform_status_t status = refuse_inside_handler(holds_t{executor, nullptr, nullptr, nullptr}, nullptr, nullptr))
+        return status;
     executor_unreference(executor); // the last VRAM arena made by it drains and frees it otherwise
+    return uform_status_ok_k;
 }
 
 uform_status_t uform_gpu_devices(uform_gpu_device_t *devices, size_t capacity, size_t *count, char const **message) {

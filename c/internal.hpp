@@ -94,15 +94,6 @@ inline constexpr std::uint32_t mesh_magic_k = 0x5548534du;     // "MSHU"
 enum class executor_kind_t : std::uint8_t { local, ram, vram };
 
 struct pool_t;
-struct job_t;
-
-/** @brief What a call holds while it runs, released when it ends. */
-struct holds_t {
-    uform_executor_s *executor = nullptr;
-    uform_arena_s *arena = nullptr;
-    uform_model_s *model = nullptr;
-    uform_trainer_s *trainer = nullptr;
-};
 
 /** @brief The largest argument pack a deferred job stores. */
 inline constexpr std::size_t job_params_bytes_k = 320;
@@ -296,6 +287,8 @@ uform_status_t dispatch(params_type_ const &params, holds_t const &holds, uform_
     static_assert(sizeof(params_type_) <= job_params_bytes_k);
     static_assert(std::is_trivially_copyable_v<params_type_>);
     bool const deferred = outcome != nullptr;
+    if (handler_depth() >= handler_depth_max_k)
+        return fail(message, uform_status_contended_k, "progress handlers nest calls more than 8 deep");
     if (holds.executor)
         if (uform_status_t status = executor_acquire(holds.executor, !deferred, message)) return status;
     if (holds.arena)
@@ -312,7 +305,11 @@ uform_status_t dispatch(params_type_ const &params, holds_t const &holds, uform_
     if (holds.trainer) trainer_enter(holds.trainer);
 
     if (!deferred) {
-        uform_status_t const status = params_type_::run(params, holds, message);
+        uform_status_t status;
+        {
+            running_t const running(holds, nullptr);
+            status = params_type_::run(params, holds, message);
+        }
         holds_release(holds, true);
         return status;
     }

@@ -47,6 +47,8 @@ struct load_t {
 };
 
 uform_status_t load(load_t &load, uform_model_t *model, char const **message) noexcept {
+    if (handler_depth() >= handler_depth_max_k)
+        return fail(message, uform_status_contended_k, "progress handlers nest calls more than 8 deep");
     if (load.executor)
         if (uform_status_t status = executor_acquire(load.executor, true, message)) return status;
     struct release_t {
@@ -73,6 +75,8 @@ uform_status_t load(load_t &load, uform_model_t *model, char const **message) no
     made->gpu_class = load.request.gpu_class;
     made->quantization = load.request.quantization;
 
+    holds_t const holds{load.executor, nullptr, nullptr, nullptr};
+    running_t const running(holds, nullptr);
     call_t call(load.executor, nullptr, load.request.residency,
                 load.request.residency == uform_residency_vram_k ? load.request.placement
                                                                  : std::span<std::size_t const>{},
@@ -297,8 +301,10 @@ uform_status_t uform_model_describe(uform_model_t model, uform_model_description
     return uform_status_ok_k;
 }
 
-void uform_model_free(uform_model_t model) {
-    if (!model_valid(model)) return;
+uform_status_t uform_model_free(uform_model_t model) {
+    if (!model_valid(model)) return uform_status_ok_k;
+    if (uform_status_t status = refuse_inside_handler(holds_t{nullptr, nullptr, model, nullptr}, nullptr, nullptr))
+        return status;
     executor_run_held_naming(model, nullptr);
     {
         std::unique_lock lock(model->mutex);
@@ -307,6 +313,7 @@ void uform_model_free(uform_model_t model) {
     backend::model_free(model->backend);
     model->magic = 0;
     delete model;
+    return uform_status_ok_k;
 }
 
 } // extern "C"

@@ -93,6 +93,13 @@ uform_status_t settle(entry_t *entry, char const **message) noexcept {
     return status;
 }
 
+/** @brief A call that is not final cannot become so while a handler of its own, or of a call holding its executor,
+ *  waits on this thread. */
+uform_status_t refuse_waiting_inside_handler(entry_t *entry, char const **message) noexcept {
+    if (entry->status.load(std::memory_order_acquire) != uform_status_deferred_k) return uform_status_ok_k;
+    return refuse_inside_handler(holds_t{entry->job.holds.executor, nullptr, nullptr, nullptr}, &entry->job, message);
+}
+
 } // namespace
 
 uform_status_t outcome_take(job_t *&job, uform_outcome_t *handle, char const **message) noexcept {
@@ -136,7 +143,11 @@ void outcome_give_back(job_t *job) noexcept {
 
 uform_status_t job_execute(job_t *job, bool release_executor, char const **message) noexcept {
     char const *text = nullptr;
-    uform_status_t const status = job->run(*job, &text);
+    uform_status_t status;
+    {
+        running_t const running(job->holds, job);
+        status = job->run(*job, &text);
+    }
     holds_release(job->holds, false);
     uform_executor_s *executor = job->holds.executor;
     if (release_executor && executor) {
@@ -174,14 +185,17 @@ uform_status_t uform_outcome_status(uform_outcome_t outcome, char const **messag
 uform_status_t uform_outcome_wait(uform_outcome_t outcome, char const **message) {
     entry_t *entry = decode(outcome);
     if (!entry) return fail(message, uform_status_invalid_argument_k, "the outcome is null, unknown or released");
+    if (uform_status_t status = refuse_waiting_inside_handler(entry, message)) return status;
     return settle(entry, message);
 }
 
-void uform_outcome_release(uform_outcome_t outcome) {
+uform_status_t uform_outcome_release(uform_outcome_t outcome) {
     entry_t *entry = decode(outcome);
-    if (!entry) return;
+    if (!entry) return uform_status_ok_k;
+    if (uform_status_t status = refuse_waiting_inside_handler(entry, nullptr)) return status;
     settle(entry, nullptr);
     outcome_give_back(&entry->job);
+    return uform_status_ok_k;
 }
 
 } // extern "C"

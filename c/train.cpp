@@ -523,8 +523,10 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
     }
 }
 
-void uform_trainer_free(uform_trainer_t trainer) {
-    if (!trainer_valid(trainer)) return;
+uform_status_t uform_trainer_free(uform_trainer_t trainer) {
+    if (!trainer_valid(trainer)) return uform_status_ok_k;
+    if (uform_status_t status = refuse_inside_handler(holds_t{nullptr, nullptr, nullptr, trainer}, nullptr, nullptr))
+        return status;
     {
         std::unique_lock lock(trainer->mutex);
         trainer->idle.wait(lock, [&] { return trainer->uses == 0; });
@@ -534,6 +536,7 @@ void uform_trainer_free(uform_trainer_t trainer) {
     trainer->magic = 0;
     delete trainer;
     if (mesh) mesh_unreference(mesh);
+    return uform_status_ok_k;
 }
 
 uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t executor,

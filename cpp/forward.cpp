@@ -2,6 +2,8 @@
 #include "forward.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -26,6 +28,12 @@ constexpr double parallel_flops_per_thread_k = 16e6;
 constexpr std::size_t score_budget_k = 64 * 1024;
 /// Most query rows of one attention task.
 constexpr std::size_t query_rows_max_k = 48;
+/// Most rows of one linear's product between two polls of the handler (a long item's GEMMs run in such chunks).
+constexpr std::size_t poll_rows_k = 4096;
+/// Work between two polls of the handler within a group: well under the ~50 ms the headers promise.
+constexpr std::chrono::milliseconds poll_interval_k{20};
+/// Most tokens of one item through the trunk, which keeps every size of the plan far from overflowing.
+constexpr std::size_t item_tokens_max_k = (std::size_t(1) << 24) + 1;
 /// Most rotary pairs per head when tokens carry their own `(t, h, w)` positions (angles assembled on the stack).
 constexpr std::size_t rope_pairs_max_k = 512;
 
@@ -170,9 +178,31 @@ void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_o
 class forward_t {
   public:
     forward_t(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
-              buffers_t const &buffers, parallel_t const &parallel, std::size_t longest) noexcept
+              buffers_t const &buffers, parallel_t const &parallel, forward_hooks_t const &hooks,
+              std::size_t longest) noexcept
         : weights_(weights), kernels_(*weights.kernels), geometry_(weights.geometry), batch_(batch), outputs_(outputs),
-          buffers_(buffers), parallel_(parallel), longest_(longest) {}
+          buffers_(buffers), parallel_(parallel), hooks_(hooks), longest_(longest),
+          polled_(std::chrono::steady_clock::now()) {}
+
+    /// Whether the handler asked to stop, in a group or between groups.
+    bool stopped() const noexcept { return stopped_.load(std::memory_order_relaxed); }
+
+    /// Asks the handler again once `poll_interval_k` passed since the last time, from worker 0 (the calling thread)
+    /// only; answers whether to go on. Other workers only read the answer.
+    bool keep_going(std::size_t worker) noexcept {
+        if (worker == 0 && hooks_.poll != nullptr) {
+            auto const now = std::chrono::steady_clock::now();
+            if (now - polled_ >= poll_interval_k) {
+                polled_ = now;
+                if (hooks_.poll(hooks_.progress_context, first_, batch_.count))
+                    stopped_.store(true, std::memory_order_relaxed);
+            }
+        }
+        return !stopped();
+    }
+
+    /// Restarts the poll clock, after the handler saw a group's end.
+    void reported() noexcept { polled_ = std::chrono::steady_clock::now(); }
 
     /// Fills the RoPE angles of positions past the weights' tables, once per call.
     void prepare_rope() noexcept {
@@ -193,7 +223,9 @@ class forward_t {
             embed();
             for (block_weights_t const &block : weights_.blocks) {
                 attention(block);
+                if (!keep_going(0)) return;
                 mlp(block);
+                if (!keep_going(0)) return;
             }
             final_norm();
             if (outputs_.token_vectors != nullptr) token_vectors();
@@ -248,10 +280,12 @@ class forward_t {
             sin = cos + half;
         }
     }
-    /// A linear's product over this call's threads and scratch.
+    /// A linear's product over this call's threads and scratch, in chunks of `poll_rows_k` rows with a poll between.
     void multiply(float const *a, std::size_t lda, std::size_t rows, linear_t const &b, float *c, std::size_t ldc,
-                  unsigned flags) const noexcept {
-        b.multiply(kernels_, parallel_, a, lda, rows, c, ldc, flags, buffers_.gemm);
+                  unsigned flags) noexcept {
+        for (std::size_t row = 0; row < rows && keep_going(0); row += poll_rows_k)
+            b.multiply(kernels_, parallel_, a + row * lda, lda, std::min(poll_rows_k, rows - row), c + row * ldc, ldc,
+                       flags, buffers_.gemm);
     }
 
     /// Byte embeddings (CHOOSE after each item when appended) into the residual stream.
@@ -318,10 +352,12 @@ class forward_t {
             buffers_.item_tasks[index + 1] = buffers_.item_tasks[index] + blocks * heads;
         }
         parallel_(items * heads, [&](std::size_t task, std::size_t thread) noexcept {
+            if (!keep_going(thread)) return;
             if (weights_.amx) pack_keys_amx(task / heads, task % heads, thread);
             else pack_keys(task / heads, task % heads);
         });
         parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
+            if (!keep_going(thread)) return;
             std::size_t const index =
                 std::upper_bound(buffers_.item_tasks, buffers_.item_tasks + items + 1, task) - buffers_.item_tasks - 1;
             std::size_t const local = task - buffers_.item_tasks[index];
@@ -511,7 +547,10 @@ class forward_t {
     text_outputs_t const &outputs_;
     buffers_t const &buffers_;
     parallel_t const &parallel_;
+    forward_hooks_t const &hooks_;
     std::size_t longest_;
+    std::chrono::steady_clock::time_point polled_; // worker 0's last poll of the handler
+    std::atomic<bool> stopped_{false};
     std::size_t first_ = 0, end_ = 0, row_base_ = 0, rows_ = 0;
 };
 
@@ -558,18 +597,22 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
     std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
     plan_t plan;
     plan_call(weights, batch, outputs, threads, plan, nullptr, nullptr);
+    if (plan.longest > item_tokens_max_k)
+        return fail(uform_status_limit_exceeded_k, "an item has more than 16,777,217 tokens");
     if (!scratch.reset(plan.bytes)) return fail(uform_status_out_of_memory_k, "out of memory for activation scratch");
     buffers_t buffers{};
     plan_call(weights, batch, outputs, threads, plan, &scratch, &buffers);
 
-    forward_t forward(weights, batch, outputs, buffers, parallel, plan.longest);
+    forward_t forward(weights, batch, outputs, buffers, parallel, hooks, plan.longest);
     forward.prepare_rope();
     for (std::size_t first = 0; first != batch.count;) {
         std::size_t const end = group_end(batch, first);
         forward.run_group(first, end);
         first = end;
-        if (hooks.progress != nullptr && hooks.progress(hooks.progress_context, first, batch.count))
+        if (forward.stopped() ||
+            (hooks.progress != nullptr && hooks.progress(hooks.progress_context, first, batch.count)))
             return fail(uform_status_cancelled_k, "the progress handler stopped the call");
+        forward.reported();
     }
     return uform_status_ok_k;
 }

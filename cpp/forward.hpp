@@ -48,7 +48,10 @@ struct forward_hooks_t {
     parallel_t parallel{};
     /// Nullable; called on the calling thread with items completed and items in all; true stops the call.
     bool (*progress)(void *context, std::size_t completed, std::size_t total) noexcept = nullptr;
-    /// Passed to `progress` untouched.
+    /// Nullable; called on the calling thread within long groups, at least every ~50 ms of work, to ask again
+    /// whether to go on; true stops the call.
+    bool (*poll)(void *context, std::size_t completed, std::size_t total) noexcept = nullptr;
+    /// Passed to `progress` and `poll` untouched.
     void *progress_context = nullptr;
 };
 

@@ -180,7 +180,15 @@ pub struct uform_outputs_t(pub ::std::os::raw::c_uint);
 Answers `false` to continue and `true` to stop the call, which then fails with
 `uform_status_cancelled_k` and publishes nothing. It runs on one of the executor's threads, never on two
 at once for one call; `context` is the argument struct's `progress_context`, passed through untouched.
-A handler must not unwind (throw or panic) into the library.*/
+A handler must not unwind (throw or panic) into the library. Within one long item (a text of many bytes) it is
+called again with the same `completed`, at least every ~50 ms of work, so that it can stop that item too.
+
+A handler may call the library: a verb it calls runs with scratch of its own (calls nest up to 8 deep; deeper
+ones answer `uform_status_contended_k`), and naming the executor, arena or trainer of the call it runs inside
+answers `uform_status_contended_k` at once, as any contention does. What would wait for the handler itself
+answers `uform_status_contended_k` at once and changes nothing: draining or freeing that call's executor,
+freeing its arena, model or trainer, and waiting on or releasing its own outcome or one queued on its
+executor. Free them after the call.*/
 pub type uform_progress_t = ::std::option::Option<
     unsafe extern "C" fn(
         context: *mut ::std::os::raw::c_void,
@@ -408,15 +416,17 @@ unsafe extern "C" {
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
     /** @brief Waits until no call holds the executor (running held deferred calls first), then idles in `mood`.
-    Answers the failure of a held deferred call it ran, if any, which its outcome reports too.*/
+    Answers the failure of a held deferred call it ran, if any, which its outcome reports too. From a progress
+    handler of a call holding the executor it answers `uform_status_contended_k` at once.*/
     pub fn uform_executor_drain(
         executor: uform_executor_t,
         mood: uform_mood_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
     /** @brief Drains and frees an executor. If a VRAM arena made by it is still alive, the executor is freed
-    when the last such arena is, and this call returns at once.*/
-    pub fn uform_executor_free(executor: uform_executor_t);
+    when the last such arena is, and this call returns at once. Answers `uform_status_contended_k`, freeing
+    nothing, when called from a progress handler of a call that holds the executor (see `uform_progress_t`).*/
+    pub fn uform_executor_free(executor: uform_executor_t) -> uform_status_t;
     /** @brief Fills up to `capacity` entries of `devices` and answers in `count` how many GPUs the process can
     drive, which may exceed `capacity`. A device's position is the ordinal `for_vram` and `load_vram` take.
     Builds without a GPU residency answer zero devices.
@@ -449,8 +459,9 @@ unsafe extern "C" {
         bytes: *mut usize,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /// @brief Waits for the calls writing into an arena, then frees it.
-    pub fn uform_arena_free(arena: uform_arena_t);
+    /** @brief Waits for the calls writing into an arena, then frees it. Answers `uform_status_contended_k`, freeing
+    nothing, when called from a progress handler of the call writing into it (see `uform_progress_t`).*/
+    pub fn uform_arena_free(arena: uform_arena_t) -> uform_status_t;
     /** @brief Polls a deferred call without blocking: `uform_status_deferred_k` while it is not final, then its
     final status and message (success as `uform_status_ok_k`). Never runs a held call.*/
     pub fn uform_outcome_status(
@@ -458,13 +469,15 @@ unsafe extern "C" {
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
     /** @brief Blocks without spinning until a deferred call is final (running it on the calling thread if its
-    executor holds it), then answers its final status and message.*/
+    executor holds it), then answers its final status and message. From a progress handler of that call, or of
+    a call holding its executor, it answers `uform_status_contended_k` at once (see `uform_progress_t`).*/
     pub fn uform_outcome_wait(
         outcome: uform_outcome_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /// @brief Waits for a deferred call, then returns its entry to the outcome table.
-    pub fn uform_outcome_release(outcome: uform_outcome_t);
+    /** @brief Waits for a deferred call, then returns its entry to the outcome table. Answers
+    `uform_status_contended_k`, releasing nothing, where `uform_outcome_wait` would.*/
+    pub fn uform_outcome_release(outcome: uform_outcome_t) -> uform_status_t;
 }
 
 // @header model.h
@@ -646,8 +659,9 @@ unsafe extern "C" {
         description: *mut uform_model_description_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /// @brief Waits for the calls reading a model, then frees it.
-    pub fn uform_model_free(model: uform_model_t);
+    /** @brief Waits for the calls reading a model, then frees it. Answers `uform_status_contended_k`, freeing
+    nothing, when called from a progress handler of a call reading it (see `uform_progress_t`).*/
+    pub fn uform_model_free(model: uform_model_t) -> uform_status_t;
 }
 
 // @header encode.h
@@ -685,6 +699,10 @@ pub struct uform_text_encode_args_t {
     pub progress: uform_progress_t,
     /// Passed to `progress` untouched.
     pub progress_context: *mut ::std::os::raw::c_void,
+    /** Most bytes of one text; zero takes 16,384. A longer text answers
+    `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
+    16,777,216 (`uform_status_invalid_argument_k` beyond).*/
+    pub max_bytes: usize,
 }
 /// @brief What `uform_image_encode` or `uform_image_encode_pixels` did, filled once the call is final.
 #[repr(C)]
@@ -809,6 +827,10 @@ pub struct uform_text_choose_args_t {
     pub progress: uform_progress_t,
     /// Passed to `progress` untouched.
     pub progress_context: *mut ::std::os::raw::c_void,
+    /** Most bytes of one text; zero takes 16,384. A longer text answers
+    `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
+    16,777,216 (`uform_status_invalid_argument_k` beyond).*/
+    pub max_bytes: usize,
 }
 unsafe extern "C" {
     /** @brief Encodes UTF-8 texts, one token per byte.
@@ -1397,8 +1419,9 @@ unsafe extern "C" {
         trainer: *mut uform_trainer_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /// @brief Frees a trainer, waiting for its calls.
-    pub fn uform_trainer_free(trainer: uform_trainer_t);
+    /** @brief Frees a trainer, waiting for its calls. Answers `uform_status_contended_k`, freeing nothing, when
+    called from a progress handler of one of its calls (see `uform_progress_t`).*/
+    pub fn uform_trainer_free(trainer: uform_trainer_t) -> uform_status_t;
     /** @brief Runs one optimiser step over a batch of items: `modalities[i]` says what item `i` of `contents`
     holds (text bytes, or the path of a media file).
     @param embeddings Nullable; receives the scored embeddings when `args->arena` is set, else empty rows.

@@ -29,6 +29,7 @@ uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_j
     forward_hooks_t hooks;
     hooks.parallel = parallel_of(call);
     hooks.progress = report_to_call;
+    hooks.poll = poll_call;
     hooks.progress_context = &call;
 
     // The dry run: every staged surface at a placeholder, never written since the forward stops at its scratch.
@@ -38,9 +39,10 @@ uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_j
     {
         scratch_t sizing;
         sizing.borrow(nullptr, 0);
-        uform_status_t const status = text_forward(model.weights, job.batch, outputs, sizing, hooks, message);
+        char const *refusal = nullptr; // the dry run's own "out of memory" is no message of the call's
+        uform_status_t const status = text_forward(model.weights, job.batch, outputs, sizing, hooks, &refusal);
         if (status == uform_status_out_of_memory_k) activations = sizing.requested();
-        else if (status != uform_status_ok_k) return status; // the request itself is refused
+        else if (status != uform_status_ok_k) return backend_fail(message, status, refusal); // the request is refused
     }
     std::size_t total = staging;
     if (job.prefix_bytes > SIZE_MAX - total || activations > SIZE_MAX - total - job.prefix_bytes)

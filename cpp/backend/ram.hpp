@@ -54,6 +54,11 @@ inline bool report_to_call(void *context, std::size_t completed, std::size_t tot
     return static_cast<call_t *>(context)->report(completed, total);
 }
 
+/// A poll hook of the compute core asking a call's handler again: answers true once the call must stop.
+inline bool poll_call(void *context, std::size_t completed, std::size_t total) noexcept {
+    return static_cast<call_t *>(context)->poll(completed, total);
+}
+
 /// Bytes `count` values of `value_type_` take in scratch, rounded up to a cache line.
 template <typename value_type_ = float>
 constexpr std::size_t scratch_bytes(std::size_t count) noexcept {

@@ -87,6 +87,12 @@ typedef struct uform_text_encode_args_t {
     uform_progress_t progress;
     /** Passed to `progress` untouched. */
     void *progress_context;
+    /**
+     * Most bytes of one text; zero takes 16,384. A longer text answers
+     * `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
+     * 16,777,216 (`uform_status_invalid_argument_k` beyond).
+     */
+    size_t max_bytes;
 } uform_text_encode_args_t;
 
 /**
@@ -307,6 +313,12 @@ typedef struct uform_text_choose_args_t {
     uform_progress_t progress;
     /** Passed to `progress` untouched. */
     void *progress_context;
+    /**
+     * Most bytes of one text; zero takes 16,384. A longer text answers
+     * `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
+     * 16,777,216 (`uform_status_invalid_argument_k` beyond).
+     */
+    size_t max_bytes;
 } uform_text_choose_args_t;
 
 /**

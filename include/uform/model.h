@@ -190,8 +190,11 @@ typedef struct uform_model_description_t {
 /** @brief Describes a model. */
 uform_status_t uform_model_describe(uform_model_t model, uform_model_description_t *description, char const **message);
 
-/** @brief Waits for the calls reading a model, then frees it. */
-void uform_model_free(uform_model_t model);
+/**
+ * @brief Waits for the calls reading a model, then frees it. Answers `uform_status_contended_k`, freeing
+ * nothing, when called from a progress handler of a call reading it (see `uform_progress_t`).
+ */
+uform_status_t uform_model_free(uform_model_t model);
 
 #ifdef __cplusplus
 } /* extern "C" */

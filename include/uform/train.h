@@ -335,8 +335,11 @@ typedef struct uform_trainer_init_vram_args_t {
 uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
                                        uform_trainer_t *trainer, char const **message);
 
-/** @brief Frees a trainer, waiting for its calls. */
-void uform_trainer_free(uform_trainer_t trainer);
+/**
+ * @brief Frees a trainer, waiting for its calls. Answers `uform_status_contended_k`, freeing nothing, when
+ * called from a progress handler of one of its calls (see `uform_progress_t`).
+ */
+uform_status_t uform_trainer_free(uform_trainer_t trainer);
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Steps                                                                                                       */

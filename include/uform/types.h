@@ -248,7 +248,15 @@ typedef enum uform_outputs_t {
  * Answers `false` to continue and `true` to stop the call, which then fails with
  * `uform_status_cancelled_k` and publishes nothing. It runs on one of the executor's threads, never on two
  * at once for one call; `context` is the argument struct's `progress_context`, passed through untouched.
- * A handler must not unwind (throw or panic) into the library.
+ * A handler must not unwind (throw or panic) into the library. Within one long item (a text of many bytes) it is
+ * called again with the same `completed`, at least every ~50 ms of work, so that it can stop that item too.
+ *
+ * A handler may call the library: a verb it calls runs with scratch of its own (calls nest up to 8 deep; deeper
+ * ones answer `uform_status_contended_k`), and naming the executor, arena or trainer of the call it runs inside
+ * answers `uform_status_contended_k` at once, as any contention does. What would wait for the handler itself
+ * answers `uform_status_contended_k` at once and changes nothing: draining or freeing that call's executor,
+ * freeing its arena, model or trainer, and waiting on or releasing its own outcome or one queued on its
+ * executor. Free them after the call.
  */
 typedef bool (*uform_progress_t)(void *context, size_t completed, size_t total);
 
@@ -326,15 +334,17 @@ uform_status_t uform_executor_width(uform_executor_t executor, size_t *width, ch
 
 /**
  * @brief Waits until no call holds the executor (running held deferred calls first), then idles in `mood`.
- * Answers the failure of a held deferred call it ran, if any, which its outcome reports too.
+ * Answers the failure of a held deferred call it ran, if any, which its outcome reports too. From a progress
+ * handler of a call holding the executor it answers `uform_status_contended_k` at once.
  */
 uform_status_t uform_executor_drain(uform_executor_t executor, uform_mood_t mood, char const **message);
 
 /**
  * @brief Drains and frees an executor. If a VRAM arena made by it is still alive, the executor is freed
- * when the last such arena is, and this call returns at once.
+ * when the last such arena is, and this call returns at once. Answers `uform_status_contended_k`, freeing
+ * nothing, when called from a progress handler of a call that holds the executor (see `uform_progress_t`).
  */
-void uform_executor_free(uform_executor_t executor);
+uform_status_t uform_executor_free(uform_executor_t executor);
 
 /**
  * @brief One GPU the process can drive.
@@ -382,8 +392,11 @@ uform_status_t uform_arena_residency(uform_arena_t arena, uform_residency_t *res
 /** @brief Bytes an arena holds now, its high-water mark. */
 uform_status_t uform_arena_capacity(uform_arena_t arena, size_t *bytes, char const **message);
 
-/** @brief Waits for the calls writing into an arena, then frees it. */
-void uform_arena_free(uform_arena_t arena);
+/**
+ * @brief Waits for the calls writing into an arena, then frees it. Answers `uform_status_contended_k`, freeing
+ * nothing, when called from a progress handler of the call writing into it (see `uform_progress_t`).
+ */
+uform_status_t uform_arena_free(uform_arena_t arena);
 
 /**
  * @brief A view of rows an arena holds: `count` rows of `columns` values of `scalar`, `stride` bytes apart.
@@ -449,12 +462,16 @@ uform_status_t uform_outcome_status(uform_outcome_t outcome, char const **messag
 
 /**
  * @brief Blocks without spinning until a deferred call is final (running it on the calling thread if its
- * executor holds it), then answers its final status and message.
+ * executor holds it), then answers its final status and message. From a progress handler of that call, or of
+ * a call holding its executor, it answers `uform_status_contended_k` at once (see `uform_progress_t`).
  */
 uform_status_t uform_outcome_wait(uform_outcome_t outcome, char const **message);
 
-/** @brief Waits for a deferred call, then returns its entry to the outcome table. */
-void uform_outcome_release(uform_outcome_t outcome);
+/**
+ * @brief Waits for a deferred call, then returns its entry to the outcome table. Answers
+ * `uform_status_contended_k`, releasing nothing, where `uform_outcome_wait` would.
+ */
+uform_status_t uform_outcome_release(uform_outcome_t outcome);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -93,6 +93,12 @@ pub struct TextEncodeConfig<'a> {
     ///
     /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
+    /// Most bytes of one text; zero takes 16,384. A longer text answers
+    /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
+    /// 16,777,216 (`uform_status_invalid_argument_k` beyond).
+    ///
+    /// The C field `max_bytes`.
+    pub max_bytes: usize,
 }
 
 impl core::fmt::Debug for TextEncodeConfig<'_> {
@@ -101,6 +107,7 @@ impl core::fmt::Debug for TextEncodeConfig<'_> {
             .field("scalar", &self.scalar)
             .field("stats", &self.stats)
             .field("progress", &self.progress.as_ref().map(|_| "FnMut"))
+            .field("max_bytes", &self.max_bytes)
             .finish()
     }
 }
@@ -118,6 +125,7 @@ impl<'a> TextEncodeConfig<'a> {
             stats: crate::raw::out(self.stats),
             progress,
             progress_context,
+            max_bytes: self.max_bytes,
         })
     }
 }
@@ -747,6 +755,12 @@ pub struct TextChooseConfig<'a> {
     ///
     /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
+    /// Most bytes of one text; zero takes 16,384. A longer text answers
+    /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
+    /// 16,777,216 (`uform_status_invalid_argument_k` beyond).
+    ///
+    /// The C field `max_bytes`.
+    pub max_bytes: usize,
 }
 
 impl core::fmt::Debug for TextChooseConfig<'_> {
@@ -755,6 +769,7 @@ impl core::fmt::Debug for TextChooseConfig<'_> {
             .field("temperature_groups", &self.temperature_groups)
             .field("stats", &self.stats)
             .field("progress", &self.progress.as_ref().map(|_| "FnMut"))
+            .field("max_bytes", &self.max_bytes)
             .finish()
     }
 }
@@ -773,6 +788,7 @@ impl<'a> TextChooseConfig<'a> {
             stats: crate::raw::out(self.stats),
             progress,
             progress_context,
+            max_bytes: self.max_bytes,
         })
     }
 }
