@@ -1,4 +1,6 @@
-// POSIX mmap of a checkpoint.
+// A checkpoint read into anonymous pages with pread: a mapping of the file itself would raise SIGBUS on every read past
+// its end once the file shrank under the load (a deploy overwriting a model in place), while a copy read once answers
+// `io` for a file that shrinks while it is read, and cannot change after.
 #include "mapped_file.hpp"
 
 #include <cerrno>
@@ -23,7 +25,7 @@ void mapped_file_t::close() noexcept {
     size_ = 0;
 }
 
-// Opens, sizes and maps the file, then closes the descriptor (the mapping keeps the file alive).
+// Opens and sizes the file, maps as many anonymous pages, reads the file into them, and closes the descriptor.
 uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, char const **message) noexcept {
     auto fail = [message](uform_status_t status, char const *text) noexcept {
         if (message != nullptr) *message = text;
@@ -53,13 +55,27 @@ uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, ch
         ::close(descriptor);
         return uform_status_ok_k;
     }
-    void *mapping = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, descriptor, 0);
-    ::close(descriptor);
-    if (mapping == MAP_FAILED)
-        return errno == ENOMEM ? fail(uform_status_out_of_memory_k, "out of address space mapping the checkpoint")
-                               : fail(uform_status_io_k, "the checkpoint file cannot be mapped");
+    void *mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mapping == MAP_FAILED) {
+        ::close(descriptor);
+        return fail(uform_status_out_of_memory_k, "out of memory for the checkpoint's bytes");
+    }
     data_ = static_cast<std::byte const *>(mapping);
     size_ = size;
+    auto *target = static_cast<std::byte *>(mapping);
+    for (std::size_t done = 0; done != size;) {
+        ssize_t const got = ::pread(descriptor, target + done, size - done, off_t(done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            ::close(descriptor);
+            close();
+            return got == 0 ? fail(uform_status_io_k, "the checkpoint file shrank while it was read")
+                            : fail(uform_status_io_k, "reading the checkpoint file failed");
+        }
+        done += std::size_t(got);
+    }
+    ::close(descriptor);
+    ::mprotect(mapping, size, PROT_READ);
     return uform_status_ok_k;
 }
 

@@ -1,4 +1,5 @@
-// A read-only memory mapping of a whole file (POSIX), for loading checkpoints without copying them.
+// A whole file read once into anonymous pages (POSIX), for loading checkpoints: their pages can be released as the
+// weights are packed, and a file changed or shrunk afterwards cannot touch them.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,7 @@
 
 namespace uform::ram {
 
-/// Maps a file read-only for as long as it lives.
+/// A private, read-only copy of a file's bytes, for as long as it lives.
 class mapped_file_t {
   public:
     mapped_file_t() noexcept = default;
@@ -16,12 +17,13 @@ class mapped_file_t {
     mapped_file_t &operator=(mapped_file_t const &) = delete;
     ~mapped_file_t() noexcept;
 
-    /// Maps `path` (the OS's bytes, not NUL-terminated). Answers `not-found` for a missing file, `invalid-argument`
-    /// for a path with a NUL inside, `io` when it cannot be opened, sized or mapped, and `out-of-memory`.
+    /// Reads `path` (the OS's bytes, not NUL-terminated). Answers `not-found` for a missing file, `invalid-argument`
+    /// for a path with a NUL inside, `io` when it cannot be opened, sized or read whole (it shrank meanwhile), and
+    /// `out-of-memory`.
     uform_status_t open(char const *path, std::size_t path_length, char const **message) noexcept;
-    /// The mapped bytes; empty before a successful `open` (and for an empty file).
+    /// The file's bytes; empty before a successful `open` (and for an empty file).
     std::span<std::byte const> bytes() const noexcept { return {data_, size_}; }
-    /// Unmaps.
+    /// Frees the bytes.
     void close() noexcept;
 
   private:
@@ -29,8 +31,8 @@ class mapped_file_t {
     std::size_t size_ = 0;
 };
 
-/// Drops the resident pages wholly inside `bytes`, a range of a read-only file mapping, from the process's memory;
-/// reading them again faults them back from the file. Never call it on memory that is not such a mapping.
+/// Drops the resident pages wholly inside `bytes`, a range of a `mapped_file_t`'s bytes, from the process's memory;
+/// reading them again reads zeros. Never call it on memory that is not such a copy, nor on bytes still to be read.
 void release_mapped_pages(std::span<std::byte const> bytes) noexcept;
 
 } // namespace uform::ram

@@ -63,7 +63,7 @@ struct weights_options_t {
     /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models and
     /// every other class use F32 panels and FMA micro-kernels).
     bool amx = true;
-    /// `file` is a read-only file mapping of the loader's own: once a linear is packed, its pages are released
+    /// `file` is a `mapped_file_t` of the loader's own: once a linear is packed, its pages are released
     /// (`release_mapped_pages`), so the load's peak RSS holds the packed weights and about one tensor of the file.
     bool release_packed_sources = false;
     /// Threads to pack with.
