@@ -7,7 +7,8 @@
 
 #include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/scalars.hpp"
+#include "../c/fail.hpp"
+#include "../c/scalars.hpp"
 
 namespace uform::ram {
 namespace {
@@ -534,21 +535,19 @@ double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcep
 // Checks the request, sizes and carves the scratch, then runs the groups in order.
 uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
-    auto fail = [message](uform_status_t status, char const *text) noexcept {
-        if (message != nullptr) *message = text;
-        return status;
-    };
-    if (weights.kernels == nullptr) return fail(uform_status_invalid_argument_k, "the model's weights are not loaded");
+    if (weights.kernels == nullptr)
+        return fail(message, uform_status_invalid_argument_k, "the model's weights are not loaded");
     if (outputs.token_vectors != nullptr && weights.token_head.columns() == 0)
-        return fail(uform_status_unsupported_k, "the model has no token head for token vectors");
+        return fail(message, uform_status_unsupported_k, "the model has no token head for token vectors");
     if (outputs.choose_logits != nullptr && weights.byte_head.columns() == 0)
-        return fail(uform_status_unsupported_k, "the model has no byte head to score choices");
+        return fail(message, uform_status_unsupported_k, "the model has no byte head to score choices");
     if (outputs.choose_logits != nullptr && !batch.append_choose)
-        return fail(uform_status_invalid_argument_k, "byte logits at CHOOSE need the CHOOSE token appended");
+        return fail(message, uform_status_invalid_argument_k, "byte logits at CHOOSE need the CHOOSE token appended");
     if ((batch.embedded != nullptr || batch.positions != nullptr) && batch.append_choose)
-        return fail(uform_status_invalid_argument_k, "embedded tokens and positions are not text: no CHOOSE token");
+        return fail(message, uform_status_invalid_argument_k,
+                    "embedded tokens and positions are not text: no CHOOSE token");
     if (batch.positions != nullptr && weights.geometry.head_dim / 2 > rope_pairs_max_k)
-        return fail(uform_status_unsupported_k, "heads this wide take text positions only");
+        return fail(message, uform_status_unsupported_k, "heads this wide take text positions only");
     if (batch.count == 0) return uform_status_ok_k;
 
     // A call too small to pay for a fork and a join per step runs on the calling thread.
@@ -558,7 +557,8 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
     std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
     plan_t plan;
     plan_call(weights, batch, outputs, threads, plan, nullptr, nullptr);
-    if (!scratch.reset(plan.bytes)) return fail(uform_status_out_of_memory_k, "out of memory for activation scratch");
+    if (!scratch.reset(plan.bytes))
+        return fail(message, uform_status_out_of_memory_k, "out of memory for activation scratch");
     buffers_t buffers{};
     plan_call(weights, batch, outputs, threads, plan, &scratch, &buffers);
 
@@ -569,7 +569,7 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
         forward.run_group(first, end);
         first = end;
         if (hooks.progress != nullptr && hooks.progress(hooks.progress_context, first, batch.count))
-            return fail(uform_status_cancelled_k, "the progress handler stopped the call");
+            return fail(message, uform_status_cancelled_k, "the progress handler stopped the call");
     }
     return uform_status_ok_k;
 }

@@ -44,10 +44,10 @@ uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_j
     }
     std::size_t total = staging;
     if (job.prefix_bytes > SIZE_MAX - total || activations > SIZE_MAX - total - job.prefix_bytes)
-        return backend_fail(message, uform_status_out_of_memory_k, "the call's scratch would overflow");
+        return fail(message, uform_status_out_of_memory_k, "the call's scratch would overflow");
     total += job.prefix_bytes + activations;
     if (!call.reserve_scratch(0, total))
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call's scratch");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call's scratch");
     auto *block = static_cast<std::byte *>(call.shared_scratch());
     for (std::size_t i = 0; i != staged_count; ++i)
         *staged[i].pointer = reinterpret_cast<float *>(block + staged[i].offset);
@@ -55,12 +55,12 @@ uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_j
     text_batch_t batch = job.batch;
     if (job.prepare != nullptr)
         if (uform_status_t status = job.prepare(job.prepare_context, block + staging, batch, message)) return status;
-    if (call.cancelled()) return backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+    if (call.cancelled()) return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     scratch_t scratch;
     scratch.borrow(block + staging + job.prefix_bytes, activations);
     uform_status_t const status = text_forward(model.weights, batch, outputs, scratch, hooks, message);
     if (status == uform_status_cancelled_k)
-        return backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+        return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     return status;
 }
 
@@ -125,7 +125,7 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
         if (!surface.wanted) continue;
         bool const tape = s != 0;
         if (!call.allocate_rows(*surface.view, surface.rows, count, surface.columns, request.scalar, tape))
-            return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call's outputs");
+            return fail(message, uform_status_out_of_memory_k, "out of memory for the call's outputs");
         if (tape) {
             auto *offsets = const_cast<std::size_t *>(surface.view->offsets);
             offsets[0] = 0;
@@ -147,7 +147,7 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
             if (surface.wanted)
                 convert_rows(call, *surface.output, *surface.output_stride, surface.rows, surface.columns,
                              *surface.view);
-    if (call.cancelled()) return backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+    if (call.cancelled()) return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     encoded = result;
     return uform_status_ok_k;
 }

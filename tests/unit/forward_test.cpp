@@ -34,7 +34,7 @@
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
 #include "cpp/kernels/gemm.hpp"
-#include "cpp/kernels/scalars.hpp"
+#include "c/scalars.hpp"
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
@@ -126,24 +126,24 @@ void test_scalars() {
     CHECK(std::isnan(round_bf16(std::nanf(""))));
     CHECK(round_bf16(-0.0f) == 0.0f && std::signbit(round_bf16(-0.0f)));
 
-    CHECK(e4m3_from_f32(1.0f) == 0x38);
-    CHECK(e4m3_from_f32(-2.0f) == 0xC0);
-    CHECK(e4m3_from_f32(0.1f) == 0x1D); // 1.625 * 2^-4
-    CHECK(e4m3_from_f32(448.0f) == 0x7E);
-    CHECK(e4m3_from_f32(460.0f) == 0x7E);  // rounds down to 448
-    CHECK(e4m3_from_f32(1000.0f) == 0x7E); // saturates
-    CHECK(e4m3_from_f32(-1000.0f) == 0xFE);
-    CHECK(e4m3_from_f32(0x1p-9f) == 0x01);      // the smallest subnormal
-    CHECK(e4m3_from_f32(0x1p-10f) == 0x00);     // tie to even: 0
-    CHECK(e4m3_from_f32(3 * 0x1p-10f) == 0x02); // tie to even: 2 * 2^-9
-    CHECK(e4m3_from_f32(-0.0f) == 0x80);
-    CHECK(e4m3_from_f32(1.0625f) == 0x38); // tie between 1 and 1.125: even
-    CHECK(e4m3_from_f32(1.1875f) == 0x3A); // tie between 1.125 and 1.25: even
+    CHECK(f32_to_e4m3(1.0f) == 0x38);
+    CHECK(f32_to_e4m3(-2.0f) == 0xC0);
+    CHECK(f32_to_e4m3(0.1f) == 0x1D); // 1.625 * 2^-4
+    CHECK(f32_to_e4m3(448.0f) == 0x7E);
+    CHECK(f32_to_e4m3(460.0f) == 0x7E);  // rounds down to 448
+    CHECK(f32_to_e4m3(1000.0f) == 0x7E); // saturates
+    CHECK(f32_to_e4m3(-1000.0f) == 0xFE);
+    CHECK(f32_to_e4m3(0x1p-9f) == 0x01);      // the smallest subnormal
+    CHECK(f32_to_e4m3(0x1p-10f) == 0x00);     // tie to even: 0
+    CHECK(f32_to_e4m3(3 * 0x1p-10f) == 0x02); // tie to even: 2 * 2^-9
+    CHECK(f32_to_e4m3(-0.0f) == 0x80);
+    CHECK(f32_to_e4m3(1.0625f) == 0x38); // tie between 1 and 1.125: even
+    CHECK(f32_to_e4m3(1.1875f) == 0x3A); // tie between 1.125 and 1.25: even
     bool round_trip = true, decode_matches = true;
     for (int byte = 0; byte != 256; ++byte) {
         if ((byte & 0x7F) == 0x7F) continue; // NaN
-        float const value = f32_from_e4m3(static_cast<std::uint8_t>(byte));
-        round_trip &= e4m3_from_f32(value) == byte;
+        float const value = e4m3_to_f32(static_cast<std::uint8_t>(byte));
+        round_trip &= f32_to_e4m3(value) == byte;
         // Cross-check the decoder: the FP16 bits (b & 0x80) << 8 | (b & 0x7F) << 7, times 256 (MODEL.md's trick).
         std::uint16_t const half = static_cast<std::uint16_t>((byte & 0x80) << 8 | (byte & 0x7F) << 7);
         int const exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
@@ -154,16 +154,16 @@ void test_scalars() {
     CHECK(decode_matches);
 
     // Two 128-column blocks on one row block: scales from each block's amax; a zero block has scale 1.
-    std::vector<std::uint16_t> weights(3 * 200, bf16_from_f32(0));
-    weights[0] = bf16_from_f32(-2.0f), weights[5] = bf16_from_f32(0.5f), weights[200 + 7] = bf16_from_f32(1.0f);
+    std::vector<std::uint16_t> weights(3 * 200, f32_to_bf16(0));
+    weights[0] = f32_to_bf16(-2.0f), weights[5] = f32_to_bf16(0.5f), weights[200 + 7] = f32_to_bf16(1.0f);
     std::vector<std::uint8_t> bytes(3 * 200);
     std::vector<float> scales(2);
     quantize_e4m3_blocks(weights.data(), 3, 200, 200, bytes.data(), scales.data());
     CHECK(scales[0] == 2.0f / 448.0f);
     CHECK(scales[1] == 1.0f);
-    CHECK(bytes[0] == 0xFE);                                        // -448
-    CHECK(bytes[5] == e4m3_from_f32(0.5f / (2.0f / 448.0f)));       // 112
-    CHECK(bytes[200 + 7] == e4m3_from_f32(1.0f / (2.0f / 448.0f))); // 224
+    CHECK(bytes[0] == 0xFE);                                      // -448
+    CHECK(bytes[5] == f32_to_e4m3(0.5f / (2.0f / 448.0f)));       // 112
+    CHECK(bytes[200 + 7] == f32_to_e4m3(1.0f / (2.0f / 448.0f))); // 224
     CHECK(bytes[150] == 0);
 }
 
@@ -191,7 +191,7 @@ void check_product(product_t const &product, std::string const &name, std::size_
     std::vector<float> a(rows * lda), c(rows * ldc), initial(rows * ldc);
     std::vector<std::uint16_t> w(columns * depth);
     for (float &value : a) value = normal(random);
-    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
     for (float &value : initial) value = normal(random);
     c = initial;
     product(a.data(), lda, rows, w.data(), columns, depth, c.data(), ldc, flags);
@@ -200,7 +200,7 @@ void check_product(product_t const &product, std::string const &name, std::size_
         for (std::size_t n = 0; n != columns; ++n) {
             double sum = 0, magnitude = 0;
             for (std::size_t k = 0; k != depth; ++k) {
-                double const product = double(round_bf16(a[r * lda + k])) * f32_from_bf16(w[n * depth + k]);
+                double const product = double(round_bf16(a[r * lda + k])) * bf16_to_f32(w[n * depth + k]);
                 sum += product;
                 magnitude += std::fabs(product);
             }
@@ -276,7 +276,7 @@ void test_gemm() {
     std::vector<std::uint16_t> w(columns * depth);
     std::normal_distribution<float> normal;
     for (float &value : a) value = normal(random);
-    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
     packed_matrix_t packed;
     CHECK(pack_bf16(w.data(), columns, depth, depth, packed));
     std::vector<float> scratch(gemm_scratch_floats(depth)), expected(rows * columns), c(rows * columns);
