@@ -1,4 +1,4 @@
-// The text forward: groups of whole items through embedding, trunk, final norm and heads, on scratch memory.
+// The trunk forward: groups of whole items through embedding, trunk, final norm and heads, on scratch memory.
 #include "forward.hpp"
 
 #include <algorithm>
@@ -20,8 +20,8 @@ constexpr std::size_t mlp_rows_min_k = 128, mlp_rows_max_k = 1024;
 /// Rows per task of the row-wise passes (norms, RoPE).
 constexpr std::size_t row_task_k = 16;
 /// FLOPs a call needs per thread before it runs on more than the calling thread: ~100 us of one core, where the
-/// fork and join of each step (tens of them a call) stop mattering. One 16-byte text on the tiny geometry (~3.4
-/// MFLOP) ran in 29-31 us alone against 42-56 us on two threads; 8 texts of 64 bytes (~126 MFLOP) gain from two.
+/// fork and join of each step (tens of them a call) stop mattering (docs/decisions.md, "Small calls run on the
+/// calling thread").
 constexpr double parallel_flops_per_thread_k = 16e6;
 /// Floats of attention scores one thread holds for one block of queries.
 constexpr std::size_t score_budget_k = 64 * 1024;
@@ -36,20 +36,20 @@ constexpr std::size_t round_up(std::size_t value, std::size_t step) noexcept {
 }
 
 /// Tokens of item `item`: its bytes, plus CHOOSE when appended.
-std::size_t item_tokens(text_batch_t const &batch, std::size_t item) noexcept {
+std::size_t item_tokens(token_batch_t const &batch, std::size_t item) noexcept {
     return batch.offsets[item + 1] - batch.offsets[item] + (batch.append_choose ? 1 : 0);
 }
 
 /// The item after the last one of the group starting at `first`: whole items up to `group_rows_k` rows, at least one.
-std::size_t group_end(text_batch_t const &batch, std::size_t first) noexcept {
+std::size_t group_end(token_batch_t const &batch, std::size_t first) noexcept {
     std::size_t rows = item_tokens(batch, first), end = first + 1;
     while (end != batch.count && rows + item_tokens(batch, end) <= group_rows_k) rows += item_tokens(batch, end++);
     return end;
 }
 
 /// Rows of one MLP chunk: the intermediate it writes about four times the BF16 MLP weights it streams, so reading
-/// them again per chunk stays cheap while a small model's chunk stays small (on the tiny geometry 192 rows ran a
-/// call about 15% faster than 1024; on the small one 128 rows ran slower than 1024), a multiple of 16.
+/// them again per chunk stays cheap while a small model's chunk stays small (docs/decisions.md, "MLP chunks"), a
+/// multiple of 16.
 std::size_t mlp_rows(geometry_t const &geometry) noexcept {
     std::size_t const weights = 3 * geometry.ffn_hidden * geometry.hidden * sizeof(std::uint16_t);
     std::size_t const row = gemm_padded_stride(2 * geometry.ffn_hidden) * sizeof(float);
@@ -110,7 +110,7 @@ struct buffers_t {
 };
 
 /// Without `scratch`: walks the groups and sizes the plan. With it: carves `buffers` along the plan.
-void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+void plan_call(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
                std::size_t threads, plan_t &plan, scratch_t *scratch, buffers_t *buffers) noexcept {
     geometry_t const &geometry = weights.geometry;
     if (scratch == nullptr) {
@@ -170,7 +170,7 @@ void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_o
 /// One call's state: the weights, the batch, the outputs, the buffers, and the current group.
 class forward_t {
   public:
-    forward_t(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+    forward_t(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
               buffers_t const &buffers, parallel_t const &parallel, std::size_t longest) noexcept
         : weights_(weights), kernels_(*weights.kernels), geometry_(weights.geometry), batch_(batch), outputs_(outputs),
           buffers_(buffers), parallel_(parallel), longest_(longest) {}
@@ -188,8 +188,8 @@ class forward_t {
     void run_group(std::size_t first, std::size_t end) noexcept {
         first_ = first;
         end_ = end;
-        row_base_ = text_token_offset(batch_, first);
-        rows_ = text_token_offset(batch_, end) - row_base_;
+        row_base_ = token_row_offset(batch_, first);
+        rows_ = token_row_offset(batch_, end) - row_base_;
         if (rows_ != 0) {
             embed();
             for (block_weights_t const &block : weights_.blocks) {
@@ -212,7 +212,7 @@ class forward_t {
     std::size_t out_stride() const noexcept { return gemm_padded_stride(attention_width()); }
     std::size_t mlp_stride() const noexcept { return gemm_padded_stride(2 * geometry_.ffn_hidden); }
     /// The first row of item `item` within the group.
-    std::size_t item_row(std::size_t item) const noexcept { return text_token_offset(batch_, item) - row_base_; }
+    std::size_t item_row(std::size_t item) const noexcept { return token_row_offset(batch_, item) - row_base_; }
     /// The final states of the group: the caller's rows, or scratch.
     float *states() const noexcept {
         return outputs_.states != nullptr ? outputs_.states + row_base_ * outputs_.states_stride : buffers_.states;
@@ -508,8 +508,8 @@ class forward_t {
     model_weights_t const &weights_;
     kernels_t const &kernels_;
     geometry_t const &geometry_;
-    text_batch_t const &batch_;
-    text_outputs_t const &outputs_;
+    token_batch_t const &batch_;
+    trunk_outputs_t const &outputs_;
     buffers_t const &buffers_;
     parallel_t const &parallel_;
     std::size_t longest_;
@@ -519,7 +519,7 @@ class forward_t {
 } // namespace
 
 // Every item's tokens through the linears, and attention's two products over each item's square.
-double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept {
+double trunk_flops(geometry_t const &geometry, token_batch_t const &batch) noexcept {
     double const attention = double(geometry.heads * geometry.head_dim), hidden = double(geometry.hidden);
     double const ffn = double(geometry.ffn_hidden);
     double const per_token = 2 * hidden * (3 * attention + 2 * ffn) + 2 * attention * hidden + 2 * ffn * hidden;
@@ -533,8 +533,8 @@ double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcep
 }
 
 // Checks the request, sizes and carves the scratch, then runs the groups in order.
-uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
-                            scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
+uform_status_t trunk_forward(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
+                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
     if (weights.kernels == nullptr)
         return fail(message, uform_status_invalid_argument_k, "the model's weights are not loaded");
     if (outputs.token_vectors != nullptr && weights.token_head.columns() == 0)
@@ -552,7 +552,7 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
 
     // A call too small to pay for a fork and a join per step runs on the calling thread.
     parallel_t parallel = hooks.parallel;
-    if (text_flops(weights.geometry, batch) < parallel_flops_per_thread_k * double(parallel.threads))
+    if (trunk_flops(weights.geometry, batch) < parallel_flops_per_thread_k * double(parallel.threads))
         parallel = parallel_t{};
     std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
     plan_t plan;

@@ -236,7 +236,7 @@ std::size_t model_weights_t::bytes() const noexcept {
     return total;
 }
 
-// Every tensor the text forward needs, in file order of importance: embeddings, blocks, final norm, heads.
+// Every tensor the trunk forward needs, in file order of importance: embeddings, blocks, final norm, heads.
 uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
                             weights_options_t const &options, model_weights_t &out, char const **message) noexcept {
     geometry_t const &geometry = checkpoint.geometry;

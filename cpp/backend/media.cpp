@@ -66,7 +66,7 @@ void embed_patches(model_t const &model, front_end_t const &front, call_t &call,
 }
 
 /// Points a batch at the prefix's embedded rows (and positions, when laid out).
-void complete_batch(ram::text_batch_t &batch, std::byte *prefix, front_layout_t const &layout, std::size_t hidden,
+void complete_batch(ram::token_batch_t &batch, std::byte *prefix, front_layout_t const &layout, std::size_t hidden,
                     bool positions) noexcept {
     batch.embedded = reinterpret_cast<float const *>(prefix + layout.embedded);
     batch.embedded_stride = hidden;
@@ -230,7 +230,7 @@ struct images_job_t {
     front_layout_t layout;
 };
 
-uform_status_t prepare_images(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
+uform_status_t prepare_images(void *context, std::byte *prefix, ram::token_batch_t &batch, char const **) noexcept {
     auto &job = *static_cast<images_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
     std::size_t const input = g.image_patch_side * g.image_patch_side * 3;
@@ -338,7 +338,7 @@ struct video_job_t {
 
 /// Writes each clip's tubelet vectors (frame `f` of a tubelet at `f * p * p * 3`) and `(tubelet, row, column)`
 /// positions; a last incomplete tubelet repeats its final frame.
-uform_status_t prepare_video(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
+uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_t &batch, char const **) noexcept {
     auto &job = *static_cast<video_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
     std::size_t const frame_input = g.image_patch_side * g.image_patch_side * 3, tubelet = g.video_tubelet_frames;
@@ -469,7 +469,7 @@ struct audio_job_t {
     front_layout_t layout;
 };
 
-uform_status_t prepare_audio(void *context, std::byte *prefix, ram::text_batch_t &batch,
+uform_status_t prepare_audio(void *context, std::byte *prefix, ram::token_batch_t &batch,
                              char const **message) noexcept {
     auto &job = *static_cast<audio_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;

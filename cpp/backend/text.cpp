@@ -34,7 +34,7 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
     for (std::size_t i = 1; i <= count; ++i) offsets[i] = choices.offsets[i] - choices.offsets[0];
 
     // The byte head's 256 logits at each item's CHOOSE token.
-    ram::text_batch_t const batch{reinterpret_cast<std::uint8_t const *>(texts.data), texts.offsets, count, true};
+    ram::token_batch_t const batch{reinterpret_cast<std::uint8_t const *>(texts.data), texts.offsets, count, true};
     float *logits = nullptr;
     if (uform_status_t status = ram::forward_choose_logits(model, call, batch, logits, message)) return status;
 

@@ -328,7 +328,7 @@ struct texts_t {
         offsets.push_back(bytes.size());
     }
     std::size_t count() const { return offsets.size() - 1; }
-    text_batch_t batch(bool choose) const { return {bytes.data(), offsets.data(), count(), choose}; }
+    token_batch_t batch(bool choose) const { return {bytes.data(), offsets.data(), count(), choose}; }
 };
 
 /** @brief Every surface of one forward, as F32 rows. */
@@ -339,16 +339,16 @@ struct encoded_t {
 };
 
 /** @brief Runs the forward with every surface the model has (logits only when `choose`). */
-encoded_t encode(model_weights_t const &weights, text_batch_t const &batch, scratch_t &scratch,
+encoded_t encode(model_weights_t const &weights, token_batch_t const &batch, scratch_t &scratch,
                  parallel_t const &parallel = serial_parallel, bool all = true) {
     geometry_t const &geometry = weights.geometry;
     encoded_t encoded;
-    encoded.tokens = text_token_offset(batch, batch.count);
+    encoded.tokens = token_row_offset(batch, batch.count);
     encoded.states.assign(encoded.tokens * geometry.hidden, NAN);
     encoded.token_vectors.assign(encoded.tokens * geometry.token_width, NAN);
     encoded.embeddings.assign(batch.count * geometry.dimensions, NAN);
     encoded.logits.assign(batch.count * 256, NAN);
-    text_outputs_t outputs;
+    trunk_outputs_t outputs;
     outputs.states = encoded.states.data(), outputs.states_stride = geometry.hidden;
     outputs.embeddings = encoded.embeddings.data(), outputs.embeddings_stride = geometry.dimensions;
     if (all) outputs.token_vectors = encoded.token_vectors.data(), outputs.token_vectors_stride = geometry.token_width;
@@ -356,8 +356,8 @@ encoded_t encode(model_weights_t const &weights, text_batch_t const &batch, scra
     forward_hooks_t hooks;
     hooks.parallel = parallel;
     char const *message = nullptr;
-    encoded.status = text_forward(weights, batch, outputs, scratch, hooks, &message);
-    if (encoded.status != uform_status_ok_k) std::printf("text_forward: %s\n", message ? message : "?");
+    encoded.status = trunk_forward(weights, batch, outputs, scratch, hooks, &message);
+    if (encoded.status != uform_status_ok_k) std::printf("trunk_forward: %s\n", message ? message : "?");
     return encoded;
 }
 
@@ -401,7 +401,7 @@ void test_batch_equals_items(model_weights_t const &weights) {
             one.add(std::string_view(reinterpret_cast<char const *>(texts.bytes.data()) + texts.offsets[i],
                                      texts.offsets[i + 1] - texts.offsets[i]));
             encoded_t const alone = encode(weights, one.batch(choose), scratch);
-            std::size_t const row = text_token_offset(texts.batch(choose), i);
+            std::size_t const row = token_row_offset(texts.batch(choose), i);
             states = std::max(states,
                               agree(alone.states.data(), geometry.hidden, packed.states.data() + row * geometry.hidden,
                                     geometry.hidden, alone.tokens, geometry.hidden)
@@ -503,7 +503,7 @@ void test_text_golden(model_weights_t const &weights, std::string const &label) 
                              embeddings = golden.get<float>("embeddings");
     std::vector<std::size_t> offsets(offsets64.begin(), offsets64.end());
     geometry_t const &geometry = weights.geometry;
-    text_batch_t const batch{bytes.data(), offsets.data(), offsets.size() - 1, false};
+    token_batch_t const batch{bytes.data(), offsets.data(), offsets.size() - 1, false};
     scratch_t scratch;
     encoded_t const ours = encode(weights, batch, scratch, pair_parallel);
     CHECK(ours.status == uform_status_ok_k);
@@ -552,7 +552,7 @@ void test_choose_golden(model_weights_t const &weights, std::string const &label
                                     groups = golden.get<std::int64_t>("groups");
     std::vector<float> const expected = golden.get<float>("probabilities");
     std::vector<std::size_t> offsets(prompt_offsets.begin(), prompt_offsets.end());
-    text_batch_t const batch{prompts.data(), offsets.data(), offsets.size() - 1, true};
+    token_batch_t const batch{prompts.data(), offsets.data(), offsets.size() - 1, true};
     scratch_t scratch;
     encoded_t const ours = encode(weights, batch, scratch, serial_parallel, false);
     CHECK(ours.status == uform_status_ok_k);

@@ -314,18 +314,18 @@ void bench_forward(options_t const &options, model_weights_t const &weights, cha
     std::vector<std::uint8_t> bytes;
     std::vector<std::size_t> offsets;
     make_texts(count, length, bytes, offsets);
-    text_batch_t const batch{bytes.data(), offsets.data(), count, false};
+    token_batch_t const batch{bytes.data(), offsets.data(), count, false};
     std::vector<float> embeddings(count * weights.geometry.dimensions);
-    text_outputs_t outputs;
+    trunk_outputs_t outputs;
     outputs.embeddings = embeddings.data();
     outputs.embeddings_stride = weights.geometry.dimensions;
     pool_t pool(threads);
     forward_hooks_t hooks;
     hooks.parallel = pool.parallel;
     scratch_t scratch;
-    auto [wall, cpu] = time_median(repeats, [&] { text_forward(weights, batch, outputs, scratch, hooks, nullptr); });
+    auto [wall, cpu] = time_median(repeats, [&] { trunk_forward(weights, batch, outputs, scratch, hooks, nullptr); });
     // The trunk's FLOPs (the library's own estimate) and the embedding head's.
-    double const flops = text_flops(weights.geometry, batch) +
+    double const flops = trunk_flops(weights.geometry, batch) +
                          2.0 * double(count * weights.geometry.hidden * weights.geometry.dimensions);
     record_t("forward")
         .text("geometry", geometry)
