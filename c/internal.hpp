@@ -20,14 +20,9 @@
 
 #include "backend.hpp"
 #include "checkpoint.hpp"
+#include "fail.hpp"
 
 namespace uform {
-
-/** @brief Writes `text` through a nullable message out-pointer and answers `status`. */
-inline uform_status_t fail(char const **message, uform_status_t status, char const *text) noexcept {
-    if (message) *message = text;
-    return status;
-}
 
 /** @brief A grow-only buffer taken through `operator new`, kept at its high-water mark. */
 struct buffer_t {

@@ -5,7 +5,8 @@
  * Shared by every backend: the stub, the RAM residency and the GPU residencies' host paths. The narrow
  * floats saturate as `types.h` says (`e4m3` at 448, `e5m2` at 57344); NaN stays NaN. `i8` is
  * `round(127 * x)` saturating at +-127; `b1` packs one sign bit per column (`x > 0`), least significant
- * bit first. Every function here relies on the default floating-point environment (round to nearest).
+ * bit first. The BF16 and E4M3 conversions are also the RAM kernels', bit-exact with PyTorch. Every function here
+ * relies on the default floating-point environment (round to nearest).
  */
 #ifndef UFORM_C_SCALARS_HPP
 #define UFORM_C_SCALARS_HPP
@@ -20,8 +21,8 @@
 
 namespace uform {
 
-/** @brief F32 to BF16 bits, rounding to nearest even; NaN stays a quiet NaN. */
-inline std::uint16_t f32_to_bf16(float value) noexcept {
+/** @brief F32 to BF16 bits, rounding to nearest even; NaN stays a quiet NaN of the same sign. */
+constexpr std::uint16_t f32_to_bf16(float value) noexcept {
     std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return std::uint16_t((bits >> 16) | 0x0040u);
     bits += 0x7FFFu + ((bits >> 16) & 1u);
@@ -29,7 +30,11 @@ inline std::uint16_t f32_to_bf16(float value) noexcept {
 }
 
 /** @brief BF16 bits to F32, exactly. */
-inline float bf16_to_f32(std::uint16_t bits) noexcept { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
+constexpr float bf16_to_f32(std::uint16_t bits) noexcept { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
+
+/** @brief `value` rounded to the nearest BF16 (ties to even), kept as F32: what every matrix product's inputs go
+ *  through. */
+constexpr float round_bf16(float value) noexcept { return bf16_to_f32(f32_to_bf16(value)); }
 
 /** @brief F32 to IEEE binary16 bits, rounding to nearest even; overflow goes to infinity as IEEE says. */
 inline std::uint16_t f32_to_f16(float value) noexcept {
@@ -111,13 +116,38 @@ inline float fp8_to_f32(std::uint8_t bits, int mantissa_bits, int bias) noexcept
 
 } // namespace detail
 
-/** @brief F32 to OCP E4M3 (`float8_e4m3fn`) bits: nearest even, saturating at 448, NaN to 0x7F. */
-inline std::uint8_t f32_to_e4m3(float value) noexcept { return detail::f32_to_fp8(value, 3, 7, 0x7Eu, 0x7Fu); }
+/**
+ * @brief F32 to OCP E4M3 (`float8_e4m3fn`) bits: nearest even, saturating at 448, NaN to 0x7F. Bit-exact with
+ * `torch.Tensor.to(torch.float8_e4m3fn)` up to a magnitude of 464, past which PyTorch answers NaN.
+ */
+constexpr std::uint8_t f32_to_e4m3(float value) noexcept {
+    std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+    std::uint32_t const sign = bits & 0x80000000u;
+    bits ^= sign;
+    std::uint8_t result;
+    if (bits > 0x7F800000u) result = 0x7F;                  // NaN
+    else if (bits >= 0x43E00000u) result = 0x7E;            // >= 448: saturate to the largest finite value
+    else if (bits < (121u << 23)) {                         // below 2^-6: subnormal, rounded by an F32 addition
+        constexpr std::uint32_t denormal_mask = 141u << 23; // 2^14
+        float const shifted = std::bit_cast<float>(bits) + std::bit_cast<float>(denormal_mask);
+        result = static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(shifted) - denormal_mask);
+    } else {
+        std::uint32_t const mantissa_odd = (bits >> 20) & 1u;
+        bits += (static_cast<std::uint32_t>(7 - 127) << 23) + 0x7FFFFu + mantissa_odd;
+        result = static_cast<std::uint8_t>(bits >> 20);
+    }
+    return static_cast<std::uint8_t>(result | (sign >> 24));
+}
 
-/** @brief E4M3 bits to F32, exactly; 0x7F and 0xFF are NaN. */
-inline float e4m3_to_f32(std::uint8_t bits) noexcept {
-    if ((bits & 0x7Fu) == 0x7Fu) return std::bit_cast<float>(0x7FC00000u);
-    return detail::fp8_to_f32(bits, 3, 7);
+/** @brief E4M3 bits to F32, exactly; 0x7F and 0xFF are NaN of their sign. */
+constexpr float e4m3_to_f32(std::uint8_t byte) noexcept {
+    std::uint32_t const sign = static_cast<std::uint32_t>(byte & 0x80u) << 24;
+    std::uint32_t const exponent = (byte >> 3) & 0xFu, mantissa = byte & 0x7u;
+    if (exponent == 0xF && mantissa == 0x7) return std::bit_cast<float>(sign | 0x7FC00000u);
+    float magnitude;
+    if (exponent == 0) magnitude = static_cast<float>(mantissa) * (1.0f / 512.0f); // m * 2^-9
+    else magnitude = std::bit_cast<float>(((exponent + 120u) << 23) | (mantissa << 20));
+    return sign ? -magnitude : magnitude;
 }
 
 /** @brief F32 to OCP E5M2 bits: nearest even, saturating at 57344 (infinities too), NaN to 0x7E. */

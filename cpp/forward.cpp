@@ -1,4 +1,4 @@
-// The text forward: groups of whole items through embedding, trunk, final norm and heads, on scratch memory.
+// The trunk forward: groups of whole items through embedding, trunk, final norm and heads, on scratch memory.
 #include "forward.hpp"
 
 #include <algorithm>
@@ -9,7 +9,8 @@
 
 #include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/scalars.hpp"
+#include "../c/fail.hpp"
+#include "../c/scalars.hpp"
 
 namespace uform::ram {
 namespace {
@@ -21,8 +22,8 @@ constexpr std::size_t mlp_rows_min_k = 128, mlp_rows_max_k = 1024;
 /// Rows per task of the row-wise passes (norms, RoPE).
 constexpr std::size_t row_task_k = 16;
 /// FLOPs a call needs per thread before it runs on more than the calling thread: ~100 us of one core, where the
-/// fork and join of each step (tens of them a call) stop mattering. One 16-byte text on the tiny geometry (~3.4
-/// MFLOP) ran in 29-31 us alone against 42-56 us on two threads; 8 texts of 64 bytes (~126 MFLOP) gain from two.
+/// fork and join of each step (tens of them a call) stop mattering (docs/decisions.md, "Small calls run on the
+/// calling thread").
 constexpr double parallel_flops_per_thread_k = 16e6;
 /// Floats of attention scores one thread holds for one block of queries.
 constexpr std::size_t score_budget_k = 64 * 1024;
@@ -43,20 +44,20 @@ constexpr std::size_t round_up(std::size_t value, std::size_t step) noexcept {
 }
 
 /// Tokens of item `item`: its bytes, plus CHOOSE when appended.
-std::size_t item_tokens(text_batch_t const &batch, std::size_t item) noexcept {
+std::size_t item_tokens(token_batch_t const &batch, std::size_t item) noexcept {
     return batch.offsets[item + 1] - batch.offsets[item] + (batch.append_choose ? 1 : 0);
 }
 
 /// The item after the last one of the group starting at `first`: whole items up to `group_rows_k` rows, at least one.
-std::size_t group_end(text_batch_t const &batch, std::size_t first) noexcept {
+std::size_t group_end(token_batch_t const &batch, std::size_t first) noexcept {
     std::size_t rows = item_tokens(batch, first), end = first + 1;
     while (end != batch.count && rows + item_tokens(batch, end) <= group_rows_k) rows += item_tokens(batch, end++);
     return end;
 }
 
 /// Rows of one MLP chunk: the intermediate it writes about four times the BF16 MLP weights it streams, so reading
-/// them again per chunk stays cheap while a small model's chunk stays small (on the tiny geometry 192 rows ran a
-/// call about 15% faster than 1024; on the small one 128 rows ran slower than 1024), a multiple of 16.
+/// them again per chunk stays cheap while a small model's chunk stays small (docs/decisions.md, "MLP chunks"), a
+/// multiple of 16.
 std::size_t mlp_rows(geometry_t const &geometry) noexcept {
     std::size_t const weights = 3 * geometry.ffn_hidden * geometry.hidden * sizeof(std::uint16_t);
     std::size_t const row = gemm_padded_stride(2 * geometry.ffn_hidden) * sizeof(float);
@@ -117,7 +118,7 @@ struct buffers_t {
 };
 
 /// Without `scratch`: walks the groups and sizes the plan. With it: carves `buffers` along the plan.
-void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+void plan_call(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
                std::size_t threads, plan_t &plan, scratch_t *scratch, buffers_t *buffers) noexcept {
     geometry_t const &geometry = weights.geometry;
     if (scratch == nullptr) {
@@ -177,7 +178,7 @@ void plan_call(model_weights_t const &weights, text_batch_t const &batch, text_o
 /// One call's state: the weights, the batch, the outputs, the buffers, and the current group.
 class forward_t {
   public:
-    forward_t(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
+    forward_t(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
               buffers_t const &buffers, parallel_t const &parallel, forward_hooks_t const &hooks,
               std::size_t longest) noexcept
         : weights_(weights), kernels_(*weights.kernels), geometry_(weights.geometry), batch_(batch), outputs_(outputs),
@@ -217,8 +218,8 @@ class forward_t {
     void run_group(std::size_t first, std::size_t end) noexcept {
         first_ = first;
         end_ = end;
-        row_base_ = text_token_offset(batch_, first);
-        rows_ = text_token_offset(batch_, end) - row_base_;
+        row_base_ = token_row_offset(batch_, first);
+        rows_ = token_row_offset(batch_, end) - row_base_;
         if (rows_ != 0) {
             embed();
             for (block_weights_t const &block : weights_.blocks) {
@@ -243,7 +244,7 @@ class forward_t {
     std::size_t out_stride() const noexcept { return gemm_padded_stride(attention_width()); }
     std::size_t mlp_stride() const noexcept { return gemm_padded_stride(2 * geometry_.ffn_hidden); }
     /// The first row of item `item` within the group.
-    std::size_t item_row(std::size_t item) const noexcept { return text_token_offset(batch_, item) - row_base_; }
+    std::size_t item_row(std::size_t item) const noexcept { return token_row_offset(batch_, item) - row_base_; }
     /// The final states of the group: the caller's rows, or scratch.
     float *states() const noexcept {
         return outputs_.states != nullptr ? outputs_.states + row_base_ * outputs_.states_stride : buffers_.states;
@@ -543,8 +544,8 @@ class forward_t {
     model_weights_t const &weights_;
     kernels_t const &kernels_;
     geometry_t const &geometry_;
-    text_batch_t const &batch_;
-    text_outputs_t const &outputs_;
+    token_batch_t const &batch_;
+    trunk_outputs_t const &outputs_;
     buffers_t const &buffers_;
     parallel_t const &parallel_;
     forward_hooks_t const &hooks_;
@@ -557,7 +558,7 @@ class forward_t {
 } // namespace
 
 // Every item's tokens through the linears, and attention's two products over each item's square.
-double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept {
+double trunk_flops(geometry_t const &geometry, token_batch_t const &batch) noexcept {
     double const attention = double(geometry.heads * geometry.head_dim), hidden = double(geometry.hidden);
     double const ffn = double(geometry.ffn_hidden);
     double const per_token = 2 * hidden * (3 * attention + 2 * ffn) + 2 * attention * hidden + 2 * ffn * hidden;
@@ -571,35 +572,34 @@ double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcep
 }
 
 // Checks the request, sizes and carves the scratch, then runs the groups in order.
-uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
-                            scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
-    auto fail = [message](uform_status_t status, char const *text) noexcept {
-        if (message != nullptr) *message = text;
-        return status;
-    };
-    if (weights.kernels == nullptr) return fail(uform_status_invalid_argument_k, "the model's weights are not loaded");
+uform_status_t trunk_forward(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
+                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept {
+    if (weights.kernels == nullptr)
+        return fail(message, uform_status_invalid_argument_k, "the model's weights are not loaded");
     if (outputs.token_vectors != nullptr && weights.token_head.columns() == 0)
-        return fail(uform_status_unsupported_k, "the model has no token head for token vectors");
+        return fail(message, uform_status_unsupported_k, "the model has no token head for token vectors");
     if (outputs.choose_logits != nullptr && weights.byte_head.columns() == 0)
-        return fail(uform_status_unsupported_k, "the model has no byte head to score choices");
+        return fail(message, uform_status_unsupported_k, "the model has no byte head to score choices");
     if (outputs.choose_logits != nullptr && !batch.append_choose)
-        return fail(uform_status_invalid_argument_k, "byte logits at CHOOSE need the CHOOSE token appended");
+        return fail(message, uform_status_invalid_argument_k, "byte logits at CHOOSE need the CHOOSE token appended");
     if ((batch.embedded != nullptr || batch.positions != nullptr) && batch.append_choose)
-        return fail(uform_status_invalid_argument_k, "embedded tokens and positions are not text: no CHOOSE token");
+        return fail(message, uform_status_invalid_argument_k,
+                    "embedded tokens and positions are not text: no CHOOSE token");
     if (batch.positions != nullptr && weights.geometry.head_dim / 2 > rope_pairs_max_k)
-        return fail(uform_status_unsupported_k, "heads this wide take text positions only");
+        return fail(message, uform_status_unsupported_k, "heads this wide take text positions only");
     if (batch.count == 0) return uform_status_ok_k;
 
     // A call too small to pay for a fork and a join per step runs on the calling thread.
     parallel_t parallel = hooks.parallel;
-    if (text_flops(weights.geometry, batch) < parallel_flops_per_thread_k * double(parallel.threads))
+    if (trunk_flops(weights.geometry, batch) < parallel_flops_per_thread_k * double(parallel.threads))
         parallel = parallel_t{};
     std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
     plan_t plan;
     plan_call(weights, batch, outputs, threads, plan, nullptr, nullptr);
     if (plan.longest > item_tokens_max_k)
-        return fail(uform_status_limit_exceeded_k, "an item has more than 16,777,217 tokens");
-    if (!scratch.reset(plan.bytes)) return fail(uform_status_out_of_memory_k, "out of memory for activation scratch");
+        return fail(message, uform_status_limit_exceeded_k, "an item has more than 16,777,217 tokens");
+    if (!scratch.reset(plan.bytes))
+        return fail(message, uform_status_out_of_memory_k, "out of memory for activation scratch");
     buffers_t buffers{};
     plan_call(weights, batch, outputs, threads, plan, &scratch, &buffers);
 
@@ -611,7 +611,7 @@ uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &
         first = end;
         if (forward.stopped() ||
             (hooks.progress != nullptr && hooks.progress(hooks.progress_context, first, batch.count)))
-            return fail(uform_status_cancelled_k, "the progress handler stopped the call");
+            return fail(message, uform_status_cancelled_k, "the progress handler stopped the call");
         forward.reported();
     }
     return uform_status_ok_k;

@@ -1,4 +1,4 @@
-// The text forward of MODEL.md on the CPU: every item of a call packed into one token matrix, each GEMM run over all
+// The trunk forward of MODEL.md on the CPU: every item of a call packed into one token matrix, each GEMM run over all
 // of its tokens, attention block-diagonal per item, and only the surfaces asked for computed.
 #pragma once
 
@@ -13,13 +13,14 @@
 
 namespace uform::ram {
 
-/// A call's texts: item `i` is `bytes[offsets[i]]` up to `bytes[offsets[i + 1]]`, one token per byte, followed by
-/// one CHOOSE token (row 257 of the byte embedding) when `append_choose` is set.
-/// The other modalities' front-ends hand the trunk their tokens already embedded: then `embedded` holds one row of
-/// `hidden` floats per token (`embedded_stride` floats apart, token `t` of the call at row `t - offsets[0]`, since
-/// `offsets` then count tokens), `bytes` is unused, and `positions` holds each token's `(t, h, w)` (three per token,
-/// each below its item's token count); null positions are text's `(i, i, i)`. Neither goes with `append_choose`.
-struct text_batch_t {
+/// A call's tokens, of every modality, for the trunk. Texts: item `i` is `bytes[offsets[i]]` up to
+/// `bytes[offsets[i + 1]]`, one token per byte, followed by one CHOOSE token (row 257 of the byte embedding) when
+/// `append_choose` is set. The other modalities' front-ends hand the trunk their tokens already embedded: then
+/// `embedded` holds one row of `hidden` floats per token (`embedded_stride` floats apart, token `t` of the call at row
+/// `t - offsets[0]`, since `offsets` then count tokens), `bytes` is unused, and `positions` holds each token's `(t, h,
+/// w)` (three per token, each below its item's token count); null positions are text's `(i, i, i)`. Neither goes with
+/// `append_choose`.
+struct token_batch_t {
     std::uint8_t const *bytes = nullptr;
     std::size_t const *offsets = nullptr; // `count + 1` ascending entries
     std::size_t count = 0;
@@ -30,8 +31,8 @@ struct text_batch_t {
 };
 
 /// Where the surfaces go, as F32 rows; a null pointer is a surface not asked for, and never computed.
-/// Token rows are packed: item `i`'s rows start at `offsets[i] + i * append_choose` (see `text_token_offset`).
-struct text_outputs_t {
+/// Token rows are packed: item `i`'s rows start at `offsets[i] + i * append_choose` (see `token_row_offset`).
+struct trunk_outputs_t {
     float *states = nullptr; // [tokens x hidden]
     std::size_t states_stride = 0;
     float *token_vectors = nullptr; // [tokens x token_width], unit rows; needs the token head
@@ -56,19 +57,19 @@ struct forward_hooks_t {
 };
 
 /// The first token row of item `item` (and, for `item == batch.count`, the number of token rows).
-inline std::size_t text_token_offset(text_batch_t const &batch, std::size_t item) noexcept {
+inline std::size_t token_row_offset(token_batch_t const &batch, std::size_t item) noexcept {
     return batch.offsets[item] - batch.offsets[0] + (batch.append_choose ? item : 0);
 }
 
 /// Useful FLOPs of the trunk over `batch`: its linears on every token and attention's two products per item.
-double text_flops(geometry_t const &geometry, text_batch_t const &batch) noexcept;
+double trunk_flops(geometry_t const &geometry, token_batch_t const &batch) noexcept;
 
 /// Runs the trunk and the heads asked for, on `hooks.parallel`'s threads, or on the calling thread alone when the call
-/// is too small to pay for them (under 16 MFLOP of `text_flops` a thread). `scratch` grows to the call's high-water
+/// is too small to pay for them (under 16 MFLOP of `trunk_flops` a thread). `scratch` grows to the call's high-water
 /// mark (a steady loop of same-shaped calls allocates nothing after the first). Answers `unsupported` for token vectors
 /// without a token head or logits without a byte head, `invalid-argument` for logits without `append_choose`,
 /// `out-of-memory` when the scratch cannot grow, `cancelled` when `progress` asked to stop (outputs are then partial).
-uform_status_t text_forward(model_weights_t const &weights, text_batch_t const &batch, text_outputs_t const &outputs,
-                            scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept;
+uform_status_t trunk_forward(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
+                             scratch_t &scratch, forward_hooks_t const &hooks, char const **message) noexcept;
 
 } // namespace uform::ram

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../c/fail.hpp"
+
 namespace uform::ram {
 
 // Unmaps on destruction.
@@ -27,28 +29,24 @@ void mapped_file_t::close() noexcept {
 
 // Opens and sizes the file, maps as many anonymous pages, reads the file into them, and closes the descriptor.
 uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, char const **message) noexcept {
-    auto fail = [message](uform_status_t status, char const *text) noexcept {
-        if (message != nullptr) *message = text;
-        return status;
-    };
     close();
-    if (path == nullptr || path_length == 0) return fail(uform_status_invalid_argument_k, "the path is empty");
+    if (path == nullptr || path_length == 0) return fail(message, uform_status_invalid_argument_k, "the path is empty");
     if (std::memchr(path, 0, path_length) != nullptr)
-        return fail(uform_status_invalid_argument_k, "the path has a NUL byte inside");
+        return fail(message, uform_status_invalid_argument_k, "the path has a NUL byte inside");
     std::string terminated;
     try {
         terminated.assign(path, path_length);
     } catch (...) {
-        return fail(uform_status_out_of_memory_k, "out of memory while copying the checkpoint's path");
+        return fail(message, uform_status_out_of_memory_k, "out of memory while copying the checkpoint's path");
     }
     int const descriptor = ::open(terminated.c_str(), O_RDONLY | O_CLOEXEC);
     if (descriptor < 0)
-        return errno == ENOENT ? fail(uform_status_not_found_k, "the checkpoint file does not exist")
-                               : fail(uform_status_io_k, "the checkpoint file cannot be opened");
+        return errno == ENOENT ? fail(message, uform_status_not_found_k, "the checkpoint file does not exist")
+                               : fail(message, uform_status_io_k, "the checkpoint file cannot be opened");
     struct stat status{};
     if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode)) {
         ::close(descriptor);
-        return fail(uform_status_io_k, "the checkpoint is not a readable regular file");
+        return fail(message, uform_status_io_k, "the checkpoint is not a readable regular file");
     }
     std::size_t const size = static_cast<std::size_t>(status.st_size);
     if (size == 0) {
@@ -58,7 +56,7 @@ uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, ch
     void *mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapping == MAP_FAILED) {
         ::close(descriptor);
-        return fail(uform_status_out_of_memory_k, "out of memory for the checkpoint's bytes");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the checkpoint's bytes");
     }
     data_ = static_cast<std::byte const *>(mapping);
     size_ = size;
@@ -69,8 +67,8 @@ uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, ch
         if (got <= 0) {
             ::close(descriptor);
             close();
-            return got == 0 ? fail(uform_status_io_k, "the checkpoint file shrank while it was read")
-                            : fail(uform_status_io_k, "reading the checkpoint file failed");
+            return got == 0 ? fail(message, uform_status_io_k, "the checkpoint file shrank while it was read")
+                            : fail(message, uform_status_io_k, "reading the checkpoint file failed");
         }
         done += std::size_t(got);
     }

@@ -11,7 +11,8 @@
 #include "kernels/amx.hpp"
 #include "kernels/cpu_class.hpp"
 #include "kernels/e4m3.hpp"
-#include "kernels/scalars.hpp"
+#include "../c/fail.hpp"
+#include "../c/scalars.hpp"
 #include "mapped_file.hpp"
 
 namespace uform::ram {
@@ -101,7 +102,7 @@ bool to_f32(std::byte const *source, std::size_t count, std::vector<float> &out)
     } catch (...) {
         return false;
     }
-    for (std::size_t i = 0; i != count; ++i) out[i] = f32_from_bf16(load_bf16(source, i));
+    for (std::size_t i = 0; i != count; ++i) out[i] = bf16_to_f32(load_bf16(source, i));
     return true;
 }
 
@@ -126,7 +127,7 @@ bool pack_bf16_matrix(std::byte const *source, std::size_t columns, std::size_t 
         std::size_t const end = std::min(columns, begin + gemm_panel_columns_k);
         for (std::size_t k = 0; k != depth; ++k)
             for (std::size_t column = begin; column != end; ++column)
-                out.set(column, k, f32_from_bf16(load_bf16(source, column * depth + k)));
+                out.set(column, k, bf16_to_f32(load_bf16(source, column * depth + k)));
     });
     return true;
 }
@@ -148,7 +149,7 @@ bool pack_e4m3_matrix(std::byte const *source, std::size_t columns, std::size_t 
         for (std::size_t column = row; column != row + rows; ++column)
             for (std::size_t k = 0; k != depth; ++k)
                 out.set(column, k,
-                        f32_from_e4m3(bytes[column * depth + k]) * scales[block * column_blocks + k / e4m3_block_k]);
+                        e4m3_to_f32(bytes[column * depth + k]) * scales[block * column_blocks + k / e4m3_block_k]);
     });
     return true;
 }
@@ -235,21 +236,19 @@ std::size_t model_weights_t::bytes() const noexcept {
     return total;
 }
 
-// Every tensor the text forward needs, in file order of importance: embeddings, blocks, final norm, heads.
+// Every tensor the trunk forward needs, in file order of importance: embeddings, blocks, final norm, heads.
 uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
                             weights_options_t const &options, model_weights_t &out, char const **message) noexcept {
-    auto fail = [message](uform_status_t status, char const *text) noexcept {
-        if (message != nullptr) *message = text;
-        return status;
-    };
     geometry_t const &geometry = checkpoint.geometry;
     uform_cpu_class_t const cpu_class =
         options.cpu_class == uform_cpu_class_auto_k ? cpu_class_native() : options.cpu_class;
     kernels_t const *kernels = kernels_for(cpu_class);
-    if (kernels == nullptr) return fail(uform_status_unsupported_k, "this machine cannot dispatch as that CPU class");
+    if (kernels == nullptr)
+        return fail(message, uform_status_unsupported_k, "this machine cannot dispatch as that CPU class");
     if (geometry.hidden == 0 || geometry.heads == 0 || geometry.head_dim == 0 || geometry.head_dim % 2 != 0)
-        return fail(uform_status_corrupt_k, "the checkpoint's geometry has no trunk");
-    if (file.size() < checkpoint.file_size) return fail(uform_status_corrupt_k, "the checkpoint's bytes are cut short");
+        return fail(message, uform_status_corrupt_k, "the checkpoint's geometry has no trunk");
+    if (file.size() < checkpoint.file_size)
+        return fail(message, uform_status_corrupt_k, "the checkpoint's bytes are cut short");
 
     model_weights_t weights;
     weights.geometry = geometry;
@@ -273,7 +272,7 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
             loader.plan(name);
         weights.blocks.resize(geometry.depth);
     } catch (...) {
-        return fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+        return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
     }
 
     bool ok = load_f32_from_bf16(loader, "embed.byte.weight", 258 * hidden, weights.byte_embedding);
@@ -283,7 +282,7 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
         try {
             name = prefix + std::to_string(i);
         } catch (...) {
-            return fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+            return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
         }
         ok = load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
              load_linear(loader, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, amx, block.qkv) &&
@@ -318,8 +317,8 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
     if (!ok) {
         failure_t const failure = loader.failure();
         return failure.status == uform_status_ok_k
-                   ? fail(uform_status_internal_k, "the weights failed to load without a reason")
-                   : fail(failure.status, failure.message);
+                   ? fail(message, uform_status_internal_k, "the weights failed to load without a reason")
+                   : fail(message, failure.status, failure.message);
     }
     out = std::move(weights);
     return uform_status_ok_k;

@@ -27,7 +27,7 @@ struct block_weights_t {
     linear_t down;                // hidden x ffn_hidden
 };
 
-/// Everything the text forward reads, immutable after `weights_load`.
+/// Everything the trunk forward reads, immutable after `weights_load`.
 struct model_weights_t {
     geometry_t geometry{};
     uform_cpu_class_t cpu_class = uform_cpu_class_serial_k; // the class the model dispatches as

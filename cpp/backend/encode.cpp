@@ -24,7 +24,7 @@ struct staged_t {
  * calls reserves the same bytes and allocates nothing after the first.
  */
 uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_job_t const &job,
-                           text_outputs_t &outputs, staged_t const *staged, std::size_t staged_count,
+                           trunk_outputs_t &outputs, staged_t const *staged, std::size_t staged_count,
                            std::size_t staging, char const **message) noexcept {
     forward_hooks_t hooks;
     hooks.parallel = parallel_of(call);
@@ -40,29 +40,29 @@ uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_j
         scratch_t sizing;
         sizing.borrow(nullptr, 0);
         char const *refusal = nullptr; // the dry run's own "out of memory" is no message of the call's
-        uform_status_t const status = text_forward(model.weights, job.batch, outputs, sizing, hooks, &refusal);
+        uform_status_t const status = trunk_forward(model.weights, job.batch, outputs, sizing, hooks, &refusal);
         if (status == uform_status_out_of_memory_k) activations = sizing.requested();
-        else if (status != uform_status_ok_k) return backend_fail(message, status, refusal); // the request is refused
+        else if (status != uform_status_ok_k) return fail(message, status, refusal); // the request is refused
     }
     std::size_t total = staging;
     if (job.prefix_bytes > SIZE_MAX - total || activations > SIZE_MAX - total - job.prefix_bytes)
-        return backend_fail(message, uform_status_out_of_memory_k, "the call's scratch would overflow");
+        return fail(message, uform_status_out_of_memory_k, "the call's scratch would overflow");
     total += job.prefix_bytes + activations;
     if (!call.reserve_scratch(0, total))
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call's scratch");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call's scratch");
     auto *block = static_cast<std::byte *>(call.shared_scratch());
     for (std::size_t i = 0; i != staged_count; ++i)
         *staged[i].pointer = reinterpret_cast<float *>(block + staged[i].offset);
 
-    text_batch_t batch = job.batch;
+    token_batch_t batch = job.batch;
     if (job.prepare != nullptr)
         if (uform_status_t status = job.prepare(job.prepare_context, block + staging, batch, message)) return status;
-    if (call.cancelled()) return backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+    if (call.cancelled()) return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     scratch_t scratch;
     scratch.borrow(block + staging + job.prefix_bytes, activations);
-    uform_status_t const status = text_forward(model.weights, batch, outputs, scratch, hooks, message);
+    uform_status_t const status = trunk_forward(model.weights, batch, outputs, scratch, hooks, message);
     if (status == uform_status_cancelled_k)
-        return backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+        return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     return status;
 }
 
@@ -93,13 +93,13 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
                              backend::encode_request_t request, uform_encoded_t &encoded,
                              char const **message) noexcept {
     geometry_t const &g = model.weights.geometry;
-    text_batch_t const &batch = job.batch;
+    token_batch_t const &batch = job.batch;
     std::size_t const count = batch.count;
     std::size_t const tokens = count ? batch.offsets[count] - batch.offsets[0] : 0;
     bool const direct = request.scalar == uform_scalar_f32_k; // F32 rows land in the arena as the forward writes them
 
     uform_encoded_t result{};
-    text_outputs_t outputs;
+    trunk_outputs_t outputs;
     surface_t surfaces[3];
     surfaces[0] = {bool(request.outputs & uform_outputs_embeddings_k),
                    count,
@@ -127,7 +127,7 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
         if (!surface.wanted) continue;
         bool const tape = s != 0;
         if (!call.allocate_rows(*surface.view, surface.rows, count, surface.columns, request.scalar, tape))
-            return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call's outputs");
+            return fail(message, uform_status_out_of_memory_k, "out of memory for the call's outputs");
         if (tape) {
             auto *offsets = const_cast<std::size_t *>(surface.view->offsets);
             offsets[0] = 0;
@@ -149,14 +149,14 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
             if (surface.wanted)
                 convert_rows(call, *surface.output, *surface.output_stride, surface.rows, surface.columns,
                              *surface.view);
-    if (call.cancelled()) return backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+    if (call.cancelled()) return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     encoded = result;
     return uform_status_ok_k;
 }
 
-uform_status_t forward_choose_logits(backend::model_t const &model, call_t &call, text_batch_t const &batch,
+uform_status_t forward_choose_logits(backend::model_t const &model, call_t &call, token_batch_t const &batch,
                                      float *&logits, char const **message) noexcept {
-    text_outputs_t outputs;
+    trunk_outputs_t outputs;
     outputs.choose_logits_stride = 256;
     staged_t const staged{&outputs.choose_logits, 0};
     encode_job_t job;

@@ -10,13 +10,13 @@ namespace uform::ram {
 
 /// Fills the `prefix_bytes` of scratch at `prefix` (a front-end's work, its embedded tokens and positions) and
 /// completes `batch` (`embedded`, `positions`); runs once the call's scratch is reserved. Answers a status.
-using prepare_fn_t = uform_status_t (*)(void *context, std::byte *prefix, text_batch_t &batch,
+using prepare_fn_t = uform_status_t (*)(void *context, std::byte *prefix, token_batch_t &batch,
                                         char const **message) noexcept;
 
 /// One encoding call as the shared part sees it.
 struct encode_job_t {
     /// The items: `offsets` count their tokens (and bytes, for text); the rest is completed by `prepare`.
-    text_batch_t batch;
+    token_batch_t batch;
     /// Scratch bytes `prepare` needs, 64-byte aligned; zero for text.
     std::size_t prefix_bytes = 0;
     /// Nullable: text needs no preparation.
@@ -32,7 +32,7 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
 
 /// Runs `batch` (texts, CHOOSE appended) for the byte head's logits at each CHOOSE token: `count x 256` F32 values
 /// at `logits`, in the call's scratch, valid until the scratch is reserved again.
-uform_status_t forward_choose_logits(backend::model_t const &model, call_t &call, text_batch_t const &batch,
+uform_status_t forward_choose_logits(backend::model_t const &model, call_t &call, token_batch_t const &batch,
                                      float *&logits, char const **message) noexcept;
 
 } // namespace uform::ram

@@ -128,7 +128,7 @@ bool gpu_class_available(uform_gpu_class_t, std::span<std::size_t const>) noexce
 uform_status_t vram_open(std::span<std::size_t const>, std::span<std::size_t const>, std::size_t, void *&state,
                          char const **message) noexcept {
     state = nullptr;
-    return ram::backend_fail(message, uform_status_unsupported_k, "this build drives no GPUs");
+    return fail(message, uform_status_unsupported_k, "this build drives no GPUs");
 }
 
 void vram_close(void *) noexcept {}

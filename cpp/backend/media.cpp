@@ -17,7 +17,6 @@
 namespace uform::backend {
 namespace {
 
-using ram::backend_fail;
 using ram::scratch_bytes;
 
 /* ---------------------------------------------------------------------------------------------------------- */
@@ -67,7 +66,7 @@ void embed_patches(model_t const &model, front_end_t const &front, call_t &call,
 }
 
 /// Points a batch at the prefix's embedded rows (and positions, when laid out).
-void complete_batch(ram::text_batch_t &batch, std::byte *prefix, front_layout_t const &layout, std::size_t hidden,
+void complete_batch(ram::token_batch_t &batch, std::byte *prefix, front_layout_t const &layout, std::size_t hidden,
                     bool positions) noexcept {
     batch.embedded = reinterpret_cast<float const *>(prefix + layout.embedded);
     batch.embedded_stride = hidden;
@@ -231,7 +230,7 @@ struct images_job_t {
     front_layout_t layout;
 };
 
-uform_status_t prepare_images(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
+uform_status_t prepare_images(void *context, std::byte *prefix, ram::token_batch_t &batch, char const **) noexcept {
     auto &job = *static_cast<images_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
     std::size_t const input = g.image_patch_side * g.image_patch_side * 3;
@@ -263,10 +262,10 @@ uform_status_t encode_images(model_t const &model, call_t &call, images_t const 
                              char const **message) noexcept {
     geometry_t const &g = model.weights.geometry;
     if (!rgb_patches(model, model.image) || max_patches == 0)
-        return backend_fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
+        return fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
     std::size_t const count = images.count;
     std::size_t *offsets = allocate_offsets(call, count);
-    if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    if (offsets == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     std::size_t work = 0, pixel_count = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
@@ -301,7 +300,7 @@ uform_status_t decode_files(call_t &call, tape_view_t<char> const &paths, decode
     auto *statuses = arena_array<uform_status_t>(call, paths.count);
     auto *messages = arena_array<char const *>(call, paths.count);
     if (statuses == nullptr || messages == nullptr)
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     call.parallel_for(paths.count, [&](std::size_t i, std::size_t) noexcept {
         char path[max_path_bytes_k + 1];
         std::span<char const> const bytes = paths.item(i);
@@ -311,7 +310,7 @@ uform_status_t decode_files(call_t &call, tape_view_t<char> const &paths, decode
     for (std::size_t i = 0; i != paths.count; ++i)
         if (statuses[i] != uform_status_ok_k) {
             failed = i;
-            return backend_fail(message, statuses[i], messages[i]);
+            return fail(message, statuses[i], messages[i]);
         }
     return uform_status_ok_k;
 }
@@ -339,7 +338,7 @@ struct video_job_t {
 
 /// Writes each clip's tubelet vectors (frame `f` of a tubelet at `f * p * p * 3`) and `(tubelet, row, column)`
 /// positions; a last incomplete tubelet repeats its final frame.
-uform_status_t prepare_video(void *context, std::byte *prefix, ram::text_batch_t &batch, char const **) noexcept {
+uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_t &batch, char const **) noexcept {
     auto &job = *static_cast<video_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
     std::size_t const frame_input = g.image_patch_side * g.image_patch_side * 3, tubelet = g.video_tubelet_frames;
@@ -470,7 +469,7 @@ struct audio_job_t {
     front_layout_t layout;
 };
 
-uform_status_t prepare_audio(void *context, std::byte *prefix, ram::text_batch_t &batch,
+uform_status_t prepare_audio(void *context, std::byte *prefix, ram::token_batch_t &batch,
                              char const **message) noexcept {
     auto &job = *static_cast<audio_job_t *>(context);
     geometry_t const &g = job.model->weights.geometry;
@@ -479,7 +478,7 @@ uform_status_t prepare_audio(void *context, std::byte *prefix, ram::text_batch_t
     media::fft_pool_t &pool = job.model->ffts;
     std::size_t const workers = job.call->width();
     if (!pool.take(g.audio_n_fft, job.ffts, workers))
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the audio FFT");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the audio FFT");
     recordings_t const &recordings = *job.recordings;
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
         audio_shape_t const shape = audio_shape(g, recordings.lengths[i], job.max_patches);
@@ -509,7 +508,7 @@ uform_status_t encode_audio(model_t const &model, call_t &call, recordings_t con
     std::size_t *offsets = allocate_offsets(call, count);
     auto *ffts = arena_array<kiss_fftr_cfg>(call, call.width());
     if (offsets == nullptr || ffts == nullptr)
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     std::size_t work = 0, truncated = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
@@ -537,17 +536,17 @@ uform_status_t image_encode(model_t const &model, call_t &call, tape_view_t<char
                             std::size_t max_pixels, encode_request_t request, uform_encoded_t &encoded,
                             uform_image_encode_stats_t &stats, char const **message) noexcept {
     if (!rgb_patches(model, model.image))
-        return backend_fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
+        return fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
     std::vector<media::rgb_image_t> decoded;
     try {
         decoded.resize(paths.count);
     } catch (...) {
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     }
     auto **pixels = arena_array<std::uint8_t const *>(call, paths.count);
     auto *heights = arena_array<std::size_t>(call, paths.count), *widths = arena_array<std::size_t>(call, paths.count);
     if (pixels == nullptr || heights == nullptr || widths == nullptr)
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
         uform_status_t const status = media::decode_image_file(path, max_pixels, decoded[i], item_message);
         pixels[i] = decoded[i].pixels.data();
@@ -565,7 +564,7 @@ uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view
                                    encode_request_t request, uform_encoded_t &encoded,
                                    uform_image_encode_stats_t &stats, char const **message) noexcept {
     auto **items = arena_array<std::uint8_t const *>(call, pixels.count);
-    if (items == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    if (items == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     for (std::size_t i = 0; i != pixels.count; ++i) items[i] = pixels.item(i).data();
     images_t const images{items, heights, widths, pixels.count};
     return encode_images(model, call, images, max_patches, request, encoded, stats, message);
@@ -576,12 +575,12 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
                             uform_video_encode_stats_t &stats, char const **message) noexcept {
     geometry_t const &g = model.weights.geometry;
     if (!rgb_patches(model, model.video) || g.video_tubelet_frames == 0 || max_patches_per_frame == 0)
-        return backend_fail(message, uform_status_unsupported_k, "the model's video front-end is not RGB tubelets");
+        return fail(message, uform_status_unsupported_k, "the model's video front-end is not RGB tubelets");
     std::vector<clip_t> clips;
     try {
         clips.resize(paths.count);
     } catch (...) {
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     }
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
         clip_t &clip = clips[i];
@@ -596,7 +595,7 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
 
     std::size_t const count = paths.count, p = g.image_patch_side, tubelet = g.video_tubelet_frames;
     std::size_t *offsets = allocate_offsets(call, count);
-    if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    if (offsets == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     std::size_t work = 0, frames = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
@@ -623,18 +622,18 @@ uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char
                             encode_request_t request, uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
                             char const **message) noexcept {
     if (!audio_ready(model))
-        return backend_fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
+        return fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
     std::vector<std::vector<float>> decoded;
     try {
         decoded.resize(paths.count);
     } catch (...) {
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     }
     recordings_t recordings{arena_array<float const *>(call, paths.count), arena_array<std::size_t>(call, paths.count),
                             paths.count};
     auto *seconds = arena_array<double>(call, paths.count);
     if (recordings.samples == nullptr || recordings.lengths == nullptr || seconds == nullptr)
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     std::size_t const rate = model.weights.geometry.audio_sample_rate;
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
         seconds[i] = 0;
@@ -654,7 +653,7 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
                                     uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
                                     char const **message) noexcept {
     if (!audio_ready(model))
-        return backend_fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
+        return fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
     std::size_t const rate = model.weights.geometry.audio_sample_rate, count = samples.count;
     recordings_t recordings{arena_array<float const *>(call, count), arena_array<std::size_t>(call, count), count};
     auto *statuses = arena_array<uform_status_t>(call, count);
@@ -662,7 +661,7 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
     auto **targets = arena_array<float *>(call, count); // where an item resamples to; null: read in place
     if (recordings.samples == nullptr || recordings.lengths == nullptr || statuses == nullptr || messages == nullptr ||
         targets == nullptr)
-        return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     // Another rate is resampled by libswresample into the arena, one item per task; the model's rate is read in place.
     for (std::size_t i = 0; i != count; ++i) {
         recordings.samples[i] = samples.item(i).data();
@@ -671,7 +670,7 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
         if (sample_rate == rate || recordings.lengths[i] == 0) continue;
         targets[i] = arena_array<float>(call, media::resampled_capacity(recordings.lengths[i], sample_rate, rate));
         if (targets[i] == nullptr)
-            return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the resampled audio");
+            return fail(message, uform_status_out_of_memory_k, "out of memory for the resampled audio");
         recordings.samples[i] = targets[i];
     }
     call.parallel_for(count, [&](std::size_t i, std::size_t) noexcept {
@@ -685,7 +684,7 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
     for (std::size_t i = 0; i != count; ++i) {
         if (statuses[i] != uform_status_ok_k) {
             stats.failed_item = i;
-            return backend_fail(message, statuses[i], messages[i]);
+            return fail(message, statuses[i], messages[i]);
         }
         seconds += double(samples.item_size(i)) / double(sample_rate);
     }

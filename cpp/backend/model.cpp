@@ -7,7 +7,7 @@
 #include <numbers>
 #include <utility>
 
-#include "../kernels/scalars.hpp"
+#include "../../c/scalars.hpp"
 #include "../mapped_file.hpp"
 #include "ram.hpp"
 
@@ -43,20 +43,20 @@ uform_status_t load_front_end(checkpoint_t const &checkpoint, std::span<std::byt
     std::byte const *weight = tensor_bytes(checkpoint, file, weight_name, dtype_t::bf16, hidden * input);
     std::byte const *bias = tensor_bytes(checkpoint, file, bias_name, dtype_t::bf16, hidden);
     if (weight == nullptr || bias == nullptr)
-        return ram::backend_fail(message, uform_status_corrupt_k, "a front-end's embedding disagrees with the header");
+        return fail(message, uform_status_corrupt_k, "a front-end's embedding disagrees with the header");
     try {
         std::vector<std::uint16_t> aligned(hidden * input); // the file's bytes need not be 2-byte aligned
         std::memcpy(aligned.data(), weight, aligned.size() * 2);
         if (!ram::pack_bf16(aligned.data(), hidden, input, input, out.weight))
-            return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory packing a front-end");
+            return fail(message, uform_status_out_of_memory_k, "out of memory packing a front-end");
         out.bias.resize(hidden);
         for (std::size_t i = 0; i != hidden; ++i) {
             std::uint16_t bits;
             std::memcpy(&bits, bias + 2 * i, 2);
-            out.bias[i] = ram::f32_from_bf16(bits);
+            out.bias[i] = bf16_to_f32(bits);
         }
     } catch (...) {
-        return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory loading a front-end");
+        return fail(message, uform_status_out_of_memory_k, "out of memory loading a front-end");
     }
     return uform_status_ok_k;
 }
@@ -83,14 +83,13 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
     std::size_t const bins = g.audio_n_fft / 2 + 1, n = g.audio_n_fft;
     std::byte const *filters =
         tensor_bytes(checkpoint, file, "frontend.audio.mel_filters", dtype_t::f32, g.audio_mel_bins * bins);
-    if (filters == nullptr)
-        return ram::backend_fail(message, uform_status_corrupt_k, "the mel filters disagree with the header");
+    if (filters == nullptr) return fail(message, uform_status_corrupt_k, "the mel filters disagree with the header");
     try {
         model.mel_filters.resize(g.audio_mel_bins * bins);
         std::memcpy(model.mel_filters.data(), filters, model.mel_filters.size() * sizeof(float));
         model.hann.resize(n);
     } catch (...) {
-        return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory loading the audio front-end");
+        return fail(message, uform_status_out_of_memory_k, "out of memory loading the audio front-end");
     }
     for (std::size_t k = 0; k != n; ++k) {
         double const angle = 2 * std::numbers::pi * double(k) / double(n);
@@ -104,7 +103,7 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
 uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint, call_t &call, model_t *&model,
                           std::size_t &weight_bytes, char const **message) noexcept {
     if (request.residency != uform_residency_ram_k)
-        return ram::backend_fail(message, uform_status_unsupported_k, "this build loads models into RAM only");
+        return fail(message, uform_status_unsupported_k, "this build loads models into RAM only");
 
     ram::mapped_file_t mapping;
     std::span<std::byte const> file;
@@ -114,11 +113,10 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
         file = mapping.bytes();
     }
     if (file.size() < checkpoint.file_size)
-        return ram::backend_fail(message, uform_status_corrupt_k, "the checkpoint changed while it was loaded");
+        return fail(message, uform_status_corrupt_k, "the checkpoint changed while it was loaded");
 
     auto *made = new (std::nothrow) model_t;
-    if (made == nullptr)
-        return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory making a model");
+    if (made == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory making a model");
 
     load_progress_t progress{&call};
     ram::weights_options_t options;
@@ -131,7 +129,7 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
     uform_status_t status = ram::weights_load(checkpoint, file, options, made->weights, message);
     if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, *made, message);
     if (status == uform_status_ok_k && progress.total != 0 && call.report(progress.total, progress.total))
-        status = ram::backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
+        status = fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
     if (status != uform_status_ok_k) {
         delete made;
         return status;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../../c/backend.hpp"
+#include "../../c/fail.hpp"
 #include "../kernels/gemm.hpp"
 #include "../media/fft.hpp"
 #include "../parallel.hpp"
@@ -31,12 +32,6 @@ struct model_t {
 } // namespace uform::backend
 
 namespace uform::ram {
-
-/// Writes `text` through a nullable message out-pointer and answers `status`.
-inline uform_status_t backend_fail(char const **message, uform_status_t status, char const *text) noexcept {
-    if (message != nullptr) *message = text;
-    return status;
-}
 
 /// The compute core's `parallel_t` over a call's `parallel_for`: its workers are the call's.
 inline parallel_t parallel_of(call_t &call) noexcept {

@@ -24,17 +24,17 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
     std::size_t const count = texts.count;
     std::size_t const values = count ? choices.offsets[count] - choices.offsets[0] : 0;
     if (weights.byte_head.columns() == 0 || weights.temperatures.empty())
-        return ram::backend_fail(message, uform_status_unsupported_k, "the model has no byte head to score choices");
+        return fail(message, uform_status_unsupported_k, "the model has no byte head to score choices");
 
     uform_tape_t result{};
     if (!call.allocate_tape(result, values, count, uform_scalar_f32_k))
-        return ram::backend_fail(message, uform_status_out_of_memory_k, "out of memory for the probabilities");
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the probabilities");
     auto *offsets = const_cast<std::size_t *>(result.offsets);
     offsets[0] = 0;
     for (std::size_t i = 1; i <= count; ++i) offsets[i] = choices.offsets[i] - choices.offsets[0];
 
     // The byte head's 256 logits at each item's CHOOSE token.
-    ram::text_batch_t const batch{reinterpret_cast<std::uint8_t const *>(texts.data), texts.offsets, count, true};
+    ram::token_batch_t const batch{reinterpret_cast<std::uint8_t const *>(texts.data), texts.offsets, count, true};
     float *logits = nullptr;
     if (uform_status_t status = ram::forward_choose_logits(model, call, batch, logits, message)) return status;
 
@@ -51,8 +51,7 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
         for (std::size_t j = 0; j != legal.size(); ++j)
             out[offsets[i] + j] = float(std::exp(scaled(legal[j]) - peak) / sum);
     });
-    if (call.cancelled())
-        return ram::backend_fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+    if (call.cancelled()) return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
     stats.items = count;
     stats.tokens = (count ? texts.offsets[count] - texts.offsets[0] : 0) + count;
     stats.choices = values;

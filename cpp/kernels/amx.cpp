@@ -11,7 +11,7 @@
 #include <numkong/numkong.h>
 
 #include "gemm.hpp"
-#include "scalars.hpp"
+#include "../../c/scalars.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -187,7 +187,7 @@ void amx_pack(std::uint16_t const *, std::size_t, std::size_t, std::size_t, void
 void amx_multiply(std::uint16_t const *, std::size_t, std::size_t, void const *, std::size_t, std::size_t, float *,
                   std::size_t) noexcept {}
 void amx_to_bf16(float const *in, std::uint16_t *out, std::size_t count) noexcept {
-    for (std::size_t i = 0; i != count; ++i) out[i] = bf16_from_f32(in[i]);
+    for (std::size_t i = 0; i != count; ++i) out[i] = f32_to_bf16(in[i]);
 }
 bool amx_matrix_t::pack(void const *, std::size_t, std::size_t) noexcept { return false; }
 void amx_gemm(kernels_t const &, parallel_t const &, float const *, std::size_t, std::size_t, amx_matrix_t const &,

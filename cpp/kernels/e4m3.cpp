@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "scalars.hpp"
+#include "../../c/scalars.hpp"
 
 namespace uform::ram {
 
@@ -19,12 +19,12 @@ void quantize_e4m3_blocks(std::uint16_t const *weights, std::size_t rows, std::s
             float amax = 0;
             for (std::size_t r = row_begin; r != row_end; ++r)
                 for (std::size_t c = column_begin; c != column_end; ++c)
-                    amax = std::max(amax, std::fabs(f32_from_bf16(weights[r * row_stride + c])));
+                    amax = std::max(amax, std::fabs(bf16_to_f32(weights[r * row_stride + c])));
             float const scale = amax == 0 ? 1.0f : amax / 448.0f;
             scales[row_begin / e4m3_block_k * column_blocks + column_begin / e4m3_block_k] = scale;
             for (std::size_t r = row_begin; r != row_end; ++r)
                 for (std::size_t c = column_begin; c != column_end; ++c)
-                    bytes[r * columns + c] = e4m3_from_f32(f32_from_bf16(weights[r * row_stride + c]) / scale);
+                    bytes[r * columns + c] = f32_to_e4m3(bf16_to_f32(weights[r * row_stride + c]) / scale);
         }
     }
 }

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <utility>
 
-#include "scalars.hpp"
+#include "../../c/scalars.hpp"
 
 namespace uform::ram {
 namespace {
@@ -117,7 +117,7 @@ bool pack_bf16(std::uint16_t const *weights, std::size_t columns, std::size_t de
                packed_matrix_t &out) noexcept {
     if (!out.allocate(columns, depth)) return false;
     for (std::size_t column = 0; column != columns; ++column)
-        for (std::size_t k = 0; k != depth; ++k) out.set(column, k, f32_from_bf16(weights[column * row_stride + k]));
+        for (std::size_t k = 0; k != depth; ++k) out.set(column, k, bf16_to_f32(weights[column * row_stride + k]));
     return true;
 }
 

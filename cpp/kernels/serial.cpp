@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "kernels.hpp"
-#include "scalars.hpp"
+#include "../../c/scalars.hpp"
 
 namespace uform::ram {
 namespace {

@@ -34,7 +34,7 @@
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
 #include "cpp/kernels/gemm.hpp"
-#include "cpp/kernels/scalars.hpp"
+#include "c/scalars.hpp"
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
@@ -126,24 +126,24 @@ void test_scalars() {
     CHECK(std::isnan(round_bf16(std::nanf(""))));
     CHECK(round_bf16(-0.0f) == 0.0f && std::signbit(round_bf16(-0.0f)));
 
-    CHECK(e4m3_from_f32(1.0f) == 0x38);
-    CHECK(e4m3_from_f32(-2.0f) == 0xC0);
-    CHECK(e4m3_from_f32(0.1f) == 0x1D); // 1.625 * 2^-4
-    CHECK(e4m3_from_f32(448.0f) == 0x7E);
-    CHECK(e4m3_from_f32(460.0f) == 0x7E);  // rounds down to 448
-    CHECK(e4m3_from_f32(1000.0f) == 0x7E); // saturates
-    CHECK(e4m3_from_f32(-1000.0f) == 0xFE);
-    CHECK(e4m3_from_f32(0x1p-9f) == 0x01);      // the smallest subnormal
-    CHECK(e4m3_from_f32(0x1p-10f) == 0x00);     // tie to even: 0
-    CHECK(e4m3_from_f32(3 * 0x1p-10f) == 0x02); // tie to even: 2 * 2^-9
-    CHECK(e4m3_from_f32(-0.0f) == 0x80);
-    CHECK(e4m3_from_f32(1.0625f) == 0x38); // tie between 1 and 1.125: even
-    CHECK(e4m3_from_f32(1.1875f) == 0x3A); // tie between 1.125 and 1.25: even
+    CHECK(f32_to_e4m3(1.0f) == 0x38);
+    CHECK(f32_to_e4m3(-2.0f) == 0xC0);
+    CHECK(f32_to_e4m3(0.1f) == 0x1D); // 1.625 * 2^-4
+    CHECK(f32_to_e4m3(448.0f) == 0x7E);
+    CHECK(f32_to_e4m3(460.0f) == 0x7E);  // rounds down to 448
+    CHECK(f32_to_e4m3(1000.0f) == 0x7E); // saturates
+    CHECK(f32_to_e4m3(-1000.0f) == 0xFE);
+    CHECK(f32_to_e4m3(0x1p-9f) == 0x01);      // the smallest subnormal
+    CHECK(f32_to_e4m3(0x1p-10f) == 0x00);     // tie to even: 0
+    CHECK(f32_to_e4m3(3 * 0x1p-10f) == 0x02); // tie to even: 2 * 2^-9
+    CHECK(f32_to_e4m3(-0.0f) == 0x80);
+    CHECK(f32_to_e4m3(1.0625f) == 0x38); // tie between 1 and 1.125: even
+    CHECK(f32_to_e4m3(1.1875f) == 0x3A); // tie between 1.125 and 1.25: even
     bool round_trip = true, decode_matches = true;
     for (int byte = 0; byte != 256; ++byte) {
         if ((byte & 0x7F) == 0x7F) continue; // NaN
-        float const value = f32_from_e4m3(static_cast<std::uint8_t>(byte));
-        round_trip &= e4m3_from_f32(value) == byte;
+        float const value = e4m3_to_f32(static_cast<std::uint8_t>(byte));
+        round_trip &= f32_to_e4m3(value) == byte;
         // Cross-check the decoder: the FP16 bits (b & 0x80) << 8 | (b & 0x7F) << 7, times 256 (MODEL.md's trick).
         std::uint16_t const half = static_cast<std::uint16_t>((byte & 0x80) << 8 | (byte & 0x7F) << 7);
         int const exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
@@ -154,16 +154,16 @@ void test_scalars() {
     CHECK(decode_matches);
 
     // Two 128-column blocks on one row block: scales from each block's amax; a zero block has scale 1.
-    std::vector<std::uint16_t> weights(3 * 200, bf16_from_f32(0));
-    weights[0] = bf16_from_f32(-2.0f), weights[5] = bf16_from_f32(0.5f), weights[200 + 7] = bf16_from_f32(1.0f);
+    std::vector<std::uint16_t> weights(3 * 200, f32_to_bf16(0));
+    weights[0] = f32_to_bf16(-2.0f), weights[5] = f32_to_bf16(0.5f), weights[200 + 7] = f32_to_bf16(1.0f);
     std::vector<std::uint8_t> bytes(3 * 200);
     std::vector<float> scales(2);
     quantize_e4m3_blocks(weights.data(), 3, 200, 200, bytes.data(), scales.data());
     CHECK(scales[0] == 2.0f / 448.0f);
     CHECK(scales[1] == 1.0f);
-    CHECK(bytes[0] == 0xFE);                                        // -448
-    CHECK(bytes[5] == e4m3_from_f32(0.5f / (2.0f / 448.0f)));       // 112
-    CHECK(bytes[200 + 7] == e4m3_from_f32(1.0f / (2.0f / 448.0f))); // 224
+    CHECK(bytes[0] == 0xFE);                                      // -448
+    CHECK(bytes[5] == f32_to_e4m3(0.5f / (2.0f / 448.0f)));       // 112
+    CHECK(bytes[200 + 7] == f32_to_e4m3(1.0f / (2.0f / 448.0f))); // 224
     CHECK(bytes[150] == 0);
 }
 
@@ -191,7 +191,7 @@ void check_product(product_t const &product, std::string const &name, std::size_
     std::vector<float> a(rows * lda), c(rows * ldc), initial(rows * ldc);
     std::vector<std::uint16_t> w(columns * depth);
     for (float &value : a) value = normal(random);
-    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
     for (float &value : initial) value = normal(random);
     c = initial;
     product(a.data(), lda, rows, w.data(), columns, depth, c.data(), ldc, flags);
@@ -200,7 +200,7 @@ void check_product(product_t const &product, std::string const &name, std::size_
         for (std::size_t n = 0; n != columns; ++n) {
             double sum = 0, magnitude = 0;
             for (std::size_t k = 0; k != depth; ++k) {
-                double const product = double(round_bf16(a[r * lda + k])) * f32_from_bf16(w[n * depth + k]);
+                double const product = double(round_bf16(a[r * lda + k])) * bf16_to_f32(w[n * depth + k]);
                 sum += product;
                 magnitude += std::fabs(product);
             }
@@ -276,7 +276,7 @@ void test_gemm() {
     std::vector<std::uint16_t> w(columns * depth);
     std::normal_distribution<float> normal;
     for (float &value : a) value = normal(random);
-    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
     packed_matrix_t packed;
     CHECK(pack_bf16(w.data(), columns, depth, depth, packed));
     std::vector<float> scratch(gemm_scratch_floats(depth)), expected(rows * columns), c(rows * columns);
@@ -328,7 +328,7 @@ struct texts_t {
         offsets.push_back(bytes.size());
     }
     std::size_t count() const { return offsets.size() - 1; }
-    text_batch_t batch(bool choose) const { return {bytes.data(), offsets.data(), count(), choose}; }
+    token_batch_t batch(bool choose) const { return {bytes.data(), offsets.data(), count(), choose}; }
 };
 
 /** @brief Every surface of one forward, as F32 rows. */
@@ -339,16 +339,16 @@ struct encoded_t {
 };
 
 /** @brief Runs the forward with every surface the model has (logits only when `choose`). */
-encoded_t encode(model_weights_t const &weights, text_batch_t const &batch, scratch_t &scratch,
+encoded_t encode(model_weights_t const &weights, token_batch_t const &batch, scratch_t &scratch,
                  parallel_t const &parallel = serial_parallel, bool all = true) {
     geometry_t const &geometry = weights.geometry;
     encoded_t encoded;
-    encoded.tokens = text_token_offset(batch, batch.count);
+    encoded.tokens = token_row_offset(batch, batch.count);
     encoded.states.assign(encoded.tokens * geometry.hidden, NAN);
     encoded.token_vectors.assign(encoded.tokens * geometry.token_width, NAN);
     encoded.embeddings.assign(batch.count * geometry.dimensions, NAN);
     encoded.logits.assign(batch.count * 256, NAN);
-    text_outputs_t outputs;
+    trunk_outputs_t outputs;
     outputs.states = encoded.states.data(), outputs.states_stride = geometry.hidden;
     outputs.embeddings = encoded.embeddings.data(), outputs.embeddings_stride = geometry.dimensions;
     if (all) outputs.token_vectors = encoded.token_vectors.data(), outputs.token_vectors_stride = geometry.token_width;
@@ -356,8 +356,8 @@ encoded_t encode(model_weights_t const &weights, text_batch_t const &batch, scra
     forward_hooks_t hooks;
     hooks.parallel = parallel;
     char const *message = nullptr;
-    encoded.status = text_forward(weights, batch, outputs, scratch, hooks, &message);
-    if (encoded.status != uform_status_ok_k) std::printf("text_forward: %s\n", message ? message : "?");
+    encoded.status = trunk_forward(weights, batch, outputs, scratch, hooks, &message);
+    if (encoded.status != uform_status_ok_k) std::printf("trunk_forward: %s\n", message ? message : "?");
     return encoded;
 }
 
@@ -401,7 +401,7 @@ void test_batch_equals_items(model_weights_t const &weights) {
             one.add(std::string_view(reinterpret_cast<char const *>(texts.bytes.data()) + texts.offsets[i],
                                      texts.offsets[i + 1] - texts.offsets[i]));
             encoded_t const alone = encode(weights, one.batch(choose), scratch);
-            std::size_t const row = text_token_offset(texts.batch(choose), i);
+            std::size_t const row = token_row_offset(texts.batch(choose), i);
             states = std::max(states,
                               agree(alone.states.data(), geometry.hidden, packed.states.data() + row * geometry.hidden,
                                     geometry.hidden, alone.tokens, geometry.hidden)
@@ -503,7 +503,7 @@ void test_text_golden(model_weights_t const &weights, std::string const &label) 
                              embeddings = golden.get<float>("embeddings");
     std::vector<std::size_t> offsets(offsets64.begin(), offsets64.end());
     geometry_t const &geometry = weights.geometry;
-    text_batch_t const batch{bytes.data(), offsets.data(), offsets.size() - 1, false};
+    token_batch_t const batch{bytes.data(), offsets.data(), offsets.size() - 1, false};
     scratch_t scratch;
     encoded_t const ours = encode(weights, batch, scratch, pair_parallel);
     CHECK(ours.status == uform_status_ok_k);
@@ -552,7 +552,7 @@ void test_choose_golden(model_weights_t const &weights, std::string const &label
                                     groups = golden.get<std::int64_t>("groups");
     std::vector<float> const expected = golden.get<float>("probabilities");
     std::vector<std::size_t> offsets(prompt_offsets.begin(), prompt_offsets.end());
-    text_batch_t const batch{prompts.data(), offsets.data(), offsets.size() - 1, true};
+    token_batch_t const batch{prompts.data(), offsets.data(), offsets.size() - 1, true};
     scratch_t scratch;
     encoded_t const ours = encode(weights, batch, scratch, serial_parallel, false);
     CHECK(ours.status == uform_status_ok_k);

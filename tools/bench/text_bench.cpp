@@ -45,7 +45,7 @@
 #include "cpp/kernels/amx.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/gemm.hpp"
-#include "cpp/kernels/scalars.hpp"
+#include "c/scalars.hpp"
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
@@ -204,7 +204,7 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
     std::vector<float> a(rows * depth), c(rows * columns);
     std::vector<std::uint16_t> w(columns * depth);
     for (float &value : a) value = round_bf16(normal(random));
-    for (std::uint16_t &value : w) value = bf16_from_f32(normal(random));
+    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
     packed_matrix_t packed;
     if (!pack_bf16(w.data(), columns, depth, depth, packed)) return;
     kernels_t const &kernels = *kernels_for(uform_cpu_class_auto_k);
@@ -242,7 +242,7 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
     nk_configure_thread(nk_capabilities());
     std::vector<char> packed_f32(nk_dots_packed_size_f32(columns, depth));
     std::vector<float> w32(columns * depth);
-    for (std::size_t i = 0; i != w32.size(); ++i) w32[i] = f32_from_bf16(w[i]);
+    for (std::size_t i = 0; i != w32.size(); ++i) w32[i] = bf16_to_f32(w[i]);
     nk_dots_pack_f32(w32.data(), columns, depth, depth * sizeof(float), packed_f32.data());
     std::vector<double> c64(rows * columns);
     auto [f32_wall, f32_cpu] = time_median(std::max<std::size_t>(repeats / 3, 3), [&] {
@@ -251,7 +251,7 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
     });
     report_gemm(options, "numkong_f32", 1, flops, f32_wall, f32_cpu, peaks.front());
     std::vector<std::uint16_t> a16(rows * depth);
-    for (std::size_t i = 0; i != a16.size(); ++i) a16[i] = bf16_from_f32(a[i]);
+    for (std::size_t i = 0; i != a16.size(); ++i) a16[i] = f32_to_bf16(a[i]);
     std::vector<char> packed_bf16(nk_dots_packed_size_bf16(columns, depth));
     nk_dots_pack_bf16(reinterpret_cast<nk_bf16_t const *>(w.data()), columns, depth, depth * 2, packed_bf16.data());
     auto [bf16_wall, bf16_cpu] = time_median(repeats, [&] {
@@ -314,18 +314,18 @@ void bench_forward(options_t const &options, model_weights_t const &weights, cha
     std::vector<std::uint8_t> bytes;
     std::vector<std::size_t> offsets;
     make_texts(count, length, bytes, offsets);
-    text_batch_t const batch{bytes.data(), offsets.data(), count, false};
+    token_batch_t const batch{bytes.data(), offsets.data(), count, false};
     std::vector<float> embeddings(count * weights.geometry.dimensions);
-    text_outputs_t outputs;
+    trunk_outputs_t outputs;
     outputs.embeddings = embeddings.data();
     outputs.embeddings_stride = weights.geometry.dimensions;
     pool_t pool(threads);
     forward_hooks_t hooks;
     hooks.parallel = pool.parallel;
     scratch_t scratch;
-    auto [wall, cpu] = time_median(repeats, [&] { text_forward(weights, batch, outputs, scratch, hooks, nullptr); });
+    auto [wall, cpu] = time_median(repeats, [&] { trunk_forward(weights, batch, outputs, scratch, hooks, nullptr); });
     // The trunk's FLOPs (the library's own estimate) and the embedding head's.
-    double const flops = text_flops(weights.geometry, batch) +
+    double const flops = trunk_flops(weights.geometry, batch) +
                          2.0 * double(count * weights.geometry.hidden * weights.geometry.dimensions);
     record_t("forward")
         .text("geometry", geometry)

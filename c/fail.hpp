@@ -1,0 +1,20 @@
+/**
+ * @file fail.hpp
+ * @brief `uform::fail`: how every layer answers a refusal, with a status and a static message.
+ */
+#ifndef UFORM_C_FAIL_HPP
+#define UFORM_C_FAIL_HPP
+
+#include <uform/types.h>
+
+namespace uform {
+
+/** @brief Writes `text` through a nullable message out-pointer and answers `status`. */
+inline uform_status_t fail(char const **message, uform_status_t status, char const *text) noexcept {
+    if (message) *message = text;
+    return status;
+}
+
+} // namespace uform
+
+#endif // UFORM_C_FAIL_HPP
