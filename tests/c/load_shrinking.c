@@ -1,0 +1,60 @@
+/**
+ * @file load_shrinking.c
+ * @brief A checkpoint overwritten in place while a path load runs (as a deploy does): the load reads the file once,
+ * so a file truncated from its progress handler still loads what it read, never raising SIGBUS; and a file that is
+ * shorter than its header says answers a status.
+ */
+#include "common.h"
+
+#include <unistd.h>
+
+static char path[4096];
+
+/** Truncates the copy at the handler's first call, as a writer replacing it would. */
+static bool truncate_copy(void *context, size_t completed, size_t total) {
+    size_t *calls = (size_t *)context;
+    (void)completed, (void)total;
+    if ((*calls)++ == 0) CHECK(truncate(path, 64) == 0);
+    return false;
+}
+
+int main(void) {
+    char directory[4096];
+    size_t length = 0, calls = 0;
+    unsigned char *bytes = read_whole_file(tiny_path(), &length);
+    uform_model_load_ram_args_t args;
+    uform_model_t model = NULL;
+    if (!CHECK(bytes != NULL) || !CHECK(make_temp_directory(directory, sizeof(directory), "shrinking")))
+        return test_report("load_shrinking");
+    snprintf(path, sizeof(path), "%s/model.safetensors", directory);
+    CHECK(write_whole_file(path, bytes, length));
+
+    memset(&args, 0, sizeof(args));
+    args.path = path;
+    args.path_length = strlen(path);
+    args.progress = truncate_copy;
+    args.progress_context = &calls;
+    CHECK_OK(uform_model_load_ram(&args, &model, MSG));
+    if (!build_is_stub()) CHECK(calls >= 1); /* the file shrank during the load */
+    if (model) {
+        uform_arena_t arena = NULL;
+        uform_encoded_t encoded;
+        static size_t const offsets[] = {0, 5};
+        CHECK_OK(uform_arena_init(NULL, &arena, MSG));
+        CHECK_OK(uform_text_encode(model, NULL, "hello", 5, offsets, 1, uform_outputs_embeddings_k, NULL, arena,
+                                   &encoded, NULL, MSG));
+        uform_arena_free(arena);
+        uform_model_free(model);
+    }
+
+    /* Loading the truncated file now answers a status. */
+    args.progress = NULL;
+    model = NULL;
+    CHECK(uform_model_load_ram(&args, &model, MSG) == uform_status_corrupt_k);
+    CHECK(model == NULL);
+
+    unlink(path);
+    rmdir(directory);
+    free(bytes);
+    return test_report("load_shrinking");
+}
