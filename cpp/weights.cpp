@@ -303,6 +303,9 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
             ok = source != nullptr;
             if (ok && !copy_f32(source, geometry.choice_groups, weights.temperatures))
                 loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights"), ok = false;
+            for (float temperature : weights.temperatures)
+                if (ok && !(temperature > 0 && temperature <= 1e6f))
+                    loader.fail(uform_status_corrupt_k, "a choice temperature is not in (0, 1e6]"), ok = false;
         }
     }
     if (ok && !build_rope(weights))

@@ -2,6 +2,7 @@
 #include "encode.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "../../c/scalars.hpp"
 
@@ -78,6 +79,18 @@ void convert_rows(call_t &call, float const *source, std::size_t source_stride, 
     });
 }
 
+/// Whether `count` rows of `columns` F32 values, `stride` floats apart, are all finite. Weights and inputs are checked
+/// finite, yet finite values can still overflow (a weight near the largest float squared in RMSNorm), and a NaN row
+/// must never be answered with `ok`.
+bool all_finite(float const *rows, std::size_t stride, std::size_t count, std::size_t columns) noexcept {
+    bool finite = true;
+    for (std::size_t row = 0; row != count; ++row)
+        for (std::size_t column = 0; column != columns; ++column) finite &= std::isfinite(rows[row * stride + column]);
+    return finite;
+}
+
+constexpr char const *non_finite_k = "the model computed a non-finite value: its weights overflow on this input";
+
 /// One surface of an encoding: whether it was asked for, its shape, its arena rows.
 struct surface_t {
     bool wanted = false;
@@ -144,6 +157,9 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
     }
     if (uform_status_t status = run_forward(model, call, job, outputs, staged, staged_count, staging, message))
         return status;
+    for (surface_t const &surface : surfaces)
+        if (surface.wanted && !all_finite(*surface.output, *surface.output_stride, surface.rows, surface.columns))
+            return fail(message, uform_status_corrupt_k, non_finite_k);
     if (!direct)
         for (surface_t const &surface : surfaces)
             if (surface.wanted)
@@ -164,6 +180,8 @@ uform_status_t forward_choose_logits(backend::model_t const &model, call_t &call
     uform_status_t const status =
         run_forward(model, call, job, outputs, &staged, 1, scratch_bytes(batch.count * 256), message);
     logits = outputs.choose_logits;
+    if (status == uform_status_ok_k && !all_finite(logits, 256, batch.count, 256))
+        return fail(message, uform_status_corrupt_k, non_finite_k);
     return status;
 }
 

@@ -98,6 +98,31 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
     return uform_status_ok_k;
 }
 
+/// Refuses a checkpoint whose BF16 or F32 tensors hold a NaN or an infinity, which would turn every output they reach
+/// into NaN rows answered with `ok`. One pass over the file's floats, before anything is packed.
+uform_status_t check_finite(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                            char const **message) noexcept {
+    for (tensor_entry_t const &tensor : checkpoint.tensors) {
+        std::byte const *begin = file.data() + checkpoint.data_offset + tensor.begin;
+        std::size_t const bytes = tensor.end - tensor.begin;
+        bool finite = true;
+        if (tensor.dtype == dtype_t::bf16)
+            for (std::size_t i = 0; i + 2 <= bytes; i += 2) {
+                std::uint16_t bits;
+                std::memcpy(&bits, begin + i, 2);
+                finite &= (bits & 0x7F80u) != 0x7F80u;
+            }
+        else if (tensor.dtype == dtype_t::f32)
+            for (std::size_t i = 0; i + 4 <= bytes; i += 4) {
+                std::uint32_t bits;
+                std::memcpy(&bits, begin + i, 4);
+                finite &= (bits & 0x7F800000u) != 0x7F800000u;
+            }
+        if (!finite) return fail(message, uform_status_corrupt_k, "a tensor of the checkpoint holds NaN or infinity");
+    }
+    return uform_status_ok_k;
+}
+
 } // namespace
 
 uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint, call_t &call, model_t *&model,
@@ -114,6 +139,7 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
     }
     if (file.size() < checkpoint.file_size)
         return fail(message, uform_status_corrupt_k, "the checkpoint changed while it was loaded");
+    if (uform_status_t status = check_finite(checkpoint, file, message)) return status;
 
     auto *made = new (std::nothrow) model_t;
     if (made == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory making a model");
