@@ -28,12 +28,14 @@ class Schedule:
 
     def rate(self, k: int) -> float:
         """Step k's rate (from 0), in double: linear warm-up `lr (k + 1) / warmup` while `k < warmup`, then
-        cosine from lr to min over `max(1, steps - warmup)` steps, held at min past `steps`."""
+        cosine from lr to min over `max(1, steps - warmup)` steps, min from step `steps` on (also when
+        warm-up does not end before `steps`)."""
         lr, lo = self.learning_rate, self.min_learning_rate
         if k < self.warmup_steps:
             return lr * (k + 1) / self.warmup_steps
-        t = min(k - self.warmup_steps, max(1, self.steps - self.warmup_steps))
-        return lo + (lr - lo) * (1 + math.cos(math.pi * t / max(1, self.steps - self.warmup_steps))) / 2
+        if k >= self.steps:
+            return lo
+        return lo + (lr - lo) * (1 + math.cos(math.pi * (k - self.warmup_steps) / max(1, self.steps - self.warmup_steps))) / 2
 
 
 def gradient_norm(params: dict) -> float:
