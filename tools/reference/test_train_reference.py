@@ -375,3 +375,22 @@ def test_goldens_regenerate():
     assert mtg.compare(folder, mtg.OUT) == 0
     assert sum(os.path.getsize(os.path.join(mtg.OUT, f)) for f in os.listdir(mtg.OUT)) < mtg.BUDGET
 
+
+
+def test_media_files_decode_to_the_stored_inputs():
+    import struct
+    import wave
+    import zlib
+
+    with open(os.path.join(mtg.OUT, "audio.wav"), "rb") as f, wave.open(f) as w:
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, 16000)
+        pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2")
+    assert np.array_equal(pcm.astype(np.float32) / 32768, mtg.audio_samples())
+    with open(os.path.join(mtg.OUT, "image.png"), "rb") as f:
+        data = f.read()
+    w, h, depth, color = struct.unpack(">IIBB", data[16:26])
+    idat = data.index(b"IDAT")
+    raw = zlib.decompress(data[idat + 4 : idat + 4 + struct.unpack(">I", data[idat - 4 : idat])[0]])
+    rows = np.frombuffer(raw, np.uint8).reshape(h, w + 1)
+    assert (depth, color) == (8, 0) and (rows[:, 0] == 0).all()
+    assert np.array_equal(rows[:, 1:, None], mtg.image_pixels())
