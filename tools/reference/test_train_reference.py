@@ -9,7 +9,6 @@ import sys
 import tempfile
 
 import numpy as np
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -18,8 +17,8 @@ import make_train_goldens as mtg  # noqa: E402
 import uform_reference as ref  # noqa: E402
 from train_batch import Batch, Item, sample_mask  # noqa: E402
 from train_calibrate import fit_temperatures  # noqa: E402
-from train_losses import NEGATIVES, TERMS, Objective, info_nce, joint, late_interaction, relations, \
-    sigmoid_pairs, terms  # noqa: E402
+from train_losses import NEGATIVES, Objective, info_nce, joint, late_interaction, relations, \
+    sigmoid_pairs, term_values, terms  # noqa: E402
 from train_model import TrainableModel, decays, seeded_value  # noqa: E402
 from train_optim import Optimizer, Schedule  # noqa: E402
 from train_random import GAMMA, Stream, fnv1a64, standard_normals  # noqa: E402
@@ -276,6 +275,33 @@ def test_f32_and_f64_with_the_same_rounding_agree_within_the_issue_bounds():
             a, b64 = mtg.sketch(n, g32[n].double().numpy()), mtg.sketch(n, g.numpy())
             ratio = np.linalg.norm(a - b64) / np.linalg.norm(b64) / rel_err(g32[n], g)
             assert 0.8 < ratio < 1.25, (n, ratio)
+
+
+def trajectory(dtype):
+    """The goldens' 20 steps in the given compute precision: per-step term values, the initial and final masters."""
+    b = mtg.build_batch()
+    masks = mtg.batch_masks(b)
+    m = TrainableModel(CHECKPOINT, dtype=dtype)
+    initial = {n: p.detach().double().clone() for n, p in m.params.items()}
+    opt = Optimizer(m.params, mtg.SCHEDULE)
+    values = []
+    for k in range(mtg.STEPS):
+        parts = terms(m, m.forward(b, masks), b, mtg.OBJECTIVE)
+        values.append([float(v.detach()) for v in term_values(parts).values()])
+        joint(parts, mtg.OBJECTIVE).backward()
+        opt.step(k)
+    return np.array(values), initial, {n: p.detach().double() for n, p in m.params.items()}
+
+
+def test_f32_and_f64_trajectories_agree_within_the_issue_bounds():
+    """Each term at step 0 within 1e-3 relative, every tensor after 20 steps within 1e-2 relative."""
+    v32, i32, p32 = trajectory(torch.float32)
+    v64, i64, p64 = trajectory(torch.float64)
+    terms0 = np.abs(v32[0] - v64[0]) / np.abs(v64[0])
+    after = max(rel_err(p32[n], p64[n]) for n in p64)
+    update = max(rel_err(p32[n] - i32[n], p64[n] - i64[n]) for n in p64 if (p64[n] - i64[n]).norm() > 0)
+    print(f"step-0 terms {terms0}, tensors after 20 steps {after:.1e}, their updates {update:.1e}")
+    assert terms0.max() <= 1e-3 and after <= 1e-2
 
 
 def test_split_batch_takes_the_same_step():

@@ -120,7 +120,8 @@ class TrainableModel(ref.Model):
     def forward(self, batch: Batch, masks: dict, items=None) -> Forward:
         """One packed forward of `batch.items` (or of the indices `items`, as one device of a split batch);
         `masks` maps a masked item to its (position, input token) list. Embeddings pool every state of the
-        segment (a choice item's CHOOSE included); an empty item's embedding is zero and has no gradient."""
+        segment (a choice item's CHOOSE included); an empty item's embedding is zero and has no gradient.
+        The rows of `z` follow the items forwarded."""
         self._bind_weights()
         ids = list(range(len(batch.items))) if items is None else list(items)
         segs = [self.segment(batch.items[i], masks.get(i)) for i in ids]
