@@ -267,9 +267,81 @@ def late_variants(token_vectors: dict, batch: Batch):
     return np.array(losses), np.stack(gt), np.array(gs)
 
 
+def clear_grads(model):
+    for p in model.params.values():
+        p.grad = None
+
+
+def step0_entries(model, batch: Batch, masks: dict, names: list, desc: dict) -> list:
+    """Step 0: the embeddings and token vectors, each term, the joint loss's gradient of every tensor, each
+    term's own gradient norms, and every contrastive and late-interaction variant on those inputs."""
+    fwd = model.forward(batch, masks)
+    parts = terms(model, fwd, batch, OBJECTIVE)
+    values = term_values(parts)
+    li_items = sorted(fwd.token_vectors)
+    desc["step0.token_vector_items"] = li_items
+    out = [("step0.z", f32(fwd.z)),
+           ("step0.token_vectors", np.concatenate([f32(fwd.token_vectors[i]) for i in li_items])),
+           ("step0.token_vector_offsets", np.cumsum([0] + [len(fwd.token_vectors[i]) for i in li_items]))]
+    term_norms = []
+    for k in TERMS:
+        clear_grads(model)
+        values[k].backward(retain_graph=True)
+        term_norms.append([float(g.double().norm()) for g in grads_of(model).values()])
+    clear_grads(model)
+    loss = joint(parts, OBJECTIVE)
+    loss.backward()
+    grads = grads_of(model)
+    clear_grads(model)
+    out += [("step0.terms", np.array([float(values[k].detach()) for k in TERMS] + [float(loss.detach())])),
+            ("grad.norms", np.array([float(grads[n].double().norm()) for n in names])),
+            ("grad.term_norms", np.array(term_norms))]
+    for n in names:
+        out += tensor_entries("grad", n, grads[n].numpy())
+    cl, cz, cs = contrastive_variants(fwd.z, batch)
+    ll, lt, lgs = late_variants(fwd.token_vectors, batch)
+    desc["variants"] = {"contrastive": [[f, n] for f in FORMS for n in NEGATIVES], "late_interaction": list(NEGATIVES)}
+    return out + [("variants.contrastive", cl), ("variants.contrastive.grad_z", cz),
+                  ("variants.contrastive.grad_scalars", cs), ("variants.late_interaction", ll),
+                  ("variants.late_interaction.grad_token_vectors", lt),
+                  ("variants.late_interaction.grad_log_scale", lgs)]
+
+
+def trajectory_entries(model, batch: Batch, masks: dict, names: list) -> list:
+    """STEPS AdamW steps on the same batch and masks: per step the terms, the joint loss, the gradient norm
+    before clipping and the rate; then every tensor."""
+    opt = Optimizer(model.params, SCHEDULE)
+    rows = []
+    for k in range(STEPS):
+        parts = terms(model, model.forward(batch, masks), batch, OBJECTIVE)
+        values = term_values(parts)
+        loss = joint(parts, OBJECTIVE)
+        loss.backward()
+        stats = opt.step(k)
+        rows.append([float(values[t].detach()) for t in TERMS]
+                    + [float(loss.detach()), stats["gradient_norm"], stats["learning_rate"]])
+    out = [("trajectory", np.array(rows)),
+           ("after.norms", np.array([float(model.params[n].detach().double().norm()) for n in names]))]
+    for n in names:
+        out += tensor_entries("after", n, model.params[n].detach().numpy())
+    return out
+
+
+def calibration_entries(model) -> list:
+    """The held-out choice items' logits with the model frozen, and the temperatures fitted to them."""
+    cal = Batch([Item("text", p, choices=c, targets=t) for p, c, t, _ in CALIBRATION])
+    with torch.no_grad():
+        fwd = model.forward(cal, {})
+    logits = [fwd.choice_logits[i].numpy().astype(np.float32) for i in range(len(CALIBRATION))]
+    temps = fit_temperatures(logits, [t for _, _, t, _ in CALIBRATION], [g for *_, g in CALIBRATION],
+                             model.cfg.choice_groups)
+    return [("calibration.logits", np.concatenate(logits)),
+            ("calibration.logit_offsets", np.cumsum([0] + [len(x) for x in logits])),
+            ("calibration.temperatures", temps)]
+
+
 def generate(checkpoint: str) -> tuple:
     """Runs everything; answers (tensors [(name, array)], batch.json dict, media files {name: bytes})."""
-    torch.manual_seed(0)
     batch = build_batch()
     masks = batch_masks(batch)
     model = TrainableModel(checkpoint, form=OBJECTIVE.form)
@@ -280,72 +352,9 @@ def generate(checkpoint: str) -> tuple:
     it = batch.items
     tensors = [("image.pixels", it[12].pixels), ("audio.samples", it[13].samples),
                ("video.frames", np.stack(it[14].frames))]
-
-    # step 0: the terms, the joint loss's gradient, each term's gradient norms
-    fwd = model.forward(batch, masks)
-    parts = terms(model, fwd, batch, OBJECTIVE)
-    values = term_values(parts)
-    li_items = sorted(fwd.token_vectors)
-    tensors += [("step0.z", f32(fwd.z)),
-                ("step0.token_vectors", np.concatenate([f32(fwd.token_vectors[i]) for i in li_items])),
-                ("step0.token_vector_offsets", np.cumsum([0] + [len(fwd.token_vectors[i]) for i in li_items]))]
-    term_norms = []
-    for k in TERMS:
-        for p in model.params.values():
-            p.grad = None
-        (values[k]).backward(retain_graph=True)
-        term_norms.append([float(g.double().norm()) for g in grads_of(model).values()])
-    for p in model.params.values():
-        p.grad = None
-    loss = joint(parts, OBJECTIVE)
-    loss.backward()
-    grads = grads_of(model)
-    tensors.append(("step0.terms", np.array([float(values[k].detach()) for k in TERMS] + [float(loss.detach())])))
-    tensors.append(("grad.norms", np.array([float(grads[n].double().norm()) for n in names])))
-    tensors.append(("grad.term_norms", np.array(term_norms)))
-    for n in names:
-        tensors += tensor_entries("grad", n, grads[n].numpy())
-    desc["step0.token_vector_items"] = li_items
-
-    # every contrastive and late-interaction variant on step 0's embeddings and token vectors
-    cl, cz, cs = contrastive_variants(fwd.z, batch)
-    ll, lt, lgs = late_variants(fwd.token_vectors, batch)
-    tensors += [("variants.contrastive", cl), ("variants.contrastive.grad_z", cz),
-                ("variants.contrastive.grad_scalars", cs), ("variants.late_interaction", ll),
-                ("variants.late_interaction.grad_token_vectors", lt),
-                ("variants.late_interaction.grad_log_scale", lgs)]
-    desc["variants"] = {"contrastive": [[f, n] for f in FORMS for n in NEGATIVES], "late_interaction": list(NEGATIVES)}
-
-    # 20 steps on the same batch and masks
-    for p in model.params.values():
-        p.grad = None
-    opt = Optimizer(model.params, SCHEDULE)
-    trajectory = []
-    for k in range(STEPS):
-        fwd = model.forward(batch, masks)
-        parts = terms(model, fwd, batch, OBJECTIVE)
-        values = term_values(parts)
-        loss = joint(parts, OBJECTIVE)
-        loss.backward()
-        stats = opt.step(k)
-        trajectory.append([float(values[t].detach()) for t in TERMS] + [float(loss.detach()), stats["gradient_norm"],
-                                                                stats["learning_rate"]])
-    tensors.append(("trajectory", np.array(trajectory)))
-    tensors.append(("after.norms", np.array([float(model.params[n].detach().double().norm()) for n in names])))
-    for n in names:
-        tensors += tensor_entries("after", n, model.params[n].detach().numpy())
-
-    # temperature calibration with the trained model, frozen
-    cal = Batch([Item("text", p, choices=c, targets=t) for p, c, t, _ in CALIBRATION])
-    with torch.no_grad():
-        cf = model.forward(cal, {})
-    logits = [cf.choice_logits[i].numpy().astype(np.float32) for i in range(len(CALIBRATION))]
-    temps = fit_temperatures(logits, [t for _, _, t, _ in CALIBRATION], [g for *_, g in CALIBRATION],
-                             model.cfg.choice_groups)
-    tensors += [("calibration.logits", np.concatenate(logits)),
-                ("calibration.logit_offsets", np.cumsum([0] + [len(x) for x in logits])),
-                ("calibration.temperatures", temps)]
-
+    tensors += step0_entries(model, batch, masks, names, desc)
+    tensors += trajectory_entries(model, batch, masks, names)
+    tensors += calibration_entries(model)
     desc["generator_checks"] = generator_checks(model)
     tensors = [(n, np.asarray(a, dtype=np.int64) if np.asarray(a).dtype.kind == "i" else np.asarray(a))
                for n, a in tensors]
