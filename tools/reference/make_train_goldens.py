@@ -224,7 +224,8 @@ def f32(t: torch.Tensor) -> np.ndarray:
 
 
 def grads_of(model) -> dict:
-    return {n: (p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)) for n, p in model.params.items()}
+    return {n: p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+            for n, p in model.params.items()}
 
 
 # ------------------------------------------------------------------------------------------- the runs

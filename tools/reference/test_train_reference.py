@@ -165,7 +165,8 @@ def test_sigmoid_pairs_by_the_formula():
 
 def test_maxsim_and_late_interaction_by_hand():
     g = torch.Generator().manual_seed(4)
-    tv = {i: F.normalize(torch.randn(n, 4, generator=g, dtype=torch.float64), dim=1) for i, n in ((0, 3), (1, 2), (2, 4))}
+    tv = {i: F.normalize(torch.randn(n, 4, generator=g, dtype=torch.float64), dim=1)
+          for i, n in ((0, 3), (1, 2), (2, 4))}
     b = Batch([Item("text", b"x")] * 3, bags=[0, 0, 1], sides=["query", "document", "document"])
     W, C = relations(b, "device", 2.0)
     rows, losses = late_interaction(tv, b, W, C, torch.tensor(3.0, dtype=torch.float64))
@@ -218,8 +219,7 @@ def test_gradcheck_loss_terms_float64():
         z = z0.clone().requires_grad_(True)
         assert torch.autograd.gradcheck(nce, (z, ls))
         assert torch.autograd.gradcheck(sig, (z, ls, bias))
-        tv0 = {3: torch.randn(4, 5, generator=g, dtype=torch.float64), 4: torch.randn(3, 5, generator=g, dtype=torch.float64),
-               5: torch.randn(6, 5, generator=g, dtype=torch.float64)}
+        tv0 = {i: torch.randn(n, 5, generator=g, dtype=torch.float64) for i, n in ((3, 4), (4, 3), (5, 6))}
 
         def late(t3, t4, t5, ls):
             tv = {3: F.normalize(t3, dim=1), 4: F.normalize(t4, dim=1), 5: F.normalize(t5, dim=1)}
@@ -346,11 +346,13 @@ def test_schedule():
 
 def test_adamw_is_modeldotmd_formula():
     g = torch.Generator().manual_seed(7)
-    params = {"embed.byte.weight": torch.randn(5, 4, generator=g), "blocks.0.attn.out.weight": torch.randn(4, 4, generator=g),
-              "final_norm.weight": torch.randn(4, generator=g), "trainer.contrastive.bias": torch.randn(1, generator=g)}
+    shapes = {"embed.byte.weight": (5, 4), "blocks.0.attn.out.weight": (4, 4), "final_norm.weight": (4,),
+              "trainer.contrastive.bias": (1,)}
+    params = {n: torch.randn(s, generator=g) for n, s in shapes.items()}
     params = {n: p.requires_grad_(True) for n, p in params.items()}
     mine = {n: (p.detach().clone(), torch.zeros_like(p), torch.zeros_like(p)) for n, p in params.items()}
-    sched = Schedule(steps=5, warmup_steps=2, learning_rate=0.01, min_learning_rate=0.001, weight_decay=0.5, clip_norm=0.3)
+    sched = Schedule(steps=5, warmup_steps=2, learning_rate=0.01, min_learning_rate=0.001, weight_decay=0.5,
+                     clip_norm=0.3)
     opt = Optimizer(params, sched)
     for k in range(4):
         grads = {n: torch.randn(p.shape, generator=g) for n, p in params.items()}

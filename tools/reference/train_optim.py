@@ -35,7 +35,8 @@ class Schedule:
             return lr * (k + 1) / self.warmup_steps
         if k >= self.steps:
             return lo
-        return lo + (lr - lo) * (1 + math.cos(math.pi * (k - self.warmup_steps) / max(1, self.steps - self.warmup_steps))) / 2
+        span = max(1, self.steps - self.warmup_steps)
+        return lo + (lr - lo) * (1 + math.cos(math.pi * (k - self.warmup_steps) / span)) / 2
 
 
 def gradient_norm(params: dict) -> float:
