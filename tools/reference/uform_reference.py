@@ -25,6 +25,7 @@ Choices this file makes where MODEL.md leaves room are marked "CHOICE:" and list
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -317,14 +318,48 @@ def expected_tensors(cfg: Config, names: set) -> dict:
 # numerics helpers
 
 
+_ROUNDING = [True]
+
+
+@contextlib.contextmanager
+def exact_arithmetic():
+    """Within it, nothing rounds to BF16: products multiply their inputs as they are, so that an F64 model
+    is smooth and `torch.autograd.gradcheck` can hold its gradients to finite differences."""
+    _ROUNDING[0] = False
+    try:
+        yield
+    finally:
+        _ROUNDING[0] = True
+
+
 def bf16_round(x: torch.Tensor) -> torch.Tensor:
-    """Rounds to BF16 (round to nearest even) and back to x's dtype."""
-    return x.to(torch.bfloat16).to(x.dtype)
+    """Rounds to BF16 (round to nearest even) and back to x's dtype; the identity within exact_arithmetic()."""
+    return x.to(torch.bfloat16).to(x.dtype) if _ROUNDING[0] else x
+
+
+class _Bf16Product(torch.autograd.Function):
+    """MODEL.md's product and its training rule: the forward rounds both inputs to BF16 and multiplies in
+    their precision; the backward's two products (`dA = dC B^T`, `dB = A^T dC`) take the BF16-rounded
+    incoming gradient and the same rounded inputs (MODEL.md, Training: "Backward products also take
+    BF16-rounded inputs"). The rounding itself passes gradients unchanged (straight-through)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        a, b = bf16_round(a), bf16_round(b)
+        ctx.save_for_backward(a, b)
+        return torch.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        g = bf16_round(grad)
+        return torch.matmul(g, b.transpose(-1, -2)), torch.matmul(a.transpose(-1, -2), g)
 
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """MODEL.md's matrix product: both inputs rounded to BF16, the product in the inputs' precision."""
-    return torch.matmul(bf16_round(a), bf16_round(b))
+    """MODEL.md's matrix product: both inputs rounded to BF16, the product in the inputs' precision.
+    Differentiable (`_Bf16Product`); 2-D operands or batches of equal shape, no broadcasting."""
+    return _Bf16Product.apply(a, b)
 
 
 def linear(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -628,7 +663,10 @@ class Model:
     # ---------------------------------------------------------------------------- text
 
     def text_segment(self, text: bytes, choose: bool = False) -> Segment:
-        ids = list(bytes(text)) + ([CHOOSE_TOKEN] if choose else [])
+        return self.token_segment(list(bytes(text)) + ([CHOOSE_TOKEN] if choose else []))
+
+    def token_segment(self, ids: list) -> Segment:
+        """A text segment from rows of `embed.byte.weight`: bytes, MASK (256) or CHOOSE (257)."""
         idx = torch.tensor(ids, dtype=torch.long)
         tokens = self.w["embed.byte.weight"][idx] if ids else torch.zeros((0, self.cfg.hidden), dtype=self.dtype)
         i = torch.arange(len(ids), dtype=torch.long)
