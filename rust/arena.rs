@@ -2,7 +2,8 @@
 
 use core::ffi::c_void;
 use core::fmt;
-use core::ptr::{self, NonNull};
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::error::{check, unknown};
 use crate::raw::Handle;
@@ -25,7 +26,8 @@ use crate::{sys, Executor, Result};
 /// leaked [`Deferred`](crate::Deferred) leaves it safe.
 #[doc(alias = "uform_arena_t")]
 pub struct Arena {
-    raw: NonNull<sys::uform_arena_s>,
+    /// The C handle; null until the first use of an arena made by [`Arena::new`].
+    raw: AtomicPtr<sys::uform_arena_s>,
 }
 
 // SAFETY: the library's arenas may be used and freed from any thread; calls through `&mut` serialize use.
@@ -34,7 +36,7 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    fn init(executor: sys::uform_executor_t) -> Result<Self> {
+    fn init(executor: sys::uform_executor_t) -> Result<sys::uform_arena_t> {
         let mut raw = ptr::null_mut();
         let mut message = ptr::null();
         // SAFETY: the out-pointers are valid; the executor is live or null.
@@ -42,16 +44,22 @@ impl Arena {
             unsafe { sys::uform_arena_init(executor, &mut raw, &mut message) },
             message,
         )?;
-        let raw = NonNull::new(raw).ok_or(unknown("the library answered a null arena"))?;
-        Ok(Self { raw })
+        if raw.is_null() {
+            return Err(unknown("the library answered a null arena"));
+        }
+        Ok(raw)
     }
 
-    /// Makes an arena of host pages for calls on the calling thread.
+    /// Makes an arena of host pages for calls on the calling thread. It allocates nothing until a call uses it:
+    /// its handle then, and its pages as that call writes outputs.
     ///
-    /// Calls `uform_arena_init` with a null executor.
+    /// Calls `uform_arena_init` with a null executor at first use; should even that handle's few hundred bytes
+    /// be refused, the process aborts, as Rust's own allocations do.
     #[doc(alias = "uform_arena_init")]
-    pub fn new() -> Result<Self> {
-        Self::init(ptr::null_mut())
+    pub const fn new() -> Self {
+        Self {
+            raw: AtomicPtr::new(ptr::null_mut()),
+        }
     }
 
     /// Makes an arena where `executor` computes, decided once: host pages for a RAM or local executor, device
@@ -60,19 +68,45 @@ impl Arena {
     /// Calls `uform_arena_init`.
     #[doc(alias = "uform_arena_init")]
     pub fn new_in(executor: &Executor) -> Result<Self> {
-        Self::init(executor.raw())
+        Ok(Self {
+            raw: AtomicPtr::new(Self::init(executor.raw())?),
+        })
     }
 
     /// The C handle (`uform_arena_t`), for calling the C ABI directly; it stays owned by this `Arena`.
     pub fn as_ptr(&self) -> *mut c_void {
-        self.raw.as_ptr().cast()
+        self.raw().cast()
+    }
+}
+
+impl Default for Arena {
+    /// An arena of host pages for calls on the calling thread, as [`Arena::new`].
+    fn default() -> Self {
+        Self::new()
     }
 }
 
 impl Handle for Arena {
     type Raw = sys::uform_arena_t;
     fn raw(&self) -> sys::uform_arena_t {
-        self.raw.as_ptr()
+        let raw = self.raw.load(Ordering::Acquire);
+        if !raw.is_null() {
+            return raw;
+        }
+        let Ok(made) = Self::init(ptr::null_mut()) else {
+            std::process::abort(); // a handle of a few hundred bytes refused: as Rust's own allocations do
+        };
+        match self
+            .raw
+            .compare_exchange(ptr::null_mut(), made, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => made,
+            Err(first) => {
+                // SAFETY: `made` is ours alone and serves no call; another thread's first use won the race.
+                unsafe { sys::uform_arena_free(made) };
+                first
+            }
+        }
     }
 }
 
@@ -80,8 +114,13 @@ impl Drop for Arena {
     /// Waits for the calls writing into the arena, then frees it.
     #[doc(alias = "uform_arena_free")]
     fn drop(&mut self) {
-        // SAFETY: the arena is live and owned; freeing waits for its calls.
-        unsafe { sys::uform_arena_free(self.raw.as_ptr()) }
+        let raw = *self.raw.get_mut();
+        if raw.is_null() {
+            return;
+        }
+        // SAFETY: the arena is live and owned; freeing waits for its calls. It answers `contended` only from a
+        // progress handler of a call writing into it, which cannot hold this arena: that call borrows it.
+        unsafe { sys::uform_arena_free(raw) };
     }
 }
 

@@ -215,8 +215,9 @@ impl Drop for Executor {
     /// Drains and frees the executor, unless a VRAM arena it made still holds it.
     #[doc(alias = "uform_executor_free")]
     fn drop(&mut self) {
-        // SAFETY: the executor is live and owned.
-        unsafe { sys::uform_executor_free(self.raw.as_ptr()) }
+        // SAFETY: the executor is live and owned. It answers `contended` only from a progress handler of a call
+        // holding it, which cannot drop it: that call borrows it.
+        unsafe { sys::uform_executor_free(self.raw.as_ptr()) };
     }
 }
 

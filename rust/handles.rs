@@ -79,8 +79,9 @@ impl Drop for Model {
     /// Waits for the calls reading the model, then frees it.
     #[doc(alias = "uform_model_free")]
     fn drop(&mut self) {
-        // SAFETY: the model is live and owned.
-        unsafe { sys::uform_model_free(self.raw.as_ptr()) }
+        // SAFETY: the model is live and owned. It answers `contended` only from a progress handler of a call
+        // reading it, which cannot drop it: that call borrows it.
+        unsafe { sys::uform_model_free(self.raw.as_ptr()) };
     }
 }
 
@@ -211,8 +212,9 @@ impl Drop for Trainer<'_> {
     /// Waits for the trainer's calls, then frees it.
     #[doc(alias = "uform_trainer_free")]
     fn drop(&mut self) {
-        // SAFETY: the trainer is live and owned.
-        unsafe { sys::uform_trainer_free(self.raw.as_ptr()) }
+        // SAFETY: the trainer is live and owned. It answers `contended` only from a progress handler of one of its
+        // calls, which cannot drop it: that call borrows it.
+        unsafe { sys::uform_trainer_free(self.raw.as_ptr()) };
     }
 }
 

@@ -97,7 +97,7 @@ fn agree<S: Strategy>(strategy: S, answers: impl Fn(S::Value) -> (String, &'stat
 fn text_tapes_agree() {
     let model = Model::load_ram(common::TINY).unwrap();
     agree(tape(), |(data, offsets)| {
-        let mut arena = Arena::new().unwrap();
+        let mut arena = Arena::new();
         let safe = model.text_encode(
             (data.as_slice(), offsets.as_slice()),
             Outputs::EMBEDDINGS,
@@ -137,7 +137,7 @@ fn sample_tapes_agree() {
     let model = Model::load_ram(common::TINY).unwrap();
     let rates = prop_oneof![1 => Just(0usize), 4 => Just(8_000usize), 4 => Just(16_000usize)];
     agree((samples_tape(), rates), |((data, offsets), rate)| {
-        let mut arena = Arena::new().unwrap();
+        let mut arena = Arena::new();
         let safe = model.audio_encode_samples(
             (data.as_slice(), offsets.as_slice()),
             rate,
@@ -180,7 +180,7 @@ fn choice_tapes_agree() {
     agree(
         (tape(), tape()),
         |((texts, text_offsets), (choices, choice_offsets))| {
-            let mut arena = Arena::new().unwrap();
+            let mut arena = Arena::new();
             let safe = model.text_choose(
                 (texts.as_slice(), text_offsets.as_slice()),
                 (choices.as_slice(), choice_offsets.as_slice()),

@@ -161,7 +161,7 @@ fn a_deferred_call_allocates_one_box() -> uform::Result<()> {
 #[test]
 fn a_failure_allocates_nothing() -> uform::Result<()> {
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let (refused, count) = allocations(|| {
         model
             .text_encode(

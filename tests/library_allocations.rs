@@ -131,6 +131,15 @@ fn main() -> Result<()> {
     );
     drop(boxed);
 
+    let before_arena = ALLOCATIONS.load(Ordering::SeqCst);
+    drop(Arena::default());
+    drop(Arena::new());
+    assert_eq!(
+        ALLOCATIONS.load(Ordering::SeqCst) - before_arena,
+        0,
+        "an arena allocates nothing until a call uses it"
+    );
+
     let before_load = ALLOCATIONS.load(Ordering::SeqCst);
     let model = Model::load_ram(TINY)?;
     let load = ALLOCATIONS.load(Ordering::SeqCst) - before_load;
@@ -139,7 +148,7 @@ fn main() -> Result<()> {
         "the library's C++ allocations must reach this binary's malloc too"
     );
     let executor = Executor::for_ram(&[], None, 2)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let (first, second) = (
         "a cat on a mat",
         "the second, longer document of this batch",

@@ -47,7 +47,7 @@ fn media_files_agree_with_the_reference_on_every_receiver() -> Result<()> {
     let golden = Golden::open("media.safetensors");
     let model = Model::load_ram(TINY)?;
     let executor = Executor::for_ram(&[], None, 2)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let (images, videos, audio) = (
         files(&golden, "image"),
         files(&golden, "video"),
@@ -111,7 +111,7 @@ fn media_files_agree_with_the_reference_on_every_receiver() -> Result<()> {
 fn one_bad_file_fails_the_batch_and_is_named() -> Result<()> {
     let golden = Golden::open("media.safetensors");
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let folder = scratch_dir("bad-media");
     let text = folder.join("not-an-image.jpg");
     std::fs::write(&text, "this is a text file named .jpg\n").unwrap();

@@ -63,7 +63,7 @@ fn text_agrees_with_the_reference_on_the_calling_thread_and_two_threads() -> Res
     let golden = Golden::open("text.safetensors");
     let (bytes, offsets) = text_inputs(&golden);
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let encoded = model.text_encode(
         (bytes.as_slice(), offsets.as_slice()),
         ALL,
@@ -73,7 +73,7 @@ fn text_agrees_with_the_reference_on_the_calling_thread_and_two_threads() -> Res
     check_text("calling thread", &encoded, &golden);
 
     let executor = Executor::for_ram(&[], None, 2)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let tape = (bytes.as_slice(), offsets.as_slice());
     let encoded = model
         .on(&executor)
@@ -87,7 +87,7 @@ fn a_packed_batch_equals_its_items_one_by_one() -> Result<()> {
     let golden = Golden::open("text.safetensors");
     let (bytes, offsets) = text_inputs(&golden);
     let model = Model::load_ram(TINY)?;
-    let (mut packed_arena, mut arena) = (Arena::new()?, Arena::new()?);
+    let (mut packed_arena, mut arena) = (Arena::new(), Arena::new());
     let tape = (bytes.as_slice(), offsets.as_slice());
     let packed = model.text_encode(tape, ALL, Scalar::F32, &mut packed_arena)?;
     let packed_states = packed.states.as_ref().unwrap();
@@ -133,7 +133,7 @@ fn the_serial_class_agrees_with_the_dispatched_one() -> Result<()> {
         CPUClass::Serial,
         "the pin holds"
     );
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let encoded = serial.text_encode(
         (bytes.as_slice(), offsets.as_slice()),
         ALL,
@@ -153,7 +153,7 @@ fn an_e4m3_model_stays_close_to_the_bf16_reference() -> Result<()> {
         ..ModelLoadRamConfig::from(TINY)
     };
     let model = Model::load_ram(config)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let tape = (bytes.as_slice(), offsets.as_slice());
     let encoded = model.text_encode(tape, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
     let ours = encoded.embeddings.as_ref().unwrap().values::<f32>()?;
@@ -171,7 +171,7 @@ fn choices_agree_with_the_reference() -> Result<()> {
     let model = Model::load_ram(TINY)?;
     let executor = Executor::for_ram(&[], None, 2)?;
     for threads in [1, 2] {
-        let mut arena = Arena::new()?;
+        let mut arena = Arena::new();
         let config = TextChooseConfig {
             temperature_groups: &groups,
             ..TextChooseConfig::default()
@@ -255,12 +255,12 @@ fn images_from_pixels_agree_with_the_reference() -> Result<()> {
     }
     let model = Model::load_ram(TINY)?;
     let executor = Executor::for_ram(&[], None, 2)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let tape = (rgb.as_slice(), rgb_offsets.as_slice());
     let encoded =
         model.image_encode_pixels(tape, &heights, &widths, ALL, Scalar::F32, &mut arena)?;
     check_media("image", &encoded, &golden);
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let encoded = model.on(&executor).image_encode_pixels(
         tape,
         &heights,
@@ -282,7 +282,7 @@ fn audio_from_samples_agrees_with_the_reference() -> Result<()> {
         golden.usize("sample_rates"),
     );
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let tape = (samples.as_slice(), offsets.as_slice());
     let encoded = model.audio_encode_samples(tape, rates[0], ALL, Scalar::F32, &mut arena)?;
     check_media("audio", &encoded, &golden);

@@ -48,7 +48,7 @@ fn the_readme_loop_reuses_one_arena() -> uform::Result<()> {
 #[test]
 fn a_steady_loop_stops_growing_its_arena() -> uform::Result<()> {
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?; // host pages for the calling thread
+    let mut arena = Arena::new(); // host pages for the calling thread
     assert_eq!(
         arena.capacity()?,
         0,
@@ -79,7 +79,7 @@ fn a_steady_loop_stops_growing_its_arena() -> uform::Result<()> {
 #[test]
 fn results_kept_past_the_next_call_need_another_arena() -> uform::Result<()> {
     let model = Model::load_ram(TINY)?;
-    let (mut first, mut second) = (Arena::new()?, Arena::new()?);
+    let (mut first, mut second) = (Arena::new(), Arena::new());
     let kept = model.text_encode(&["kept"], Outputs::EMBEDDINGS, Scalar::F32, &mut first)?;
     let next = model.text_encode(&["next"], Outputs::EMBEDDINGS, Scalar::F32, &mut second)?;
     let (kept, next) = (

@@ -9,7 +9,7 @@ use common::TINY;
 use uform::*;
 
 fn setup() -> uform::Result<(Model, Arena)> {
-    Ok((Model::load_ram(TINY)?, Arena::new()?))
+    Ok((Model::load_ram(TINY)?, Arena::new()))
 }
 
 #[test]
@@ -62,7 +62,7 @@ fn the_readme_tape_snippet_answers_states_per_item() -> uform::Result<()> {
 #[test]
 fn a_lent_tape_and_gathered_items_answer_the_same_rows() -> uform::Result<()> {
     let (model, mut arena) = setup()?;
-    let mut other = Arena::new()?;
+    let mut other = Arena::new();
     let tape = (b"first documentthe second".as_slice(), [0usize, 14, 24]);
     let lent = model.text_encode(tape, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
     let gathered = model.text_encode(

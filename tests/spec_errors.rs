@@ -51,7 +51,7 @@ fn an_error_carries_a_status_and_a_static_message() {
 #[test]
 fn failures_the_binding_catches_carry_the_library_s_status() -> uform::Result<()> {
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let leaving = model.text_encode(
         (b"abc".as_slice(), [0usize, 4]),
         Outputs::EMBEDDINGS,

@@ -90,7 +90,7 @@ fn buffers_load_like_paths() -> uform::Result<()> {
     );
     assert_eq!(on_gpu.describe()?.residency, Residency::Vram);
 
-    let (mut first, mut second) = (Arena::new()?, Arena::new()?);
+    let (mut first, mut second) = (Arena::new(), Arena::new());
     let a = from_path.text_encode(&["same rows"], Outputs::EMBEDDINGS, Scalar::F32, &mut first)?;
     let b = from_buffer.text_encode(
         &["same rows"],

@@ -22,7 +22,7 @@ fn texts() -> Vec<String> {
 
 /// The embeddings a blocking call on the calling thread answers, copied out of their arena.
 fn reference(model: &Model) -> Vec<f32> {
-    let mut arena = Arena::new().unwrap();
+    let mut arena = Arena::new();
     let encoded = model
         .text_encode(&texts(), Outputs::EMBEDDINGS, Scalar::F32, &mut arena)
         .unwrap();
@@ -351,7 +351,7 @@ fn a_busy_executor_refuses_blocking_and_deferred_calls() -> uform::Result<()> {
 fn a_leaked_call_leaves_its_arena_safe_and_busy() -> uform::Result<()> {
     let first = Executor::for_ram(&[], None, 1)?;
     let second = Executor::for_ram(&[], None, 1)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let model = Model::load_ram(TINY)?;
     let gate = Gate::new();
     let call = model.deferred(&first).text_encode(

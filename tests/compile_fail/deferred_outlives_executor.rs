@@ -3,7 +3,7 @@ use uform::*;
 
 fn main() -> uform::Result<()> {
     let model = Model::load_ram("model.safetensors")?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let call;
     {
         let executor = Executor::for_ram(&[], None, 0)?;
