@@ -313,41 +313,74 @@ impl Cx<'_> {
             Some(c) => self.needs_lifetime(c)?,
             None => false,
         };
+        let verb = Verb {
+            f,
+            generics: shape
+                .params
+                .iter()
+                .filter_map(|p| match p {
+                    Param::Input { name, .. } => Some(generic(name)),
+                    _ => None,
+                })
+                .collect(),
+            struct_name: format_ident!("{}Call", camel(&shape.method)),
+            shape: &shape,
+            pieces,
+            output,
+            output_c,
+            finish,
+            config_lifetime,
+        };
+        Ok(VerbTokens {
+            method: shape.method.clone(),
+            provided: verb.provided(),
+            call: verb.call(),
+        })
+    }
+}
 
-        // Lifetimes: `'a` for the answer (and the arena), `'c` for the config.
-        let method_lifetimes = [quote!('a)]
-            .into_iter()
-            .chain(config_lifetime.then(|| quote!('c)));
-        let struct_lifetimes: Vec<TokenStream> = shape
-            .has_arena()
-            .then(|| quote!('a))
-            .into_iter()
-            .chain(config_lifetime.then(|| quote!('c)))
-            .collect();
-        let generics: Vec<Ident> = shape
-            .params
-            .iter()
-            .filter_map(|p| match p {
-                Param::Input { name, .. } => Some(generic(name)),
-                _ => None,
-            })
-            .collect();
-        let config_generic = maybe(quote!(Config,), shape.config().is_some());
-        let struct_name = format_ident!("{}Call", camel(&shape.method));
+/// A verb, walked and cut into pieces, ready to write.
+struct Verb<'v> {
+    f: &'v Function,
+    shape: &'v Shape,
+    pieces: Vec<Piece>,
+    /// The generic parameter of each input.
+    generics: Vec<Ident>,
+    /// The call's struct: `TextEncodeCall`.
+    struct_name: Ident,
+    /// What the verb answers, whether that borrows the config (`'c`), and how `finish` converts it.
+    output: TokenStream,
+    output_c: bool,
+    finish: TokenStream,
+    /// Whether the config borrows (`'c`).
+    config_lifetime: bool,
+}
 
-        // The provided method.
+impl Verb<'_> {
+    /// The trait's provided method, dispatching the call to the receiver; `'a` for the answer (and the
+    /// arena), `'c` for the config.
+    fn provided(&self) -> TokenStream {
+        let f = self.f;
         let docs = doc(&format!("{}\n\nCalls `{}`.", clean_doc(&f.doc), f.name));
         let alias = &f.name;
-        let method_ident = ident(&shape.method);
-        let params = pieces.iter().filter_map(|p| p.param.as_ref());
-        let bounds = pieces.iter().flat_map(|p| &p.bounds);
-        let outlives = maybe(quote!('c: 'a,), output_c);
-        let (fields, inits): (Vec<_>, Vec<_>) =
-            pieces.iter().filter_map(|p| p.field.clone()).unzip();
-        let provided = quote! {
+        let method = ident(&self.shape.method);
+        let lifetimes = [quote!('a)]
+            .into_iter()
+            .chain(self.config_lifetime.then(|| quote!('c)));
+        let generics = &self.generics;
+        let config_generic = maybe(quote!(Config,), self.shape.config().is_some());
+        let params = self.pieces.iter().filter_map(|p| p.param.as_ref());
+        let bounds = self.pieces.iter().flat_map(|p| &p.bounds);
+        let outlives = maybe(quote!('c: 'a,), self.output_c);
+        let inits = self
+            .pieces
+            .iter()
+            .filter_map(|p| p.field.as_ref().map(|f| &f.1));
+        let (output, struct_name) = (&self.output, &self.struct_name);
+        quote! {
             #docs
             #[doc(alias = #alias)]
-            fn #method_ident<#(#method_lifetimes,)* #(#generics,)* #config_generic>(self, #(#params),*)
+            fn #method<#(#lifetimes,)* #(#generics,)* #config_generic>(self, #(#params),*)
                 -> Self::Answer<'a, #output>
             where
                 #(#bounds,)*
@@ -356,47 +389,62 @@ impl Cx<'_> {
             {
                 self.dispatch(#struct_name { #(#inits),* })
             }
-        };
+        }
+    }
 
-        // The call.
+    /// The call's struct and its `Verb` impl: measure, hold, call and finish.
+    fn call(&self) -> TokenStream {
+        let pieces = &self.pieces;
+        let lifetimes: Vec<TokenStream> = self
+            .shape
+            .has_arena()
+            .then(|| quote!('a))
+            .into_iter()
+            .chain(self.config_lifetime.then(|| quote!('c)))
+            .collect();
+        let generics = &self.generics;
+        let fields = pieces.iter().filter_map(|p| p.field.as_ref().map(|f| &f.0));
         let call_bounds = pieces.iter().filter_map(|p| p.call_bound.as_ref());
-        let (held_names, held): (Vec<_>, Vec<_>) = pieces
+        let held_names = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.0));
+        let held_types = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.1));
+        let held_exprs = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.2));
+        let measures = pieces
             .iter()
-            .filter_map(|p| p.held.as_ref())
-            .map(|(name, ty, expr)| (name, (ty, expr)))
-            .unzip();
-        let (held_types, held_exprs): (Vec<_>, Vec<_>) = held.into_iter().unzip();
-        let (measures, words): (Vec<_>, Vec<_>) =
-            pieces.iter().filter_map(|p| p.measure.clone()).unzip();
-        let checks = pieces.iter().filter_map(|p| p.check.as_ref());
+            .filter_map(|p| p.measure.as_ref().map(|m| &m.0));
+        let words: Vec<&TokenStream> = pieces
+            .iter()
+            .filter_map(|p| p.measure.as_ref().map(|m| &m.1))
+            .collect();
         let words = if words.is_empty() {
             quote!(0)
         } else {
             quote!(#(#words)+*)
         };
+        let checks = pieces.iter().filter_map(|p| p.check.as_ref());
         let tapes = pieces.iter().filter_map(|p| p.tape.as_ref());
         let args = pieces.iter().map(|p| &p.args);
-        let hold_config = if shape.config().is_some() {
+        let hold_config = if self.shape.config().is_some() {
             quote!(let config = self.config.into_raw(slot)?;)
         } else {
             quote!(let _ = slot;)
         };
-        let (raw_type, raw_unused) = match shape.result() {
+        let (raw_type, raw_unused) = match self.shape.result() {
             Some(c) => {
                 let c = ident(c);
                 (quote!(sys::#c), TokenStream::new())
             }
             None => (quote!(()), quote!(let _ = raw;)),
         };
-        let c_fn = ident(&f.name);
-        let call_doc = doc(&format!("One call of `{}`.", f.name));
-        let call = quote! {
+        let c_fn = ident(&self.f.name);
+        let call_doc = doc(&format!("One call of `{}`.", self.f.name));
+        let (output, finish, struct_name) = (&self.output, &self.finish, &self.struct_name);
+        quote! {
             #call_doc
-            struct #struct_name<#(#struct_lifetimes,)* #(#generics),*> {
+            struct #struct_name<#(#lifetimes,)* #(#generics),*> {
                 #(#fields,)*
             }
 
-            unsafe impl<#(#struct_lifetimes,)* R, #(#generics),*> crate::call::Verb<R> for #struct_name<#(#struct_lifetimes,)* #(#generics),*>
+            unsafe impl<#(#lifetimes,)* R, #(#generics),*> crate::call::Verb<R> for #struct_name<#(#lifetimes,)* #(#generics),*>
             where
                 R: crate::Receiver,
                 #(#call_bounds,)*
@@ -434,11 +482,6 @@ impl Cx<'_> {
                     #finish
                 }
             }
-        };
-        Ok(VerbTokens {
-            method: shape.method,
-            provided,
-            call,
-        })
+        }
     }
 }
