@@ -1,9 +1,9 @@
 //! From the IR to the safe layer's token streams, one per header.
 //!
-//! The walks read the IR into what the Rust layer needs ([`fields`]: a struct's fields as the Rust layer
-//! groups them; [`params`]: a verb's parameters; [`uses`]: which conversions anything calls), and the
-//! emitters turn that into tokens, one module per kind of item: [`enums`], [`structs`], [`functions`] and
-//! [`verbs`].
+//! The walks read the IR into what the Rust layer needs (`fields`: a struct's fields as the Rust layer
+//! groups them; `params`: a verb's parameters; `uses`: which conversions anything calls), and the
+//! emitters turn that into tokens, one module per kind of item: `enums`, `structs`, `functions` and
+//! `verbs`.
 
 mod enums;
 mod fields;

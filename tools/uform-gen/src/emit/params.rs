@@ -1,6 +1,6 @@
 //! The parameter walk: a verb's C parameters, between its receiver and executor and its outcome and
 //! message, grouped as the Rust method takes them (a tape's four parameters as one input, a path and its
-//! length as one), with no tokens yet: [`super::verbs`] writes them.
+//! length as one), with no tokens yet: `verbs.rs` writes them.
 
 use crate::ir::{CType, Function};
 use crate::names::base;

@@ -1,6 +1,6 @@
 //! `@uform verb TRAIT`: each verb once, as a provided method of `TRAIT` that every receiver of its handle
-//! implements, and the call description ([`crate::call::Verb`] in the crate) the receivers run blocking or
-//! deferred. The parameters come from the walk in [`super::params`].
+//! implements, and the call description (`crate::call::Verb` in the crate) the receivers run blocking or
+//! deferred. The parameters come from the walk in `params.rs`.
 
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote};
