@@ -11,16 +11,10 @@ use crate::sys;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TextEncodeStats {
     /// Items encoded.
-    ///
-    /// The C field `items`.
     pub items: usize,
     /// Tokens through the trunk, one per byte.
-    ///
-    /// The C field `tokens`.
     pub tokens: usize,
     /// Wall time of the call in nanoseconds.
-    ///
-    /// The C field `nanoseconds`.
     pub nanoseconds: u64,
 }
 
@@ -47,34 +41,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
-impl TextEncodeStats {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_text_encode_stats_t> {
-        Ok(sys::uform_text_encode_stats_t {
-            items: self.items,
-            tokens: self.tokens,
-            nanoseconds: self.nanoseconds,
-        })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_text_encode_stats_t) -> crate::Result<Self> {
-        Ok(Self {
-            items: raw.items,
-            tokens: raw.tokens,
-            nanoseconds: raw.nanoseconds,
-        })
-    }
-}
-
-impl crate::call::Check for TextEncodeStats {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The knobs of `uform_text_encode`; all-zero is the default.
 ///
 /// Mirrors `uform_text_encode_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -82,16 +48,10 @@ impl crate::call::Check for TextEncodeStats {
 #[derive(Default)]
 pub struct TextEncodeConfig<'a> {
     /// The scalar every output lands as; `auto` is F32. `i8` and `b1` suit embeddings and token vectors only.
-    ///
-    /// The C field `scalar`.
     pub scalar: crate::Scalar,
     /// Nullable; receives what the call did.
-    ///
-    /// The C field `stats`.
     pub stats: Option<&'a mut crate::TextEncodeStats>,
     /// Nullable; called with items completed and items in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
     /// Most bytes of one text; zero takes 16,384. A longer text answers
     /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
@@ -112,7 +72,6 @@ impl core::fmt::Debug for TextEncodeConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> TextEncodeConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -127,13 +86,6 @@ impl<'a> TextEncodeConfig<'a> {
             progress_context,
             max_bytes: self.max_bytes,
         })
-    }
-}
-
-impl crate::call::Check for TextEncodeConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -155,24 +107,14 @@ impl From<crate::Scalar> for TextEncodeConfig<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ImageEncodeStats {
     /// Items encoded.
-    ///
-    /// The C field `items`.
     pub items: usize,
     /// Patches through the trunk.
-    ///
-    /// The C field `tokens`.
     pub tokens: usize,
     /// Pixels decoded or read, before resizing.
-    ///
-    /// The C field `pixels`.
     pub pixels: usize,
     /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
-    ///
-    /// The C field `failed_item`.
     pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
-    ///
-    /// The C field `nanoseconds`.
     pub nanoseconds: u64,
 }
 
@@ -207,38 +149,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
-impl ImageEncodeStats {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_image_encode_stats_t> {
-        Ok(sys::uform_image_encode_stats_t {
-            items: self.items,
-            tokens: self.tokens,
-            pixels: self.pixels,
-            failed_item: self.failed_item,
-            nanoseconds: self.nanoseconds,
-        })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_image_encode_stats_t) -> crate::Result<Self> {
-        Ok(Self {
-            items: raw.items,
-            tokens: raw.tokens,
-            pixels: raw.pixels,
-            failed_item: raw.failed_item,
-            nanoseconds: raw.nanoseconds,
-        })
-    }
-}
-
-impl crate::call::Check for ImageEncodeStats {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The knobs of `uform_image_encode` and `uform_image_encode_pixels`; all-zero is the default.
 ///
 /// Mirrors `uform_image_encode_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -246,24 +156,14 @@ impl crate::call::Check for ImageEncodeStats {
 #[derive(Default)]
 pub struct ImageEncodeConfig<'a> {
     /// The scalar every output lands as; `auto` is F32.
-    ///
-    /// The C field `scalar`.
     pub scalar: crate::Scalar,
     /// Patches per image at most; zero takes the checkpoint's `uform.image.max_patches`, which bounds it.
-    ///
-    /// The C field `max_patches`.
     pub max_patches: usize,
     /// Decoded pixels per image at most; zero takes 100 million. Larger images fail with `limit-exceeded`.
-    ///
-    /// The C field `max_pixels`.
     pub max_pixels: usize,
     /// Nullable; receives what the call did.
-    ///
-    /// The C field `stats`.
     pub stats: Option<&'a mut crate::ImageEncodeStats>,
     /// Nullable; called with items completed and items in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
 }
 
@@ -279,7 +179,6 @@ impl core::fmt::Debug for ImageEncodeConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> ImageEncodeConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -295,13 +194,6 @@ impl<'a> ImageEncodeConfig<'a> {
             progress,
             progress_context,
         })
-    }
-}
-
-impl crate::call::Check for ImageEncodeConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -323,24 +215,14 @@ impl From<crate::Scalar> for ImageEncodeConfig<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct VideoEncodeStats {
     /// Items encoded.
-    ///
-    /// The C field `items`.
     pub items: usize,
     /// Tubelets through the trunk.
-    ///
-    /// The C field `tokens`.
     pub tokens: usize,
     /// Frames sampled in all.
-    ///
-    /// The C field `frames`.
     pub frames: usize,
     /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
-    ///
-    /// The C field `failed_item`.
     pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
-    ///
-    /// The C field `nanoseconds`.
     pub nanoseconds: u64,
 }
 
@@ -375,38 +257,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
-impl VideoEncodeStats {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_video_encode_stats_t> {
-        Ok(sys::uform_video_encode_stats_t {
-            items: self.items,
-            tokens: self.tokens,
-            frames: self.frames,
-            failed_item: self.failed_item,
-            nanoseconds: self.nanoseconds,
-        })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_video_encode_stats_t) -> crate::Result<Self> {
-        Ok(Self {
-            items: raw.items,
-            tokens: raw.tokens,
-            frames: raw.frames,
-            failed_item: raw.failed_item,
-            nanoseconds: raw.nanoseconds,
-        })
-    }
-}
-
-impl crate::call::Check for VideoEncodeStats {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The knobs of `uform_video_encode`; all-zero is the default.
 ///
 /// Mirrors `uform_video_encode_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -414,24 +264,14 @@ impl crate::call::Check for VideoEncodeStats {
 #[derive(Default)]
 pub struct VideoEncodeConfig<'a> {
     /// The scalar every output lands as; `auto` is F32.
-    ///
-    /// The C field `scalar`.
     pub scalar: crate::Scalar,
     /// Frames per clip at most; zero takes the checkpoint's `uform.video.max_frames`, which bounds it.
-    ///
-    /// The C field `max_frames`.
     pub max_frames: usize,
     /// Patches per frame at most; zero takes the checkpoint's, which bounds it.
-    ///
-    /// The C field `max_patches_per_frame`.
     pub max_patches_per_frame: usize,
     /// Nullable; receives what the call did.
-    ///
-    /// The C field `stats`.
     pub stats: Option<&'a mut crate::VideoEncodeStats>,
     /// Nullable; called with items completed and items in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
 }
 
@@ -447,7 +287,6 @@ impl core::fmt::Debug for VideoEncodeConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> VideoEncodeConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -463,13 +302,6 @@ impl<'a> VideoEncodeConfig<'a> {
             progress,
             progress_context,
         })
-    }
-}
-
-impl crate::call::Check for VideoEncodeConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -491,28 +323,16 @@ impl From<crate::Scalar> for VideoEncodeConfig<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AudioEncodeStats {
     /// Items encoded.
-    ///
-    /// The C field `items`.
     pub items: usize,
     /// Patches through the trunk.
-    ///
-    /// The C field `tokens`.
     pub tokens: usize,
     /// Seconds of audio read, before truncation.
-    ///
-    /// The C field `seconds`.
     pub seconds: f64,
     /// Items truncated to the patch budget.
-    ///
-    /// The C field `truncated_items`.
     pub truncated_items: usize,
     /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
-    ///
-    /// The C field `failed_item`.
     pub failed_item: usize,
     /// Wall time of the call in nanoseconds.
-    ///
-    /// The C field `nanoseconds`.
     pub nanoseconds: u64,
 }
 
@@ -551,40 +371,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
-impl AudioEncodeStats {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_audio_encode_stats_t> {
-        Ok(sys::uform_audio_encode_stats_t {
-            items: self.items,
-            tokens: self.tokens,
-            seconds: self.seconds,
-            truncated_items: self.truncated_items,
-            failed_item: self.failed_item,
-            nanoseconds: self.nanoseconds,
-        })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_audio_encode_stats_t) -> crate::Result<Self> {
-        Ok(Self {
-            items: raw.items,
-            tokens: raw.tokens,
-            seconds: raw.seconds,
-            truncated_items: raw.truncated_items,
-            failed_item: raw.failed_item,
-            nanoseconds: raw.nanoseconds,
-        })
-    }
-}
-
-impl crate::call::Check for AudioEncodeStats {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The knobs of `uform_audio_encode` and `uform_audio_encode_samples`; all-zero is the default.
 ///
 /// Mirrors `uform_audio_encode_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -592,20 +378,12 @@ impl crate::call::Check for AudioEncodeStats {
 #[derive(Default)]
 pub struct AudioEncodeConfig<'a> {
     /// The scalar every output lands as; `auto` is F32.
-    ///
-    /// The C field `scalar`.
     pub scalar: crate::Scalar,
     /// Patches per recording at most; zero takes the checkpoint's `uform.audio.max_patches`, which bounds it.
-    ///
-    /// The C field `max_patches`.
     pub max_patches: usize,
     /// Nullable; receives what the call did.
-    ///
-    /// The C field `stats`.
     pub stats: Option<&'a mut crate::AudioEncodeStats>,
     /// Nullable; called with items completed and items in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
 }
 
@@ -620,7 +398,6 @@ impl core::fmt::Debug for AudioEncodeConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> AudioEncodeConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -635,13 +412,6 @@ impl<'a> AudioEncodeConfig<'a> {
             progress,
             progress_context,
         })
-    }
-}
-
-impl crate::call::Check for AudioEncodeConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -663,20 +433,12 @@ impl From<crate::Scalar> for AudioEncodeConfig<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TextChooseStats {
     /// Items scored.
-    ///
-    /// The C field `items`.
     pub items: usize,
     /// Tokens through the trunk, the CHOOSE token of each item included.
-    ///
-    /// The C field `tokens`.
     pub tokens: usize,
     /// Choices scored in all.
-    ///
-    /// The C field `choices`.
     pub choices: usize,
     /// Wall time of the call in nanoseconds.
-    ///
-    /// The C field `nanoseconds`.
     pub nanoseconds: u64,
 }
 
@@ -707,36 +469,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
-impl TextChooseStats {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_text_choose_stats_t> {
-        Ok(sys::uform_text_choose_stats_t {
-            items: self.items,
-            tokens: self.tokens,
-            choices: self.choices,
-            nanoseconds: self.nanoseconds,
-        })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_text_choose_stats_t) -> crate::Result<Self> {
-        Ok(Self {
-            items: raw.items,
-            tokens: raw.tokens,
-            choices: raw.choices,
-            nanoseconds: raw.nanoseconds,
-        })
-    }
-}
-
-impl crate::call::Check for TextChooseStats {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The knobs of `uform_text_choose`; all-zero is the default.
 ///
 /// Mirrors `uform_text_choose_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -744,16 +476,10 @@ impl crate::call::Check for TextChooseStats {
 #[derive(Default)]
 pub struct TextChooseConfig<'a> {
     /// Each item's temperature group, below the model's `choice_temperature_groups`; empty puts all in 0.
-    ///
-    /// The C fields `temperature_groups` and `temperature_groups_count`.
     pub temperature_groups: &'a [usize],
     /// Nullable; receives what the call did.
-    ///
-    /// The C field `stats`.
     pub stats: Option<&'a mut crate::TextChooseStats>,
     /// Nullable; called with items completed and items in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
     /// Most bytes of one text; zero takes 16,384. A longer text answers
     /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
@@ -774,7 +500,6 @@ impl core::fmt::Debug for TextChooseConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> TextChooseConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -790,13 +515,6 @@ impl<'a> TextChooseConfig<'a> {
             progress_context,
             max_bytes: self.max_bytes,
         })
-    }
-}
-
-impl crate::call::Check for TextChooseConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -819,113 +537,6 @@ pub trait EncodeVerbs: crate::Receiver {
         Texts: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
         Config: Into<crate::TextEncodeConfig<'c>>,
         Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-    /// Encodes JPEG, PNG or WebP files named by a tape of paths.
-    /// A model without the image front-end answers `uform_status_unsupported_k`.
-    ///
-    /// Calls `uform_image_encode`.
-    #[doc(alias = "uform_image_encode")]
-    fn image_encode<'a, 'c, Files, Config>(
-        self,
-        files: Files,
-        outputs: crate::Outputs,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Encoded<'a>>
-    where
-        Files: crate::Accepts<Self::Mode, crate::inputs::Paths>,
-        Config: Into<crate::ImageEncodeConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-    /// Encodes interleaved 8-bit RGB pixels: item `i` is `heights[i]` rows of `widths[i]` pixels, so
-    /// its span of the tape must be `heights[i] * widths[i] * 3` bytes (`uform_status_shape_mismatch_k`
-    /// otherwise), and a zero height or width is `uform_status_invalid_argument_k`.
-    ///
-    /// Calls `uform_image_encode_pixels`.
-    #[doc(alias = "uform_image_encode_pixels")]
-    fn image_encode_pixels<'a, 'c, Pixels, Heights, Widths, Config>(
-        self,
-        pixels: Pixels,
-        heights: Heights,
-        widths: Widths,
-        outputs: crate::Outputs,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Encoded<'a>>
-    where
-        Pixels: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
-        Heights: crate::Accepts<Self::Mode, crate::inputs::Each<usize>>,
-        Widths: crate::Accepts<Self::Mode, crate::inputs::Each<usize>>,
-        Config: Into<crate::ImageEncodeConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-    /// Encodes MP4 or WebM clips named by a tape of paths, streaming their frames.
-    /// A model without the video front-end answers `uform_status_unsupported_k`.
-    ///
-    /// Calls `uform_video_encode`.
-    #[doc(alias = "uform_video_encode")]
-    fn video_encode<'a, 'c, Files, Config>(
-        self,
-        files: Files,
-        outputs: crate::Outputs,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Encoded<'a>>
-    where
-        Files: crate::Accepts<Self::Mode, crate::inputs::Paths>,
-        Config: Into<crate::VideoEncodeConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-    /// Encodes WAV, FLAC, MP3 or Opus recordings named by a tape of paths.
-    /// A model without the audio front-end answers `uform_status_unsupported_k`.
-    ///
-    /// Calls `uform_audio_encode`.
-    #[doc(alias = "uform_audio_encode")]
-    fn audio_encode<'a, 'c, Files, Config>(
-        self,
-        files: Files,
-        outputs: crate::Outputs,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Encoded<'a>>
-    where
-        Files: crate::Accepts<Self::Mode, crate::inputs::Paths>,
-        Config: Into<crate::AudioEncodeConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-    /// Encodes mono `float` samples at `sample_rate` Hz (nonzero), resampled to the model's rate.
-    /// A NaN or infinite sample is `uform_status_invalid_argument_k`; an empty item is legal.
-    ///
-    /// Calls `uform_audio_encode_samples`.
-    #[doc(alias = "uform_audio_encode_samples")]
-    fn audio_encode_samples<'a, 'c, SamplesIn, Config>(
-        self,
-        samples: SamplesIn,
-        sample_rate: usize,
-        outputs: crate::Outputs,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Encoded<'a>>
-    where
-        SamplesIn: crate::Accepts<Self::Mode, crate::inputs::Samples>,
-        Config: Into<crate::AudioEncodeConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-}
-
-/// Every receiver of a model's verbs.
-impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
-    fn text_encode<'a, 'c, Texts, Config>(
-        self,
-        texts: Texts,
-        outputs: crate::Outputs,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Encoded<'a>>
-    where
-        Texts: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
-        Config: Into<crate::TextEncodeConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
         Self: 'a,
     {
         self.dispatch(TextEncodeCall {
@@ -936,6 +547,11 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
         })
     }
 
+    /// Encodes JPEG, PNG or WebP files named by a tape of paths.
+    /// A model without the image front-end answers `uform_status_unsupported_k`.
+    ///
+    /// Calls `uform_image_encode`.
+    #[doc(alias = "uform_image_encode")]
     fn image_encode<'a, 'c, Files, Config>(
         self,
         files: Files,
@@ -957,6 +573,12 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
         })
     }
 
+    /// Encodes interleaved 8-bit RGB pixels: item `i` is `heights[i]` rows of `widths[i]` pixels, so
+    /// its span of the tape must be `heights[i] * widths[i] * 3` bytes (`uform_status_shape_mismatch_k`
+    /// otherwise), and a zero height or width is `uform_status_invalid_argument_k`.
+    ///
+    /// Calls `uform_image_encode_pixels`.
+    #[doc(alias = "uform_image_encode_pixels")]
     fn image_encode_pixels<'a, 'c, Pixels, Heights, Widths, Config>(
         self,
         pixels: Pixels,
@@ -984,6 +606,11 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
         })
     }
 
+    /// Encodes MP4 or WebM clips named by a tape of paths, streaming their frames.
+    /// A model without the video front-end answers `uform_status_unsupported_k`.
+    ///
+    /// Calls `uform_video_encode`.
+    #[doc(alias = "uform_video_encode")]
     fn video_encode<'a, 'c, Files, Config>(
         self,
         files: Files,
@@ -1005,6 +632,11 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
         })
     }
 
+    /// Encodes WAV, FLAC, MP3 or Opus recordings named by a tape of paths.
+    /// A model without the audio front-end answers `uform_status_unsupported_k`.
+    ///
+    /// Calls `uform_audio_encode`.
+    #[doc(alias = "uform_audio_encode")]
     fn audio_encode<'a, 'c, Files, Config>(
         self,
         files: Files,
@@ -1026,6 +658,11 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
         })
     }
 
+    /// Encodes mono `float` samples at `sample_rate` Hz (nonzero), resampled to the model's rate.
+    /// A NaN or infinite sample is `uform_status_invalid_argument_k`; an empty item is legal.
+    ///
+    /// Calls `uform_audio_encode_samples`.
+    #[doc(alias = "uform_audio_encode_samples")]
     fn audio_encode_samples<'a, 'c, SamplesIn, Config>(
         self,
         samples: SamplesIn,
@@ -1050,6 +687,8 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {
     }
 }
 
+/// Every receiver of a model's verbs.
+impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {}
 /// One call of `uform_text_encode`.
 struct TextEncodeCall<'a, 'c, Texts> {
     texts: Texts,
@@ -1083,7 +722,6 @@ where
                 per_item: "",
             },
         )?;
-        crate::call::Check::check(&self.config, texts.count)?;
         Ok(texts.words)
     }
 
@@ -1167,7 +805,6 @@ where
                 per_item: "",
             },
         )?;
-        crate::call::Check::check(&self.config, files.count)?;
         Ok(files.words)
     }
 
@@ -1292,7 +929,6 @@ where
                 per_item: "`widths` holds one value per item of `pixels`",
             },
         )?;
-        crate::call::Check::check(&self.config, pixels.count)?;
         Ok(pixels.words + heights.words + widths.words)
     }
 
@@ -1389,7 +1025,6 @@ where
                 per_item: "",
             },
         )?;
-        crate::call::Check::check(&self.config, files.count)?;
         Ok(files.words)
     }
 
@@ -1473,7 +1108,6 @@ where
                 per_item: "",
             },
         )?;
-        crate::call::Check::check(&self.config, files.count)?;
         Ok(files.words)
     }
 
@@ -1559,7 +1193,6 @@ where
                 per_item: "",
             },
         )?;
-        crate::call::Check::check(&self.config, samples.count)?;
         Ok(samples.words)
     }
 
@@ -1640,23 +1273,6 @@ pub trait ModelVerbs: crate::Receiver {
         Choices: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
         Config: Into<crate::TextChooseConfig<'c>>,
         Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a;
-}
-
-/// Every receiver of a model's verbs.
-impl<R: crate::Receiver<Of = crate::call::OfModel>> ModelVerbs for R {
-    fn text_choose<'a, 'c, Texts, Choices, Config>(
-        self,
-        texts: Texts,
-        choices: Choices,
-        config: Config,
-        arena: &'a mut crate::Arena,
-    ) -> Self::Answer<'a, crate::Tape<'a>>
-    where
-        Texts: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
-        Choices: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
-        Config: Into<crate::TextChooseConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
         Self: 'a,
     {
         self.dispatch(TextChooseCall {
@@ -1668,6 +1284,8 @@ impl<R: crate::Receiver<Of = crate::call::OfModel>> ModelVerbs for R {
     }
 }
 
+/// Every receiver of a model's verbs.
+impl<R: crate::Receiver<Of = crate::call::OfModel>> ModelVerbs for R {}
 /// One call of `uform_text_choose`.
 struct TextChooseCall<'a, 'c, Texts, Choices> {
     texts: Texts,
@@ -1711,7 +1329,6 @@ where
                 per_item: "`choices` holds one value per item of `texts`",
             },
         )?;
-        crate::call::Check::check(&self.config, texts.count)?;
         Ok(texts.words + choices.words)
     }
 

@@ -9,33 +9,19 @@ use crate::sys;
 #[doc(alias = "uform_model_load_ram_args_t")]
 pub struct ModelLoadRamConfig<'a> {
     /// The checkpoint's path, as the OS's bytes (not NUL-terminated); read by `uform_model_load_ram`.
-    ///
-    /// The C fields `path` and `path_length`.
     pub path: &'a std::path::Path,
     /// The checkpoint's bytes, read by `uform_model_load_ram_buffer`; copied, so they may be freed once the
     /// call returns.
-    ///
-    /// The C fields `buffer` and `buffer_length`.
     pub buffer: &'a [u8],
     /// The executor whose threads load and pack the weights; `NULL` loads on the calling thread.
-    ///
-    /// The C field `executor`.
     pub executor: Option<&'a crate::Executor>,
     /// NUMA nodes to place the weights on, interleaved; empty places them where the loading thread runs.
-    ///
-    /// The C fields `numa_nodes` and `numa_nodes_count`.
     pub numa_nodes: &'a [usize],
     /// The CPU class to pin; `uform_cpu_class_auto_k` takes the executor's, else the hardware's own.
-    ///
-    /// The C field `cpu_class`.
     pub cpu_class: crate::CPUClass,
     /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears.
-    ///
-    /// The C field `quantization`.
     pub quantization: crate::Scalar,
     /// Nullable; called with bytes loaded and bytes in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
 }
 
@@ -67,7 +53,6 @@ impl core::fmt::Debug for ModelLoadRamConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> ModelLoadRamConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -89,13 +74,6 @@ impl<'a> ModelLoadRamConfig<'a> {
             progress,
             progress_context,
         })
-    }
-}
-
-impl crate::call::Check for ModelLoadRamConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -185,33 +163,19 @@ impl<'a, const N: usize> From<&'a [u8; N]> for ModelLoadRamConfig<'a> {
 #[doc(alias = "uform_model_load_vram_args_t")]
 pub struct ModelLoadVramConfig<'a> {
     /// The checkpoint's path, as the OS's bytes (not NUL-terminated); read by `uform_model_load_vram`.
-    ///
-    /// The C fields `path` and `path_length`.
     pub path: &'a std::path::Path,
     /// The checkpoint's bytes, read by `uform_model_load_vram_buffer`; copied, so they may be freed once the
     /// call returns.
-    ///
-    /// The C fields `buffer` and `buffer_length`.
     pub buffer: &'a [u8],
     /// The VRAM executor whose streams upload the weights; `NULL` uses a temporary stream per device.
-    ///
-    /// The C field `executor`.
     pub executor: Option<&'a crate::Executor>,
     /// Device ordinals to place the weights on (replicated); empty takes the executor's, else device 0.
-    ///
-    /// The C fields `devices` and `devices_count`.
     pub devices: &'a [usize],
     /// The GPU class to pin; `uform_gpu_class_auto_k` takes the executor's, else the devices' own.
-    ///
-    /// The C field `gpu_class`.
     pub gpu_class: crate::GPUClass,
     /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears.
-    ///
-    /// The C field `quantization`.
     pub quantization: crate::Scalar,
     /// Nullable; called with bytes loaded and bytes in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
 }
 
@@ -243,7 +207,6 @@ impl core::fmt::Debug for ModelLoadVramConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> ModelLoadVramConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -265,13 +228,6 @@ impl<'a> ModelLoadVramConfig<'a> {
             progress,
             progress_context,
         })
-    }
-}
-
-impl crate::call::Check for ModelLoadVramConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -363,165 +319,68 @@ impl<'a, const N: usize> From<&'a [u8; N]> for ModelLoadVramConfig<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ModelDescription {
     /// The checkpoint's `uform.version`.
-    ///
-    /// The C field `version`.
     pub version: u32,
     /// Trunk blocks.
-    ///
-    /// The C field `depth`.
     pub depth: usize,
     /// Width of the token vectors flowing through the trunk.
-    ///
-    /// The C field `hidden`.
     pub hidden: usize,
     /// Attention heads.
-    ///
-    /// The C field `heads`.
     pub heads: usize,
     /// Width of one head.
-    ///
-    /// The C field `head_dim`.
     pub head_dim: usize,
     /// Width of the feed-forward hidden layer.
-    ///
-    /// The C field `ffn_hidden`.
     pub ffn_hidden: usize,
     /// The epsilon of every RMSNorm.
-    ///
-    /// The C field `norm_eps`.
     pub norm_eps: f32,
     /// RoPE's base.
-    ///
-    /// The C field `rope_theta`.
     pub rope_theta: f32,
     /// Rotary pairs given to the time, height and width positions.
-    ///
-    /// The C field `rope_sections`.
     pub rope_sections: [usize; 3],
     /// Columns of an embedding.
-    ///
-    /// The C field `dimensions`.
     pub dimensions: usize,
     /// Columns of a token vector; zero without the token head.
-    ///
-    /// The C field `token_width`.
     pub token_width: usize,
     /// Temperature groups of the choice scorer; zero without the byte head.
-    ///
-    /// The C field `choice_temperature_groups`.
     pub choice_temperature_groups: usize,
     /// Patch side of images; zero without the image front-end.
-    ///
-    /// The C field `image_patch_side`.
     pub image_patch_side: usize,
     /// Channels of images.
-    ///
-    /// The C field `image_channels`.
     pub image_channels: usize,
     /// Patch budget of an image.
-    ///
-    /// The C field `image_max_patches`.
     pub image_max_patches: usize,
     /// Frames per video tubelet; zero without the video front-end.
-    ///
-    /// The C field `video_tubelet_frames`.
     pub video_tubelet_frames: usize,
     /// Frames sampled per second of video.
-    ///
-    /// The C field `video_fps`.
     pub video_fps: f32,
     /// Frames sampled per clip at most.
-    ///
-    /// The C field `video_max_frames`.
     pub video_max_frames: usize,
     /// Patch budget of one video frame.
-    ///
-    /// The C field `video_max_patches_per_frame`.
     pub video_max_patches_per_frame: usize,
     /// Sample rate audio is resampled to; zero without the audio front-end.
-    ///
-    /// The C field `audio_sample_rate`.
     pub audio_sample_rate: usize,
     /// Mel bins per log-mel frame.
-    ///
-    /// The C field `audio_mel_bins`.
     pub audio_mel_bins: usize,
     /// Log-mel frames per audio patch.
-    ///
-    /// The C field `audio_frames_per_patch`.
     pub audio_frames_per_patch: usize,
     /// Patch budget of a recording.
-    ///
-    /// The C field `audio_max_patches`.
     pub audio_max_patches: usize,
     /// Where the weights live.
-    ///
-    /// The C field `residency`.
     pub residency: crate::Residency,
     /// NUMA nodes (RAM) or device ordinals (VRAM) holding the weights; the first `placement_count`.
-    ///
-    /// The C field `placement`.
     pub placement: [usize; 16],
     /// Entries of `placement` in use.
-    ///
-    /// The C field `placement_count`.
     pub placement_count: usize,
     /// The CPU class a RAM model dispatches as; `auto` for VRAM models.
-    ///
-    /// The C field `cpu_class`.
     pub cpu_class: crate::CPUClass,
     /// The GPU class a VRAM model dispatches as; `auto` for RAM models.
-    ///
-    /// The C field `gpu_class`.
     pub gpu_class: crate::GPUClass,
     /// How the trunk's linear weights are held: `bf16` or `e4m3`.
-    ///
-    /// The C field `quantization`.
     pub quantization: crate::Scalar,
     /// Bytes the weights take where they live.
-    ///
-    /// The C field `weight_bytes`.
     pub weight_bytes: usize,
 }
 
-#[allow(dead_code)]
 impl ModelDescription {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_model_description_t> {
-        Ok(sys::uform_model_description_t {
-            version: self.version,
-            depth: self.depth,
-            hidden: self.hidden,
-            heads: self.heads,
-            head_dim: self.head_dim,
-            ffn_hidden: self.ffn_hidden,
-            norm_eps: self.norm_eps,
-            rope_theta: self.rope_theta,
-            rope_sections: self.rope_sections,
-            dimensions: self.dimensions,
-            token_width: self.token_width,
-            choice_temperature_groups: self.choice_temperature_groups,
-            image_patch_side: self.image_patch_side,
-            image_channels: self.image_channels,
-            image_max_patches: self.image_max_patches,
-            video_tubelet_frames: self.video_tubelet_frames,
-            video_fps: self.video_fps,
-            video_max_frames: self.video_max_frames,
-            video_max_patches_per_frame: self.video_max_patches_per_frame,
-            audio_sample_rate: self.audio_sample_rate,
-            audio_mel_bins: self.audio_mel_bins,
-            audio_frames_per_patch: self.audio_frames_per_patch,
-            audio_max_patches: self.audio_max_patches,
-            residency: self.residency.to_raw(),
-            placement: self.placement,
-            placement_count: self.placement_count,
-            cpu_class: self.cpu_class.to_raw(),
-            gpu_class: self.gpu_class.to_raw(),
-            quantization: self.quantization.to_raw(),
-            weight_bytes: self.weight_bytes,
-        })
-    }
-
     /// The struct the library filled.
     pub(crate) fn from_raw(raw: &sys::uform_model_description_t) -> crate::Result<Self> {
         Ok(Self {
@@ -566,13 +425,6 @@ impl ModelDescription {
             )?,
             weight_bytes: raw.weight_bytes,
         })
-    }
-}
-
-impl crate::call::Check for ModelDescription {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 

@@ -51,7 +51,6 @@ impl Objective {
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
-    #[allow(dead_code)]
     pub(crate) const fn from_raw(raw: sys::uform_objective_t) -> Option<Self> {
         match raw.0 {
             0 => Some(Self::Joint),
@@ -64,7 +63,6 @@ impl Objective {
     }
 
     /// The C value.
-    #[allow(dead_code)]
     pub(crate) const fn to_raw(self) -> sys::uform_objective_t {
         sys::uform_objective_t(self as u32)
     }
@@ -131,7 +129,6 @@ impl Negatives {
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
-    #[allow(dead_code)]
     pub(crate) const fn from_raw(raw: sys::uform_negatives_t) -> Option<Self> {
         match raw.0 {
             0 => Some(Self::Device),
@@ -143,7 +140,6 @@ impl Negatives {
     }
 
     /// The C value.
-    #[allow(dead_code)]
     pub(crate) const fn to_raw(self) -> sys::uform_negatives_t {
         sys::uform_negatives_t(self as u32)
     }
@@ -206,7 +202,6 @@ impl PairLossForm {
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
-    #[allow(dead_code)]
     pub(crate) const fn from_raw(raw: sys::uform_pair_loss_form_t) -> Option<Self> {
         match raw.0 {
             0 => Some(Self::InfoNce),
@@ -216,7 +211,6 @@ impl PairLossForm {
     }
 
     /// The C value.
-    #[allow(dead_code)]
     pub(crate) const fn to_raw(self) -> sys::uform_pair_loss_form_t {
         sys::uform_pair_loss_form_t(self as u32)
     }
@@ -283,7 +277,6 @@ impl LateInteractionSide {
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
-    #[allow(dead_code)]
     pub(crate) const fn from_raw(raw: sys::uform_late_interaction_side_t) -> Option<Self> {
         match raw.0 {
             0 => Some(Self::None),
@@ -294,7 +287,6 @@ impl LateInteractionSide {
     }
 
     /// The C value.
-    #[allow(dead_code)]
     pub(crate) const fn to_raw(self) -> sys::uform_late_interaction_side_t {
         sys::uform_late_interaction_side_t(self as u32)
     }
@@ -363,7 +355,6 @@ impl MultimemTier {
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
-    #[allow(dead_code)]
     pub(crate) const fn from_raw(raw: sys::uform_multimem_tier_t) -> Option<Self> {
         match raw.0 {
             0 => Some(Self::None),
@@ -375,7 +366,6 @@ impl MultimemTier {
     }
 
     /// The C value.
-    #[allow(dead_code)]
     pub(crate) const fn to_raw(self) -> sys::uform_multimem_tier_t {
         sys::uform_multimem_tier_t(self as u32)
     }
@@ -395,25 +385,15 @@ impl core::fmt::Display for MultimemTier {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MeshOptions<'a> {
     /// This host's index among the hosts of the run, below `host_domain_count`.
-    ///
-    /// The C field `host_domain_index`.
     pub host_domain_index: usize,
     /// Hosts in the run; zero means one.
-    ///
-    /// The C field `host_domain_count`.
     pub host_domain_count: usize,
     /// The shared directory where host 0 publishes the run's identity atomically and the others poll,
     /// as the OS's bytes; empty takes the working directory.
-    ///
-    /// The C fields `directory` and `directory_length`.
     pub directory: &'a std::path::Path,
     /// The run's name, UTF-8, naming its files in the directory; empty takes `"uform"`.
-    ///
-    /// The C fields `job` and `job_length`.
     pub job: &'a str,
     /// Seconds to wait for the peers; zero takes 600.
-    ///
-    /// The C field `timeout_seconds`.
     pub timeout_seconds: usize,
 }
 
@@ -429,7 +409,6 @@ impl Default for MeshOptions<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> MeshOptions<'a> {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_mesh_options_t> {
@@ -447,13 +426,6 @@ impl<'a> MeshOptions<'a> {
     }
 }
 
-impl crate::call::Check for MeshOptions<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// What a mesh is.
 ///
 /// Mirrors `uform_mesh_description_t` field by field.
@@ -461,50 +433,22 @@ impl crate::call::Check for MeshOptions<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct MeshDescription {
     /// This host's index.
-    ///
-    /// The C field `host_domain_index`.
     pub host_domain_index: usize,
     /// Hosts in the run.
-    ///
-    /// The C field `host_domain_count`.
     pub host_domain_count: usize,
     /// Devices this host contributes.
-    ///
-    /// The C field `local_devices`.
     pub local_devices: usize,
     /// Devices in the whole run.
-    ///
-    /// The C field `world_devices`.
     pub world_devices: usize,
     /// The rank of this host's first device.
-    ///
-    /// The C field `first_rank`.
     pub first_rank: usize,
     /// The in-switch reduction tier reached.
-    ///
-    /// The C field `multimem_tier`.
     pub multimem_tier: crate::MultimemTier,
     /// The GPU class every GPU of the run dispatches as.
-    ///
-    /// The C field `gpu_class`.
     pub gpu_class: crate::GPUClass,
 }
 
-#[allow(dead_code)]
 impl MeshDescription {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_mesh_description_t> {
-        Ok(sys::uform_mesh_description_t {
-            host_domain_index: self.host_domain_index,
-            host_domain_count: self.host_domain_count,
-            local_devices: self.local_devices,
-            world_devices: self.world_devices,
-            first_rank: self.first_rank,
-            multimem_tier: self.multimem_tier.to_raw(),
-            gpu_class: self.gpu_class.to_raw(),
-        })
-    }
-
     /// The struct the library filled.
     pub(crate) fn from_raw(raw: &sys::uform_mesh_description_t) -> crate::Result<Self> {
         Ok(Self {
@@ -525,13 +469,6 @@ impl MeshDescription {
     }
 }
 
-impl crate::call::Check for MeshDescription {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The image front-end a trainer builds; all-zero leaves images out. An image's patch budget is the
 /// batch's `max_columns_per_row`: an image fills one packed row at most.
 ///
@@ -541,12 +478,8 @@ impl crate::call::Check for MeshDescription {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ImageShape {
     /// Patch side in pixels; zero leaves images out.
-    ///
-    /// The C field `patch_side`.
     pub patch_side: usize,
     /// Channels; zero takes 3.
-    ///
-    /// The C field `channels`.
     pub channels: usize,
 }
 
@@ -565,7 +498,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl ImageShape {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_image_shape_t> {
@@ -573,21 +505,6 @@ impl ImageShape {
             patch_side: self.patch_side,
             channels: self.channels,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_image_shape_t) -> crate::Result<Self> {
-        Ok(Self {
-            patch_side: raw.patch_side,
-            channels: raw.channels,
-        })
-    }
-}
-
-impl crate::call::Check for ImageShape {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -599,20 +516,12 @@ impl crate::call::Check for ImageShape {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct VideoShape {
     /// Frames per tubelet; zero leaves video out.
-    ///
-    /// The C field `tubelet_frames`.
     pub tubelet_frames: usize,
     /// Frames sampled per second; zero takes 1.
-    ///
-    /// The C field `fps`.
     pub fps: f32,
     /// Frames per clip at most; zero takes 16.
-    ///
-    /// The C field `max_frames`.
     pub max_frames: usize,
     /// Patches per frame at most; zero takes 64.
-    ///
-    /// The C field `max_patches_per_frame`.
     pub max_patches_per_frame: usize,
 }
 
@@ -639,7 +548,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl VideoShape {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_video_shape_t> {
@@ -649,23 +557,6 @@ impl VideoShape {
             max_frames: self.max_frames,
             max_patches_per_frame: self.max_patches_per_frame,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_video_shape_t) -> crate::Result<Self> {
-        Ok(Self {
-            tubelet_frames: raw.tubelet_frames,
-            fps: raw.fps,
-            max_frames: raw.max_frames,
-            max_patches_per_frame: raw.max_patches_per_frame,
-        })
-    }
-}
-
-impl crate::call::Check for VideoShape {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -677,20 +568,12 @@ impl crate::call::Check for VideoShape {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AudioShape {
     /// Sample rate audio is resampled to; zero leaves audio out.
-    ///
-    /// The C field `sample_rate`.
     pub sample_rate: usize,
     /// Mel bins; zero takes 80.
-    ///
-    /// The C field `mel_bins`.
     pub mel_bins: usize,
     /// Log-mel frames per patch; zero takes 4.
-    ///
-    /// The C field `frames_per_patch`.
     pub frames_per_patch: usize,
     /// Patches per recording at most; zero takes 1500.
-    ///
-    /// The C field `max_patches`.
     pub max_patches: usize,
 }
 
@@ -717,7 +600,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl AudioShape {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_audio_shape_t> {
@@ -727,23 +609,6 @@ impl AudioShape {
             frames_per_patch: self.frames_per_patch,
             max_patches: self.max_patches,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_audio_shape_t) -> crate::Result<Self> {
-        Ok(Self {
-            sample_rate: raw.sample_rate,
-            mel_bins: raw.mel_bins,
-            frames_per_patch: raw.frames_per_patch,
-            max_patches: raw.max_patches,
-        })
-    }
-}
-
-impl crate::call::Check for AudioShape {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -755,32 +620,18 @@ impl crate::call::Check for AudioShape {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BatchShape {
     /// Packed token rows per device; zero takes 64.
-    ///
-    /// The C field `max_rows_per_device`.
     pub max_rows_per_device: usize,
     /// Items (segments) per device; zero takes `max_rows_per_device * 4`.
-    ///
-    /// The C field `max_segments_per_device`.
     pub max_segments_per_device: usize,
     /// Tokens per packed row; zero takes 1024.
-    ///
-    /// The C field `max_columns_per_row`.
     pub max_columns_per_row: usize,
     /// Bags per device; zero takes `max_segments_per_device`.
-    ///
-    /// The C field `max_bags_per_device`.
     pub max_bags_per_device: usize,
     /// The image front-end.
-    ///
-    /// The C field `image`.
     pub image: crate::ImageShape,
     /// The video front-end.
-    ///
-    /// The C field `video`.
     pub video: crate::VideoShape,
     /// The audio front-end.
-    ///
-    /// The C field `audio`.
     pub audio: crate::AudioShape,
 }
 
@@ -819,7 +670,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl BatchShape {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_batch_shape_t> {
@@ -833,29 +683,6 @@ impl BatchShape {
             audio: self.audio.as_raw()?,
         })
     }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_batch_shape_t) -> crate::Result<Self> {
-        Ok(Self {
-            max_rows_per_device: raw.max_rows_per_device,
-            max_segments_per_device: raw.max_segments_per_device,
-            max_columns_per_row: raw.max_columns_per_row,
-            max_bags_per_device: raw.max_bags_per_device,
-            image: crate::ImageShape::from_raw(&raw.image)?,
-            video: crate::VideoShape::from_raw(&raw.video)?,
-            audio: crate::AudioShape::from_raw(&raw.audio)?,
-        })
-    }
-}
-
-impl crate::call::Check for BatchShape {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        crate::call::Check::check(&self.image, items)?;
-        crate::call::Check::check(&self.video, items)?;
-        crate::call::Check::check(&self.audio, items)?;
-        Ok(())
-    }
 }
 
 /// The masked-byte objective.
@@ -866,16 +693,10 @@ impl crate::call::Check for BatchShape {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Masking {
     /// Fraction of text bytes masked; zero takes 0.15.
-    ///
-    /// The C field `ratio`.
     pub ratio: f32,
     /// Mean span length in bytes; zero takes 3.
-    ///
-    /// The C field `mean_span`.
     pub mean_span: f32,
     /// Weight in the joint loss; zero takes 1.
-    ///
-    /// The C field `weight`.
     pub weight: f32,
 }
 
@@ -895,7 +716,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl Masking {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_masking_t> {
@@ -904,22 +724,6 @@ impl Masking {
             mean_span: self.mean_span,
             weight: self.weight,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_masking_t) -> crate::Result<Self> {
-        Ok(Self {
-            ratio: raw.ratio,
-            mean_span: raw.mean_span,
-            weight: raw.weight,
-        })
-    }
-}
-
-impl crate::call::Check for Masking {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -930,24 +734,15 @@ impl crate::call::Check for Masking {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Contrastive {
     /// The pair loss.
-    ///
-    /// The C field `form`.
     pub form: crate::PairLossForm,
     /// Which items are negatives.
-    ///
-    /// The C field `negatives`.
     pub negatives: crate::Negatives,
     /// Multiplier of `repel` edges' terms; zero takes 2.
-    ///
-    /// The C field `hard_negative_weight`.
     pub hard_negative_weight: f32,
     /// Weight in the joint loss; zero takes 1.
-    ///
-    /// The C field `weight`.
     pub weight: f32,
 }
 
-#[allow(dead_code)]
 impl Contrastive {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_contrastive_t> {
@@ -957,27 +752,6 @@ impl Contrastive {
             hard_negative_weight: self.hard_negative_weight,
             weight: self.weight,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_contrastive_t) -> crate::Result<Self> {
-        Ok(Self {
-            form: crate::PairLossForm::from_raw(raw.form).ok_or(crate::error::unknown(
-                "the library answered a `uform_pair_loss_form_t` this binding does not know",
-            ))?,
-            negatives: crate::Negatives::from_raw(raw.negatives).ok_or(crate::error::unknown(
-                "the library answered a `uform_negatives_t` this binding does not know",
-            ))?,
-            hard_negative_weight: raw.hard_negative_weight,
-            weight: raw.weight,
-        })
-    }
-}
-
-impl crate::call::Check for Contrastive {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -989,12 +763,8 @@ impl crate::call::Check for Contrastive {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LateInteraction {
     /// Columns of token vectors; zero takes 128.
-    ///
-    /// The C field `token_width`.
     pub token_width: usize,
     /// Weight in the joint loss; zero takes 1.
-    ///
-    /// The C field `weight`.
     pub weight: f32,
 }
 
@@ -1017,7 +787,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl LateInteraction {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_late_interaction_t> {
@@ -1025,21 +794,6 @@ impl LateInteraction {
             token_width: self.token_width,
             weight: self.weight,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_late_interaction_t) -> crate::Result<Self> {
-        Ok(Self {
-            token_width: raw.token_width,
-            weight: raw.weight,
-        })
-    }
-}
-
-impl crate::call::Check for LateInteraction {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -1051,12 +805,8 @@ impl crate::call::Check for LateInteraction {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Choices {
     /// Temperature groups fitted after training; zero takes 1.
-    ///
-    /// The C field `groups`.
     pub groups: usize,
     /// Weight in the joint loss; zero takes 1.
-    ///
-    /// The C field `weight`.
     pub weight: f32,
 }
 
@@ -1073,7 +823,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl Choices {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_choices_t> {
@@ -1081,21 +830,6 @@ impl Choices {
             groups: self.groups,
             weight: self.weight,
         })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_choices_t) -> crate::Result<Self> {
-        Ok(Self {
-            groups: raw.groups,
-            weight: raw.weight,
-        })
-    }
-}
-
-impl crate::call::Check for Choices {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
     }
 }
 
@@ -1107,28 +841,16 @@ impl crate::call::Check for Choices {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Schedule {
     /// Steps in all; zero takes 10000.
-    ///
-    /// The C field `steps`.
     pub steps: usize,
     /// Warm-up steps; zero takes `steps / 100`.
-    ///
-    /// The C field `warmup_steps`.
     pub warmup_steps: usize,
     /// Peak learning rate; zero takes 1e-3.
-    ///
-    /// The C field `learning_rate`.
     pub learning_rate: f32,
     /// Final learning rate; zero takes `learning_rate / 100`.
-    ///
-    /// The C field `min_learning_rate`.
     pub min_learning_rate: f32,
     /// Decoupled weight decay; zero takes 0.01.
-    ///
-    /// The C field `weight_decay`.
     pub weight_decay: f32,
     /// Gradient norm to clip at; zero takes 1.
-    ///
-    /// The C field `clip_norm`.
     pub clip_norm: f32,
 }
 
@@ -1161,7 +883,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
 impl Schedule {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_schedule_t> {
@@ -1174,25 +895,6 @@ impl Schedule {
             clip_norm: self.clip_norm,
         })
     }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_schedule_t) -> crate::Result<Self> {
-        Ok(Self {
-            steps: raw.steps,
-            warmup_steps: raw.warmup_steps,
-            learning_rate: raw.learning_rate,
-            min_learning_rate: raw.min_learning_rate,
-            weight_decay: raw.weight_decay,
-            clip_norm: raw.clip_norm,
-        })
-    }
-}
-
-impl crate::call::Check for Schedule {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
 }
 
 /// The knobs of `uform_trainer_init_vram`; all-zero is the default.
@@ -1202,65 +904,35 @@ impl crate::call::Check for Schedule {
 #[derive(Clone, Copy, Debug)]
 pub struct TrainerInitVramConfig<'a> {
     /// The mesh to train across; `NULL` trains on the executor's devices alone.
-    ///
-    /// The C field `mesh`.
     pub mesh: Option<&'a crate::Mesh>,
     /// A checkpoint to start from, as the OS's bytes; empty starts from seeded weights, and then the
     /// geometry fields below apply.
-    ///
-    /// The C fields `checkpoint` and `checkpoint_length`.
     pub checkpoint: &'a std::path::Path,
     /// Trunk blocks; zero takes 12.
-    ///
-    /// The C field `depth`.
     pub depth: usize,
     /// Trunk width; zero takes 512.
-    ///
-    /// The C field `hidden`.
     pub hidden: usize,
     /// Attention heads; zero takes `hidden / 64`.
-    ///
-    /// The C field `heads`.
     pub heads: usize,
     /// Feed-forward width; zero takes `hidden * 3`.
-    ///
-    /// The C field `ffn_hidden`.
     pub ffn_hidden: usize,
     /// Embedding columns; zero takes `hidden`.
-    ///
-    /// The C field `dimensions`.
     pub dimensions: usize,
     /// The objective.
-    ///
-    /// The C field `objective`.
     pub objective: crate::Objective,
     /// The batch's bounds and the front-ends.
-    ///
-    /// The C field `batch`.
     pub batch: crate::BatchShape,
     /// The masked-byte term.
-    ///
-    /// The C field `masking`.
     pub masking: crate::Masking,
     /// The contrastive term.
-    ///
-    /// The C field `contrastive`.
     pub contrastive: crate::Contrastive,
     /// The late-interaction term.
-    ///
-    /// The C field `late_interaction`.
     pub late_interaction: crate::LateInteraction,
     /// The choice term.
-    ///
-    /// The C field `choices`.
     pub choices: crate::Choices,
     /// The optimiser's schedule.
-    ///
-    /// The C field `schedule`.
     pub schedule: crate::Schedule,
     /// Seed of the weights, the masking and the sampling; the same seed gives the same run.
-    ///
-    /// The C field `seed`.
     pub seed: u64,
 }
 
@@ -1286,7 +958,6 @@ impl Default for TrainerInitVramConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> TrainerInitVramConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -1312,19 +983,6 @@ impl<'a> TrainerInitVramConfig<'a> {
             schedule: self.schedule.as_raw()?,
             seed: self.seed,
         })
-    }
-}
-
-impl crate::call::Check for TrainerInitVramConfig<'_> {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        crate::call::Check::check(&self.batch, items)?;
-        crate::call::Check::check(&self.masking, items)?;
-        crate::call::Check::check(&self.contrastive, items)?;
-        crate::call::Check::check(&self.late_interaction, items)?;
-        crate::call::Check::check(&self.choices, items)?;
-        crate::call::Check::check(&self.schedule, items)?;
-        Ok(())
     }
 }
 
@@ -1386,20 +1044,13 @@ impl<'a> From<&'a std::ffi::OsStr> for TrainerInitVramConfig<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Edges<'a> {
     /// Ascending positions in `ids`, one per item plus one; empty for no edges.
-    ///
-    /// The C fields `offsets` and `offsets_count`.
     pub offsets: &'a [usize],
     /// Neighbour item indices, each below the step's items and never the item itself.
-    ///
-    /// The C fields `ids` and `ids_count`.
     pub ids: &'a [usize],
     /// Per-edge weights, finite and positive; empty weighs every edge 1.
-    ///
-    /// The C fields `weights` and `weights_count`.
     pub weights: &'a [f32],
 }
 
-#[allow(dead_code)]
 impl<'a> Edges<'a> {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_edges_t> {
@@ -1427,20 +1078,13 @@ impl crate::call::Check for Edges<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Relations<'a> {
     /// Positives with graded strength.
-    ///
-    /// The C field `attract`.
     pub attract: crate::Edges<'a>,
     /// Hard negatives.
-    ///
-    /// The C field `repel`.
     pub repel: crate::Edges<'a>,
     /// Pairs left out of the loss.
-    ///
-    /// The C field `ignore`.
     pub ignore: crate::Edges<'a>,
 }
 
-#[allow(dead_code)]
 impl<'a> Relations<'a> {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_relations_t> {
@@ -1454,7 +1098,6 @@ impl<'a> Relations<'a> {
 
 impl crate::call::Check for Relations<'_> {
     fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
         crate::call::Check::check(&self.attract, items)?;
         crate::call::Check::check(&self.repel, items)?;
         crate::call::Check::check(&self.ignore, items)?;
@@ -1470,48 +1113,26 @@ impl crate::call::Check for Relations<'_> {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct TrainerStepStats {
     /// The step's index, counted from zero.
-    ///
-    /// The C field `step`.
     pub step: usize,
     /// The joint loss.
-    ///
-    /// The C field `loss`.
     pub loss: f32,
     /// The masked-byte term, zero when absent.
-    ///
-    /// The C field `masking_loss`.
     pub masking_loss: f32,
     /// The contrastive term, zero when absent.
-    ///
-    /// The C field `contrastive_loss`.
     pub contrastive_loss: f32,
     /// The late-interaction term, zero when absent.
-    ///
-    /// The C field `late_interaction_loss`.
     pub late_interaction_loss: f32,
     /// The choice term, zero when absent.
-    ///
-    /// The C field `choices_loss`.
     pub choices_loss: f32,
     /// The gradient norm before clipping.
-    ///
-    /// The C field `gradient_norm`.
     pub gradient_norm: f32,
     /// The learning rate applied.
-    ///
-    /// The C field `learning_rate`.
     pub learning_rate: f32,
     /// Items in the step.
-    ///
-    /// The C field `items`.
     pub items: usize,
     /// Tokens through the trunk.
-    ///
-    /// The C field `tokens`.
     pub tokens: usize,
     /// Wall time of the step in nanoseconds.
-    ///
-    /// The C field `nanoseconds`.
     pub nanoseconds: u64,
 }
 
@@ -1570,50 +1191,6 @@ const _: () = {
     );
 };
 
-#[allow(dead_code)]
-impl TrainerStepStats {
-    /// The C struct.
-    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_trainer_step_stats_t> {
-        Ok(sys::uform_trainer_step_stats_t {
-            step: self.step,
-            loss: self.loss,
-            masking_loss: self.masking_loss,
-            contrastive_loss: self.contrastive_loss,
-            late_interaction_loss: self.late_interaction_loss,
-            choices_loss: self.choices_loss,
-            gradient_norm: self.gradient_norm,
-            learning_rate: self.learning_rate,
-            items: self.items,
-            tokens: self.tokens,
-            nanoseconds: self.nanoseconds,
-        })
-    }
-
-    /// The struct the library filled.
-    pub(crate) fn from_raw(raw: &sys::uform_trainer_step_stats_t) -> crate::Result<Self> {
-        Ok(Self {
-            step: raw.step,
-            loss: raw.loss,
-            masking_loss: raw.masking_loss,
-            contrastive_loss: raw.contrastive_loss,
-            late_interaction_loss: raw.late_interaction_loss,
-            choices_loss: raw.choices_loss,
-            gradient_norm: raw.gradient_norm,
-            learning_rate: raw.learning_rate,
-            items: raw.items,
-            tokens: raw.tokens,
-            nanoseconds: raw.nanoseconds,
-        })
-    }
-}
-
-impl crate::call::Check for TrainerStepStats {
-    fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
-        Ok(())
-    }
-}
-
 /// The knobs of `uform_trainer_step`; all-zero is a step whose items are all in separate bags.
 ///
 /// Mirrors `uform_trainer_step_args_t` field by field; a field left at its default is zero, which the library derives.
@@ -1621,41 +1198,25 @@ impl crate::call::Check for TrainerStepStats {
 #[derive(Default)]
 pub struct TrainerStepConfig<'a> {
     /// Each item's bag: items in the same bag are positives; empty puts each item in its own.
-    ///
-    /// The C fields `bags` and `bags_count`.
     pub bags: &'a [usize],
     /// Edges between the items.
-    ///
-    /// The C field `relations`.
     pub relations: crate::Relations<'a>,
     /// Each item's late-interaction side; empty takes none for all.
-    ///
-    /// The C fields `sides` and `sides_count`.
     pub sides: &'a [crate::LateInteractionSide],
     /// Each item's legal choice bytes, a tape of one item per step item (empty for items without choices),
     /// or all-empty for no choices.
     ///
     /// A `(data, offsets)` tape: item `i` spans `data[offsets[i]..offsets[i + 1]]`.
-    ///
-    /// The C fields the tape `choices`, `choices_length`, `choices_offsets`, `choices_count`.
     pub choices: (&'a [u8], &'a [usize]),
     /// Each item's target probabilities, one per legal choice, summing to one, a tape shaped as `choices`.
     ///
     /// A `(data, offsets)` tape: item `i` spans `data[offsets[i]..offsets[i + 1]]`.
-    ///
-    /// The C fields the tape `choice_targets`, `choice_targets_length`, `choice_targets_offsets`, `choice_targets_count`.
     pub choice_targets: (&'a [f32], &'a [usize]),
     /// Nullable; receives what the step did.
-    ///
-    /// The C field `stats`.
     pub stats: Option<&'a mut crate::TrainerStepStats>,
     /// Nullable: the arena that receives the pooled embeddings the loss scored, in F32.
-    ///
-    /// The C field `arena`.
     pub arena: Option<&'a mut crate::Arena>,
     /// Nullable; called with micro-batches completed and micro-batches in all.
-    ///
-    /// The C fields `progress` and `progress_context`.
     pub progress: Option<crate::Progress<'a>>,
 }
 
@@ -1674,7 +1235,6 @@ impl core::fmt::Debug for TrainerStepConfig<'_> {
     }
 }
 
-#[allow(dead_code)]
 impl<'a> TrainerStepConfig<'a> {
     /// The C argument struct, storing the handler, if any, in `slot`.
     pub(crate) fn into_raw(
@@ -1708,7 +1268,6 @@ impl<'a> TrainerStepConfig<'a> {
 
 impl crate::call::Check for TrainerStepConfig<'_> {
     fn check(&self, items: usize) -> crate::Result<()> {
-        let _ = items;
         crate::call::Check::check(&self.relations, items)?;
         crate::inputs::check_tape(
             self.choices.0.len(),
@@ -1826,32 +1385,6 @@ pub trait TrainVerbs: crate::Receiver {
         Config: Into<crate::TrainerStepConfig<'c>>,
         Self::Mode: crate::inputs::Admits<'c>,
         Self: 'a,
-        'c: 'a;
-    /// Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
-    /// atomically: to a temporary file renamed into place.
-    ///
-    /// Calls `uform_trainer_save`.
-    #[doc(alias = "uform_trainer_save")]
-    fn save<'a, Path>(self, path: Path) -> Self::Answer<'a, ()>
-    where
-        Path: crate::Accepts<Self::Mode, crate::inputs::OnePath>,
-        Self: 'a;
-}
-
-/// Every receiver of a trainer's verbs.
-impl<R: crate::Receiver<Of = crate::call::OfTrainer>> TrainVerbs for R {
-    fn step<'a, 'c, Modalities, Contents, Config>(
-        self,
-        modalities: Modalities,
-        contents: Contents,
-        config: Config,
-    ) -> Self::Answer<'a, Option<crate::Rows<'c>>>
-    where
-        Modalities: crate::Accepts<Self::Mode, crate::inputs::Each<crate::Modality>>,
-        Contents: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
-        Config: Into<crate::TrainerStepConfig<'c>>,
-        Self::Mode: crate::inputs::Admits<'c>,
-        Self: 'a,
         'c: 'a,
     {
         self.dispatch(StepCall {
@@ -1861,6 +1394,11 @@ impl<R: crate::Receiver<Of = crate::call::OfTrainer>> TrainVerbs for R {
         })
     }
 
+    /// Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
+    /// atomically: to a temporary file renamed into place.
+    ///
+    /// Calls `uform_trainer_save`.
+    #[doc(alias = "uform_trainer_save")]
     fn save<'a, Path>(self, path: Path) -> Self::Answer<'a, ()>
     where
         Path: crate::Accepts<Self::Mode, crate::inputs::OnePath>,
@@ -1870,6 +1408,8 @@ impl<R: crate::Receiver<Of = crate::call::OfTrainer>> TrainVerbs for R {
     }
 }
 
+/// Every receiver of a trainer's verbs.
+impl<R: crate::Receiver<Of = crate::call::OfTrainer>> TrainVerbs for R {}
 /// One call of `uform_trainer_step`.
 struct StepCall<'c, Modalities, Contents> {
     modalities: Modalities,

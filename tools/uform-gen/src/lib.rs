@@ -126,6 +126,7 @@ fn space_items(source: &str) -> String {
             let body = line.trim_start();
             let prev_body = prev.trim_start();
             let ends_item = prev_body == "}"
+                || prev_body.ends_with(" {}")
                 || prev_body == "};"
                 || (prev_body.ends_with(';') && indent == prev_indent);
             let starts_item =
