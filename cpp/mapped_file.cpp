@@ -1,6 +1,4 @@
-// A checkpoint read into anonymous pages with pread: a mapping of the file itself would raise SIGBUS on every read past
-// its end once the file shrank under the load (a deploy overwriting a model in place), while a copy read once answers
-// `io` for a file that shrinks while it is read, and cannot change after.
+// A checkpoint file read range by range into anonymous pages with pread.
 #include "mapped_file.hpp"
 
 #include <cerrno>
@@ -20,14 +18,16 @@ namespace uform::ram {
 // Unmaps on destruction.
 mapped_file_t::~mapped_file_t() noexcept { close(); }
 
-// Unmaps, if mapped.
+// Frees the pages and closes the file, if open.
 void mapped_file_t::close() noexcept {
-    if (data_ != nullptr) ::munmap(const_cast<std::byte *>(data_), size_);
+    if (data_ != nullptr) ::munmap(data_, size_);
+    if (descriptor_ >= 0) ::close(descriptor_);
     data_ = nullptr;
     size_ = 0;
+    descriptor_ = -1;
 }
 
-// Opens and sizes the file, maps as many anonymous pages, reads the file into them, and closes the descriptor.
+// Opens and sizes the file and maps as many anonymous pages, which take no memory until written.
 uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, char const **message) noexcept {
     close();
     if (path == nullptr || path_length == 0) return fail(message, uform_status_invalid_argument_k, "the path is empty");
@@ -58,22 +58,24 @@ uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, ch
         ::close(descriptor);
         return fail(message, uform_status_out_of_memory_k, "out of memory for the checkpoint's bytes");
     }
-    data_ = static_cast<std::byte const *>(mapping);
+    data_ = static_cast<std::byte *>(mapping);
     size_ = size;
-    auto *target = static_cast<std::byte *>(mapping);
-    for (std::size_t done = 0; done != size;) {
-        ssize_t const got = ::pread(descriptor, target + done, size - done, off_t(done));
+    descriptor_ = descriptor;
+    return uform_status_ok_k;
+}
+
+// Reads the range with pread, resuming after interruptions and short reads.
+uform_status_t mapped_file_t::fetch(std::byte const *begin, std::size_t length, char const **message) const noexcept {
+    std::size_t const offset = std::size_t(begin - data_);
+    if (begin < data_ || offset > size_ || length > size_ - offset)
+        return fail(message, uform_status_invalid_argument_k, "a range past the checkpoint's bytes");
+    for (std::size_t done = 0; done != length;) {
+        ssize_t const got = ::pread(descriptor_, data_ + offset + done, length - done, off_t(offset + done));
         if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            ::close(descriptor);
-            close();
-            return got == 0 ? fail(message, uform_status_io_k, "the checkpoint file shrank while it was read")
-                            : fail(message, uform_status_io_k, "reading the checkpoint file failed");
-        }
+        if (got == 0) return fail(message, uform_status_io_k, "the checkpoint file shrank while it was loaded");
+        if (got < 0) return fail(message, uform_status_io_k, "reading the checkpoint file failed");
         done += std::size_t(got);
     }
-    ::close(descriptor);
-    ::mprotect(mapping, size, PROT_READ);
     return uform_status_ok_k;
 }
 

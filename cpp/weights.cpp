@@ -33,20 +33,14 @@ class loader_t {
     loader_t(checkpoint_t const &checkpoint, std::span<std::byte const> file, weights_options_t const &options) noexcept
         : checkpoint_(checkpoint), file_(file), options_(options) {}
 
-    /// The BF16 values of tensor `name`, checked for dtype, element count and bounds; nullptr with `failure_` set.
+    /// The BF16 values of tensor `name`, checked as `tensor_bytes` does; nullptr with `failure_` set.
     std::byte const *bf16(std::string const &name, std::size_t count) noexcept {
-        tensor_entry_t const *entry = checkpoint_.find(name);
-        if (entry == nullptr) return fail(uform_status_corrupt_k, "a tensor the model needs is missing");
-        if (entry->dtype != dtype_t::bf16) return fail(uform_status_corrupt_k, "a weight tensor is not BF16");
-        return span(*entry, count * 2);
+        return tensor(name, dtype_t::bf16, count);
     }
 
     /// The F32 values of tensor `name`, checked likewise.
     std::byte const *f32(std::string const &name, std::size_t count) noexcept {
-        tensor_entry_t const *entry = checkpoint_.find(name);
-        if (entry == nullptr) return fail(uform_status_corrupt_k, "a tensor the model needs is missing");
-        if (entry->dtype != dtype_t::f32) return fail(uform_status_corrupt_k, "an F32 tensor has another dtype");
-        return span(*entry, count * 4);
+        return tensor(name, dtype_t::f32, count);
     }
 
     /// Counts `bytes` as loaded and asks the progress handler whether to go on; false when it asked to stop.
@@ -73,12 +67,11 @@ class loader_t {
     weights_options_t const &options() const noexcept { return options_; }
 
   private:
-    /// The bytes of `entry`, which must hold exactly `bytes`, inside the file.
-    std::byte const *span(tensor_entry_t const &entry, std::size_t bytes) noexcept {
-        if (entry.end - entry.begin != bytes) return fail(uform_status_corrupt_k, "a tensor's byte span disagrees");
-        std::uint64_t const end = checkpoint_.data_offset + entry.end;
-        if (end > file_.size() || end < entry.end) return fail(uform_status_corrupt_k, "a tensor lies past the file");
-        return file_.data() + checkpoint_.data_offset + entry.begin;
+    std::byte const *tensor(std::string const &name, dtype_t dtype, std::size_t count) noexcept {
+        uform_status_t status = uform_status_ok_k;
+        char const *message = nullptr;
+        std::byte const *bytes = tensor_bytes(checkpoint_, file_, options_.file, name, dtype, count, status, message);
+        return bytes != nullptr ? bytes : fail(status, message);
     }
 
     checkpoint_t const &checkpoint_;
@@ -166,7 +159,7 @@ bool load_linear(loader_t &loader, std::string const &name, std::size_t columns,
         loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
         return false;
     }
-    if (loader.options().release_packed_sources) release_mapped_pages({source, columns * depth * 2});
+    if (loader.options().file != nullptr) release_mapped_pages({source, columns * depth * 2});
     return loader.advance(columns * depth * 2);
 }
 
@@ -234,6 +227,37 @@ std::size_t model_weights_t::bytes() const noexcept {
         total += (block.attn_norm.size() + block.mlp_norm.size()) * sizeof(float) + block.qkv.bytes() +
                  block.out.bytes() + block.gate_up.bytes() + block.down.bytes();
     return total;
+}
+
+// Finds and checks the entry, fetches its bytes when they come from a file, then scans them for NaN and infinity.
+std::byte const *tensor_bytes(checkpoint_t const &checkpoint, std::span<std::byte const> bytes,
+                              mapped_file_t const *file, std::string_view name, dtype_t dtype, std::size_t count,
+                              uform_status_t &status, char const *&message) noexcept {
+    auto refuse = [&](uform_status_t refusal, char const *text) noexcept -> std::byte const * {
+        status = refusal, message = text;
+        return nullptr;
+    };
+    tensor_entry_t const *entry = checkpoint.find(name);
+    if (entry == nullptr) return refuse(uform_status_corrupt_k, "a tensor the model needs is missing");
+    if (entry->dtype != dtype) return refuse(uform_status_corrupt_k, "a tensor's dtype disagrees with the model");
+    std::size_t const length = count * dtype_size(dtype);
+    if (entry->end - entry->begin != length) return refuse(uform_status_corrupt_k, "a tensor's byte span disagrees");
+    std::uint64_t const end = checkpoint.data_offset + entry->end;
+    if (end > bytes.size() || end < entry->end) return refuse(uform_status_corrupt_k, "a tensor lies past the file");
+    std::byte const *begin = bytes.data() + checkpoint.data_offset + entry->begin;
+    if (file != nullptr)
+        if (uform_status_t fetched = file->fetch(begin, length, &message)) return refuse(fetched, message);
+    bool finite = true;
+    if (dtype == dtype_t::bf16)
+        for (std::size_t i = 0; i != count; ++i) finite &= (load_bf16(begin, i) & 0x7F80u) != 0x7F80u;
+    else if (dtype == dtype_t::f32)
+        for (std::size_t i = 0; i != count; ++i) {
+            std::uint32_t bits;
+            std::memcpy(&bits, begin + 4 * i, 4);
+            finite &= (bits & 0x7F800000u) != 0x7F800000u;
+        }
+    if (!finite) return refuse(uform_status_corrupt_k, "a tensor of the checkpoint holds NaN or infinity");
+    return begin;
 }
 
 // Every tensor the trunk forward needs, in file order of importance: embeddings, blocks, final norm, heads.

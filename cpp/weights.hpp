@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <uform/types.h>
@@ -13,6 +14,7 @@
 #include "../c/checkpoint.hpp"
 #include "kernels/kernels.hpp"
 #include "linear.hpp"
+#include "mapped_file.hpp"
 #include "parallel.hpp"
 
 namespace uform::ram {
@@ -63,9 +65,10 @@ struct weights_options_t {
     /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models and
     /// every other class use F32 panels and FMA micro-kernels).
     bool amx = true;
-    /// `file` is a `mapped_file_t` of the loader's own: once a linear is packed, its pages are released
-    /// (`release_mapped_pages`), so the load's peak RSS holds the packed weights and about one tensor of the file.
-    bool release_packed_sources = false;
+    /// Nullable: the file whose `bytes()` the load reads. Each tensor is then fetched from it as it is needed and a
+    /// linear's pages released once it is packed, so the load's peak RSS holds the packed weights and about one
+    /// tensor of the file. Null: the bytes are the caller's, whole, and never released.
+    mapped_file_t const *file = nullptr;
     /// Threads to pack with.
     parallel_t parallel{};
     /// Nullable; called with bytes loaded and bytes in all, answers true to stop (the load then fails `cancelled`).
@@ -74,9 +77,17 @@ struct weights_options_t {
     void *progress_context = nullptr;
 };
 
-/// Reads the tensors of a validated checkpoint from `file` (the whole file: `checkpoint.file_size` bytes, mapped or
-/// in memory, needed only during the call) into `out`. Answers `unsupported` for a class the machine lacks, `corrupt`
-/// for a tensor whose dtype or bytes disagree with the header, `out-of-memory`, or `cancelled`.
+/// The bytes of tensor `name`, `count` values of `dtype`, within `bytes` (the whole checkpoint): fetched from `file`
+/// first when it is non-null, and refused when they hold a NaN or an infinity, which would turn every output they
+/// reach into NaN rows. nullptr with the failure (`corrupt`, or `io` from the file) in `status` and `message`.
+std::byte const *tensor_bytes(checkpoint_t const &checkpoint, std::span<std::byte const> bytes,
+                              mapped_file_t const *file, std::string_view name, dtype_t dtype, std::size_t count,
+                              uform_status_t &status, char const *&message) noexcept;
+
+/// Reads the tensors of a validated checkpoint from `file` (the whole file: `checkpoint.file_size` bytes, in memory or
+/// fetched from `options.file`, needed only during the call) into `out`. Answers `unsupported` for a class the machine
+/// lacks, `corrupt` for a tensor whose dtype or bytes disagree with the header or that holds NaN or infinity, `io`,
+/// `out-of-memory`, or `cancelled`.
 uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
                             weights_options_t const &options, model_weights_t &out, char const **message) noexcept;
 

@@ -87,7 +87,7 @@ fn outcome<T>(answer: Result<T>) -> String {
 #[test]
 fn the_rows_of_each_modality() -> Result<()> {
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let every = Outputs::EMBEDDINGS | Outputs::STATES | Outputs::TOKEN_VECTORS;
 
     let texts = model.text_encode(&["a cat", "on a mat"], every, Scalar::F32, &mut arena)?;
@@ -173,7 +173,7 @@ fn describe() -> Result<()> {
 #[test]
 fn each_bad_input_class() -> Result<()> {
     let model = Model::load_ram(TINY)?;
-    let mut arena = Arena::new()?;
+    let mut arena = Arena::new();
     let e = Outputs::EMBEDDINGS;
     let dir = common::scratch_dir("snapshots");
     let empty = dir.join("empty.wav");

@@ -26,24 +26,17 @@ bool report_load(void *context, std::size_t completed, std::size_t total) noexce
     return progress.call->report(completed < total ? completed : total, total);
 }
 
-/// The bytes of tensor `name` when it has `dtype` and `count` elements; nullptr otherwise.
-std::byte const *tensor_bytes(checkpoint_t const &checkpoint, std::span<std::byte const> file, char const *name,
-                              dtype_t dtype, std::size_t count) noexcept {
-    tensor_entry_t const *entry = checkpoint.find(name);
-    if (entry == nullptr || entry->dtype != dtype || entry->end - entry->begin != count * dtype_size(dtype))
-        return nullptr;
-    if (checkpoint.data_offset + entry->end > file.size()) return nullptr;
-    return file.data() + checkpoint.data_offset + entry->begin;
-}
-
 /// Loads `embed.<modality>.weight` `[hidden x input]` and its bias (BF16) into a front-end.
-uform_status_t load_front_end(checkpoint_t const &checkpoint, std::span<std::byte const> file, char const *weight_name,
-                              char const *bias_name, std::size_t hidden, std::size_t input, front_end_t &out,
-                              char const **message) noexcept {
-    std::byte const *weight = tensor_bytes(checkpoint, file, weight_name, dtype_t::bf16, hidden * input);
-    std::byte const *bias = tensor_bytes(checkpoint, file, bias_name, dtype_t::bf16, hidden);
-    if (weight == nullptr || bias == nullptr)
-        return fail(message, uform_status_corrupt_k, "a front-end's embedding disagrees with the header");
+uform_status_t load_front_end(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                              ram::mapped_file_t const *source, char const *weight_name, char const *bias_name,
+                              std::size_t hidden, std::size_t input, front_end_t &out, char const **message) noexcept {
+    uform_status_t status = uform_status_ok_k;
+    char const *text = nullptr;
+    std::byte const *weight =
+        ram::tensor_bytes(checkpoint, file, source, weight_name, dtype_t::bf16, hidden * input, status, text);
+    if (weight == nullptr) return fail(message, status, text);
+    std::byte const *bias = ram::tensor_bytes(checkpoint, file, source, bias_name, dtype_t::bf16, hidden, status, text);
+    if (bias == nullptr) return fail(message, status, text);
     try {
         std::vector<std::uint16_t> aligned(hidden * input); // the file's bytes need not be 2-byte aligned
         std::memcpy(aligned.data(), weight, aligned.size() * 2);
@@ -62,28 +55,31 @@ uform_status_t load_front_end(checkpoint_t const &checkpoint, std::span<std::byt
 }
 
 /// The image, video and audio front-ends of a checkpoint that has them: embedding linears, mel filters, window.
-uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::byte const> file, model_t &model,
-                               char const **message) noexcept {
+uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                               ram::mapped_file_t const *source, model_t &model, char const **message) noexcept {
     geometry_t const &g = checkpoint.geometry;
     if (g.has_image)
         if (uform_status_t status =
-                load_front_end(checkpoint, file, "embed.image.weight", "embed.image.bias", g.hidden,
+                load_front_end(checkpoint, file, source, "embed.image.weight", "embed.image.bias", g.hidden,
                                g.image_patch_side * g.image_patch_side * g.image_channels, model.image, message))
             return status;
     if (g.has_video)
         if (uform_status_t status =
-                load_front_end(checkpoint, file, "embed.video.weight", "embed.video.bias", g.hidden,
+                load_front_end(checkpoint, file, source, "embed.video.weight", "embed.video.bias", g.hidden,
                                g.video_tubelet_frames * g.image_patch_side * g.image_patch_side * g.image_channels,
                                model.video, message))
             return status;
     if (!g.has_audio) return uform_status_ok_k;
-    if (uform_status_t status = load_front_end(checkpoint, file, "embed.audio.weight", "embed.audio.bias", g.hidden,
-                                               g.audio_frames_per_patch * g.audio_mel_bins, model.audio, message))
+    if (uform_status_t status =
+            load_front_end(checkpoint, file, source, "embed.audio.weight", "embed.audio.bias", g.hidden,
+                           g.audio_frames_per_patch * g.audio_mel_bins, model.audio, message))
         return status;
     std::size_t const bins = g.audio_n_fft / 2 + 1, n = g.audio_n_fft;
-    std::byte const *filters =
-        tensor_bytes(checkpoint, file, "frontend.audio.mel_filters", dtype_t::f32, g.audio_mel_bins * bins);
-    if (filters == nullptr) return fail(message, uform_status_corrupt_k, "the mel filters disagree with the header");
+    uform_status_t status = uform_status_ok_k;
+    char const *text = nullptr;
+    std::byte const *filters = ram::tensor_bytes(checkpoint, file, source, "frontend.audio.mel_filters", dtype_t::f32,
+                                                 g.audio_mel_bins * bins, status, text);
+    if (filters == nullptr) return fail(message, status, text);
     try {
         model.mel_filters.resize(g.audio_mel_bins * bins);
         std::memcpy(model.mel_filters.data(), filters, model.mel_filters.size() * sizeof(float));
@@ -94,31 +90,6 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
     for (std::size_t k = 0; k != n; ++k) {
         double const angle = 2 * std::numbers::pi * double(k) / double(n);
         model.hann[k] = float(0.5 - 0.5 * std::cos(angle)); // periodic, as torch.hann_window
-    }
-    return uform_status_ok_k;
-}
-
-/// Refuses a checkpoint whose BF16 or F32 tensors hold a NaN or an infinity, which would turn every output they reach
-/// into NaN rows answered with `ok`. One pass over the file's floats, before anything is packed.
-uform_status_t check_finite(checkpoint_t const &checkpoint, std::span<std::byte const> file,
-                            char const **message) noexcept {
-    for (tensor_entry_t const &tensor : checkpoint.tensors) {
-        std::byte const *begin = file.data() + checkpoint.data_offset + tensor.begin;
-        std::size_t const bytes = tensor.end - tensor.begin;
-        bool finite = true;
-        if (tensor.dtype == dtype_t::bf16)
-            for (std::size_t i = 0; i + 2 <= bytes; i += 2) {
-                std::uint16_t bits;
-                std::memcpy(&bits, begin + i, 2);
-                finite &= (bits & 0x7F80u) != 0x7F80u;
-            }
-        else if (tensor.dtype == dtype_t::f32)
-            for (std::size_t i = 0; i + 4 <= bytes; i += 4) {
-                std::uint32_t bits;
-                std::memcpy(&bits, begin + i, 4);
-                finite &= (bits & 0x7F800000u) != 0x7F800000u;
-            }
-        if (!finite) return fail(message, uform_status_corrupt_k, "a tensor of the checkpoint holds NaN or infinity");
     }
     return uform_status_ok_k;
 }
@@ -139,7 +110,6 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
     }
     if (file.size() < checkpoint.file_size)
         return fail(message, uform_status_corrupt_k, "the checkpoint changed while it was loaded");
-    if (uform_status_t status = check_finite(checkpoint, file, message)) return status;
 
     auto *made = new (std::nothrow) model_t;
     if (made == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory making a model");
@@ -148,12 +118,12 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
     ram::weights_options_t options;
     options.cpu_class = request.cpu_class;
     options.e4m3 = request.quantization == uform_scalar_e4m3_k;
-    options.release_packed_sources = request.buffer == nullptr; // never the caller's buffer, only our own mapping
+    if (request.buffer == nullptr) options.file = &mapping; // never the caller's buffer, only our own copy
     options.parallel = ram::parallel_of(call);
     options.progress = report_load;
     options.progress_context = &progress;
     uform_status_t status = ram::weights_load(checkpoint, file, options, made->weights, message);
-    if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, *made, message);
+    if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, options.file, *made, message);
     if (status == uform_status_ok_k && progress.total != 0 && call.report(progress.total, progress.total))
         status = fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
     if (status != uform_status_ok_k) {

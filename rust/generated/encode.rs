@@ -56,8 +56,6 @@ pub struct TextEncodeConfig<'a> {
     /// Most bytes of one text; zero takes 16,384. A longer text answers
     /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
     /// 16,777,216 (`uform_status_invalid_argument_k` beyond).
-    ///
-    /// The C field `max_bytes`.
     pub max_bytes: usize,
 }
 
@@ -484,8 +482,6 @@ pub struct TextChooseConfig<'a> {
     /// Most bytes of one text; zero takes 16,384. A longer text answers
     /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
     /// 16,777,216 (`uform_status_invalid_argument_k` beyond).
-    ///
-    /// The C field `max_bytes`.
     pub max_bytes: usize,
 }
 
@@ -689,6 +685,7 @@ pub trait EncodeVerbs: crate::Receiver {
 
 /// Every receiver of a model's verbs.
 impl<R: crate::Receiver<Of = crate::call::OfModel>> EncodeVerbs for R {}
+
 /// One call of `uform_text_encode`.
 struct TextEncodeCall<'a, 'c, Texts> {
     texts: Texts,
@@ -1286,6 +1283,7 @@ pub trait ModelVerbs: crate::Receiver {
 
 /// Every receiver of a model's verbs.
 impl<R: crate::Receiver<Of = crate::call::OfModel>> ModelVerbs for R {}
+
 /// One call of `uform_text_choose`.
 struct TextChooseCall<'a, 'c, Texts, Choices> {
     texts: Texts,

@@ -1,8 +1,8 @@
 /**
  * @file load_shrinking.c
- * @brief A checkpoint overwritten in place while a path load runs (as a deploy does): the load reads the file once,
- * so a file truncated from its progress handler still loads what it read, never raising SIGBUS; and a file that is
- * shorter than its header says answers a status.
+ * @brief A checkpoint overwritten in place while a path load runs (as a deploy does): the load reads each tensor
+ * with `pread` as it needs it, so a file truncated from its progress handler answers `io`, never raising SIGBUS; and
+ * a file that is shorter than its header says answers `corrupt`.
  */
 #include "common.h"
 
@@ -34,17 +34,13 @@ int main(void) {
     args.path_length = strlen(path);
     args.progress = truncate_copy;
     args.progress_context = &calls;
-    CHECK_OK(uform_model_load_ram(&args, &model, MSG));
-    if (!build_is_stub()) CHECK(calls >= 1); /* the file shrank during the load */
-    if (model) {
-        uform_arena_t arena = NULL;
-        uform_encoded_t encoded;
-        static size_t const offsets[] = {0, 5};
-        CHECK_OK(uform_arena_init(NULL, &arena, MSG));
-        CHECK_OK(uform_text_encode(model, NULL, "hello", 5, offsets, 1, uform_outputs_embeddings_k, NULL, arena,
-                                   &encoded, NULL, MSG));
-        uform_arena_free(arena);
+    if (build_is_stub()) { /* the stub reads the header alone, before the handler runs */
+        CHECK_OK(uform_model_load_ram(&args, &model, MSG));
         uform_model_free(model);
+    } else {
+        CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_io_k);
+        CHECK(calls >= 1); /* the file shrank during the load */
+        CHECK(model == NULL);
     }
 
     /* Loading the truncated file now answers a status. */

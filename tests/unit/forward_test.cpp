@@ -313,6 +313,7 @@ void load(model_t &model, uform_cpu_class_t cpu_class, bool e4m3, parallel_t con
     options.cpu_class = cpu_class;
     options.e4m3 = e4m3;
     options.parallel = parallel;
+    options.file = &model.file;
     status = weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message);
     CHECK_LABEL(status == uform_status_ok_k, message ? message : "weights_load");
     model.ok = status == uform_status_ok_k;

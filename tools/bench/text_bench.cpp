@@ -281,7 +281,7 @@ bool load(std::string const &path, model_t &model, parallel_t const &parallel, u
     weights_options_t options;
     options.parallel = parallel;
     options.cpu_class = cpu_class;
-    options.release_packed_sources = true; // as `uform_model_load_ram` does with a path
+    options.file = &model.file; // as `uform_model_load_ram` does with a path
     if (weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message) != uform_status_ok_k) {
         std::fprintf(stderr, "cannot load %s: %s\n", path.c_str(), message);
         return false;
