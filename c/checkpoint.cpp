@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "json.hpp"
+#include "media_geometry.hpp"
 
 namespace uform {
 
@@ -417,6 +418,7 @@ verdict_t read_trunk(metadata_t const &meta, geometry_t &g) {
         return corrupt("checkpoint: metadata uform.heads * uform.head_dim is too large");
     if (verdict_t v = meta.count(key_ffn_hidden_k, true, 1, g.ffn_hidden)) return v;
     if (verdict_t v = meta.real(key_norm_eps_k, true, true, g.norm_eps)) return v;
+    if (g.norm_eps > 1) return corrupt(key_norm_eps_k.out_of_range); // larger ones flush activations to denormals
     if (verdict_t v = meta.real(key_rope_theta_k, true, true, g.rope_theta)) return v;
     if (verdict_t v = meta.counts3(key_rope_sections_k, true, g.rope_sections)) return v;
     if (std::uint64_t(g.rope_sections[0]) + g.rope_sections[1] + g.rope_sections[2] != g.head_dim / 2)
@@ -431,8 +433,14 @@ verdict_t read_image(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_image_channels_k, required, 3, g.image_channels)) return v;
     if (meta.has(key_image_channels_k) && g.image_channels != 3) return corrupt(key_image_channels_k.out_of_range);
     if (verdict_t v = meta.count(key_image_max_patches_k, required, 1, g.image_max_patches)) return v;
+    if (g.image_max_patches > max_item_tokens_k) return corrupt(key_image_max_patches_k.out_of_range);
     if (verdict_t v = meta.reals3(key_image_mean_k, required, false, g.image_mean)) return v;
     if (verdict_t v = meta.reals3(key_image_std_k, required, true, g.image_std)) return v;
+    for (int c = 0; c != 3; ++c) {
+        if (std::fabs(g.image_mean[c]) > image_mean_bound_k) return corrupt(key_image_mean_k.out_of_range);
+        if (g.image_std[c] != 0 && !(g.image_std[c] >= image_std_min_k && g.image_std[c] <= image_std_max_k))
+            return corrupt(key_image_std_k.out_of_range);
+    }
     return {};
 }
 
@@ -443,6 +451,11 @@ verdict_t read_video(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_video_max_frames_k, required, 1, g.video_max_frames)) return v;
     if (verdict_t v = meta.count(key_video_max_patches_per_frame_k, required, 1, g.video_max_patches_per_frame))
         return v;
+    if (g.video_max_frames > max_video_frames_k) return corrupt(key_video_max_frames_k.out_of_range);
+    std::uint64_t const tubelets =
+        g.video_tubelet_frames ? (g.video_max_frames + g.video_tubelet_frames - 1) / g.video_tubelet_frames : 0;
+    if (tubelets * g.video_max_patches_per_frame > max_item_tokens_k) // both factors below 2^31: no overflow
+        return corrupt("checkpoint: metadata uform.video.max_frames and max_patches_per_frame allow too many tokens");
     return {};
 }
 
@@ -454,6 +467,16 @@ verdict_t read_audio(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_audio_mel_bins_k, required, 1, g.audio_mel_bins)) return v;
     if (verdict_t v = meta.count(key_audio_frames_per_patch_k, required, 1, g.audio_frames_per_patch)) return v;
     if (verdict_t v = meta.count(key_audio_max_patches_k, required, 1, g.audio_max_patches)) return v;
+    // Absent keys (allowed without audio tensors) read as zero and pass.
+    if (meta.has(key_audio_sample_rate_k) && !sample_rate_accepted(g.audio_sample_rate))
+        return corrupt(key_audio_sample_rate_k.out_of_range);
+    if (g.audio_n_fft % 2 != 0 || g.audio_n_fft > max_n_fft_k) return corrupt(key_audio_n_fft_k.out_of_range);
+    if (g.audio_n_fft != 0 && g.audio_hop > g.audio_n_fft) return corrupt(key_audio_hop_k.out_of_range);
+    if (g.audio_max_patches > max_item_tokens_k) return corrupt(key_audio_max_patches_k.out_of_range);
+    std::uint64_t samples = 0; // max_patches * frames_per_patch * hop, each below 2^31
+    if (!checked_mul(std::uint64_t(g.audio_max_patches) * g.audio_frames_per_patch, g.audio_hop, samples) ||
+        samples > max_audio_samples_k)
+        return corrupt("checkpoint: metadata uform.audio.max_patches * frames_per_patch * hop exceeds 2^24 samples");
     return {};
 }
 

@@ -5,12 +5,11 @@
 #include <chrono>
 
 #include "checks.hpp"
+#include "media_geometry.hpp"
 
 namespace uform {
 
 namespace {
-
-constexpr std::size_t default_max_pixels_k = 100'000'000;
 
 /** @brief Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer. */
 uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const *executor, uform_arena_s const *arena,
@@ -428,12 +427,13 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
         if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
                                                UFORM_TAPE_MESSAGES("the samples tape"), message))
             return status;
-        if (sample_rate == 0) return fail(message, uform_status_invalid_argument_k, "the sample rate is zero");
+        if (!sample_rate_accepted(sample_rate))
+            return fail(message, uform_status_invalid_argument_k, "the sample rate is outside 1 kHz to 384 kHz");
         std::size_t const count = samples_offsets ? samples_count : 0;
         for (std::size_t item = 0; item != count; ++item)
             for (std::size_t i = samples_offsets[item]; i != samples_offsets[item + 1]; ++i)
-                if (!std::isfinite(samples[i]))
-                    return fail_at(item, uform_status_invalid_argument_k, "a sample is NaN or infinite");
+                if (!(std::fabs(samples[i]) <= max_sample_magnitude_k))
+                    return fail_at(item, uform_status_invalid_argument_k, "a sample is NaN, infinite or beyond 2^32");
         if (uform_status_t status =
                 check_modality(model->geometry.has_audio, "the model has no audio front-end", message))
             return status;
