@@ -122,6 +122,7 @@ std::size_t resampling_reach(std::size_t outputs, std::size_t from, std::size_t 
 
 uform_status_t resample_mono(float const *samples, std::size_t count, std::size_t from, std::size_t to, float *out,
                              std::size_t &produced, char const **message) noexcept {
+    quiet_t const quiet;
     resampler_t resampler;
     if (uform_status_t status = resampler.open(from, to, message)) return status;
     std::size_t const capacity = resampled_capacity(count, from, to);
@@ -143,6 +144,7 @@ uform_status_t resample_mono(float const *samples, std::size_t count, std::size_
 
 uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t limit, std::vector<float> &mono,
                                  double &seconds, char const **message) noexcept {
+    quiet_t const quiet;
     owned_t<AVFormatContext> container;
     int index = -1;
     if (uform_status_t status = open_stream(path, AVMEDIA_TYPE_AUDIO, container, index, message)) return status;

@@ -22,6 +22,7 @@ std::int64_t frame_ticks(AVFrame const *frame) noexcept {
 
 uform_status_t decode_video_file(char const *path, double fps, std::size_t max_frames, std::size_t max_pixels,
                                  std::vector<rgb_image_t> &frames, char const **message) noexcept {
+    quiet_t const quiet;
     frames.clear();
     if (!(fps > 0) || max_frames == 0)
         return media_fail(message, uform_status_unsupported_k, "the model's video front-end samples no frames");

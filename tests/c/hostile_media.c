@@ -2,12 +2,14 @@
  * @file hostile_media.c
  * @brief Media a hostile or careless caller sends costs what the model's budgets allow and no more: a tall image's
  * grid stays within `max_patches`; audio past the patch budget is never read and changes nothing; sample rates and
- * magnitudes out of range are refused; a nonempty clip at another rate is never an empty item; and the peak RSS
- * of it all stays under 300 MiB.
+ * magnitudes out of range are refused; a nonempty clip at another rate is never an empty item; the demuxers the
+ * spec does not name are refused; FFmpeg writes nothing to stderr; and the peak RSS of it all stays under 300 MiB.
  * The parts that decode or compare rows run in the RAM build only (the stub hashes files instead of decoding them).
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "common.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -19,6 +21,7 @@ static uform_model_t model = NULL;
 static uform_executor_t ram = NULL;
 static uform_arena_t arena = NULL;
 static char scratch[4096];
+static char data_dir[4096]; /* absolute: playlists name files through it */
 
 /** A path under the test's scratch directory (four in rotation). */
 static char const *scratch_path(char const *name) {
@@ -26,6 +29,15 @@ static char const *scratch_path(char const *name) {
     static unsigned next = 0;
     char *path = paths[next++ % 4];
     snprintf(path, sizeof(paths[0]), "%s/%s", scratch, name);
+    return path;
+}
+
+/** A path under `$UFORM_TEST_DATA` (four in rotation). */
+static char const *data_path(char const *name) {
+    static char paths[4][4200];
+    static unsigned next = 0;
+    char *path = paths[next++ % 4];
+    snprintf(path, sizeof(paths[0]), "%s/%s", data_dir, name);
     return path;
 }
 
@@ -105,6 +117,20 @@ static uform_status_t audio_samples(float const *samples, size_t count, size_t r
     if (tokens) *tokens = stats.tokens;
     if (truncated) *truncated = stats.truncated_items;
     return status;
+}
+
+/** A file verb over one path; the status, and the message through `MSG`. */
+static uform_status_t one_file(int video, char const *path) {
+    test_tape_t paths;
+    uform_encoded_t encoded;
+    char const *list[1];
+    list[0] = path;
+    tape_of(&paths, list, 1);
+    if (video)
+        return uform_video_encode(model, ram, paths.data, paths.length, paths.offsets, 1, uform_outputs_embeddings_k,
+                                  NULL, arena, &encoded, NULL, MSG);
+    return uform_audio_encode(model, ram, paths.data, paths.length, paths.offsets, 1, uform_outputs_embeddings_k, NULL,
+                              arena, &encoded, NULL, MSG);
 }
 
 /** An image one pixel wide and `height` tall (or the transpose) keeps to the budget: a 64 x 1 grid, 64 tokens. */
@@ -190,6 +216,56 @@ static void file_rates(void) {
     CHECK_SIZE(truncated, 1);
 }
 
+/** Only the demuxers of the formats the spec names, and no protocol but `file`. */
+static void demuxers(void) {
+    char text[8600];
+    snprintf(text, sizeof(text), "ffconcat version 1.0\nfile '%s'\n", data_path("media/tone.wav"));
+    CHECK(write_whole_file(scratch_path("list.ffconcat"), text, strlen(text)));
+    CHECK_STATUS(one_file(0, scratch_path("list.ffconcat")), uform_status_corrupt_k);
+    snprintf(text, sizeof(text), "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n%s\n#EXT-X-ENDLIST\n",
+             data_path("media/tone.wav"));
+    CHECK(write_whole_file(scratch_path("list.m3u8"), text, strlen(text)));
+    CHECK_STATUS(one_file(0, scratch_path("list.m3u8")), uform_status_corrupt_k);
+    CHECK_STATUS(one_file(1, data_path("media/gray.png")), uform_status_corrupt_k);
+    CHECK_STATUS(one_file(0, data_path("media/gray.png")), uform_status_corrupt_k);
+    CHECK_OK(one_file(0, data_path("media/tone.opus")));
+    CHECK_OK(one_file(1, data_path("media/clip.webm")));
+}
+
+/** FFmpeg logs nothing to the host's stderr, for good files or bad. */
+static void quiet(void) {
+    static char const *const images[] = {"media/gray.png", "media/rgba.webp", "bad-media/corrupt.png",
+                                         "bad-media/truncated.jpg"};
+    char const *log = scratch_path("stderr.txt");
+    int const saved = dup(2);
+    FILE *sink = fopen(log, "wb");
+    size_t i, length = 1;
+    unsigned char *written;
+    if (!CHECK(saved >= 0 && sink != NULL)) return;
+    fflush(stderr);
+    dup2(fileno(sink), 2);
+    for (i = 0; i != sizeof(images) / sizeof(images[0]); ++i) {
+        test_tape_t paths;
+        uform_encoded_t encoded;
+        char const *list[1];
+        list[0] = data_path(images[i]);
+        tape_of(&paths, list, 1);
+        (void)uform_image_encode(model, ram, paths.data, paths.length, paths.offsets, 1, uform_outputs_embeddings_k,
+                                 NULL, arena, &encoded, NULL, MSG);
+    }
+    (void)one_file(0, data_path("bad-media/corrupt.mp3"));
+    (void)one_file(1, data_path("bad-media/corrupt.mp4"));
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(sink);
+    written = read_whole_file(log, &length);
+    CHECK(written != NULL);
+    if (length) fprintf(stderr, "FFmpeg wrote to stderr: %.*s\n", (int)(length < 400 ? length : 400), written);
+    CHECK_SIZE(length, 0);
+    free(written);
+}
+
 /** Peak resident memory of the process so far, in MiB. */
 static double peak_rss_mib(void) {
     struct rusage usage;
@@ -198,6 +274,8 @@ static double peak_rss_mib(void) {
 }
 
 int main(void) {
+    char const *data = getenv("UFORM_TEST_DATA");
+    if (!realpath(data && *data ? data : "tests/data", data_dir)) data_dir[0] = '\0';
     model = load_tiny();
     if (!model) return test_report("hostile_media");
     CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 2, &ram, MSG));
@@ -208,11 +286,14 @@ int main(void) {
     if (!build_is_stub()) {
         audio_past_the_budget();
         file_rates();
+        demuxers();
+        quiet();
     }
     printf("peak RSS %.1f MiB\n", peak_rss_mib());
     CHECK(peak_rss_mib() < 300.0);
     {
-        static char const *const made[] = {"head.wav", "long.wav", "slow.wav", "fast.wav", "hours.wav"};
+        static char const *const made[] = {"head.wav",  "long.wav",  "slow.wav",   "fast.wav",
+                                           "hours.wav", "list.m3u8", "stderr.txt", "list.ffconcat"};
         size_t i;
         for (i = 0; i != sizeof(made) / sizeof(made[0]); ++i) unlink(scratch_path(made[i]));
         rmdir(scratch);
