@@ -148,17 +148,27 @@ constexpr std::size_t resize_axis_bytes(std::size_t out) noexcept {
     return 2 * scratch_bytes<std::size_t>(out) + scratch_bytes<double>(out);
 }
 
-/// Bytes of one image's resize work to `out_height x out_width`: one row resized along its width, the sums of the
-/// output and both axes; none of it grows with the input's size.
-std::size_t image_work_bytes(std::size_t out_height, std::size_t out_width) noexcept {
+/// Floats of the cache of row weights: every tap of one output column at least, else 2^16.
+std::size_t row_weights_capacity(std::size_t width, std::size_t out_width) noexcept {
+    double const scale = double(width) / double(out_width);
+    return std::max<std::size_t>(std::size_t(std::ceil(2 * std::max(scale, 1.0))) + 2, std::size_t(1) << 16);
+}
+
+/// Bytes of one image's resize work from `width` columns to `out_height x out_width`: one row resized along its
+/// width, the sums of the output, both axes and a cache of row weights. None of it grows with the input's height,
+/// and only the cache with its width, by the taps of one output column.
+std::size_t image_work_bytes(std::size_t width, std::size_t out_height, std::size_t out_width) noexcept {
     return scratch_bytes(out_width * 3) + scratch_bytes<double>(out_height * out_width * 3) +
-           resize_axis_bytes(out_width) + resize_axis_bytes(out_height);
+           resize_axis_bytes(out_width) + resize_axis_bytes(out_height) +
+           scratch_bytes(row_weights_capacity(width, out_width));
 }
 
 /// Resizes one RGB image to `grid.rows * p x grid.columns * p` and writes its normalised patch vectors, `stride`
 /// floats apart, and (when `positions` is not null) their `(0, row, column)` positions, row-major over the grid.
 /// Along each row, then along each column, on the float values of the 8-bit pixels: each input row is resized along
-/// its width once and added, weighted, to the output rows whose taps cover it (in input order, as a gather would).
+/// its width and added, weighted, to the output rows whose taps cover it (in input order, as a gather would), a
+/// block of output columns at a time: as many as the cache holds the row weights of (all of them, but for images
+/// thousands of times wider than their grid).
 void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t height, std::size_t width,
                    image_grid_t grid, std::byte *work, float *patches, std::size_t stride,
                    std::uint32_t *positions) noexcept {
@@ -168,26 +178,34 @@ void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t 
     auto *sums = reinterpret_cast<double *>(work); // [out_height x out_width x 3]
     work += scratch_bytes<double>(out_height * out_width * 3);
     resize_axis_t const across(width, out_width, work);
-    resize_axis_t const down(height, out_height, work + resize_axis_bytes(out_width));
+    work += resize_axis_bytes(out_width);
+    resize_axis_t const down(height, out_height, work);
+    work += resize_axis_bytes(out_height);
+    auto *cache = reinterpret_cast<float *>(work); // the row weights of the block's columns, tap after tap
+    std::size_t const capacity = row_weights_capacity(width, out_width);
     std::fill(sums, sums + out_height * out_width * 3, 0.0);
 
-    std::size_t lowest = 0; // the first output row whose taps reach the current input row
-    for (std::size_t y = 0; y != height; ++y) {
-        while (lowest != out_height && down.first[lowest] + down.count[lowest] <= y) ++lowest;
-        if (lowest == out_height || down.first[lowest] > y) continue; // no output row reads this one
-        for (std::size_t x = 0; x != out_width; ++x) {
-            std::uint8_t const *source = pixels + (y * width + across.first[x]) * 3;
-            double sum[3] = {0, 0, 0};
-            for (std::size_t t = 0; t != across.count[x]; ++t) {
-                double const w = across.weight(x, t);
-                for (std::size_t c = 0; c != 3; ++c) sum[c] += w * double(source[t * 3 + c]);
+    for (std::size_t begin = 0, end = 0; begin != out_width; begin = end) {
+        std::size_t cached = 0;
+        for (; end != out_width && cached + across.count[end] <= capacity; ++end)
+            for (std::size_t t = 0; t != across.count[end]; ++t) cache[cached++] = across.weight(end, t);
+        std::size_t lowest = 0; // the first output row whose taps reach the current input row
+        for (std::size_t y = 0; y != height; ++y) {
+            while (lowest != out_height && down.first[lowest] + down.count[lowest] <= y) ++lowest;
+            if (lowest == out_height || down.first[lowest] > y) continue; // no output row reads this one
+            float const *w = cache;
+            for (std::size_t x = begin; x != end; ++x) {
+                std::uint8_t const *source = pixels + (y * width + across.first[x]) * 3;
+                double sum[3] = {0, 0, 0};
+                for (std::size_t t = 0; t != across.count[x]; ++t, ++w)
+                    for (std::size_t c = 0; c != 3; ++c) sum[c] += double(*w) * double(source[t * 3 + c]);
+                for (std::size_t c = 0; c != 3; ++c) row[x * 3 + c] = float(sum[c]);
             }
-            for (std::size_t c = 0; c != 3; ++c) row[x * 3 + c] = float(sum[c]);
-        }
-        for (std::size_t out = lowest; out != out_height && down.first[out] <= y; ++out) {
-            double const w = down.weight(out, y - down.first[out]);
-            double *target = sums + out * out_width * 3;
-            for (std::size_t i = 0; i != out_width * 3; ++i) target[i] += w * double(row[i]);
+            for (std::size_t out = lowest; out != out_height && down.first[out] <= y; ++out) {
+                double const weight = down.weight(out, y - down.first[out]);
+                double *target = sums + out * out_width * 3;
+                for (std::size_t i = begin * 3; i != end * 3; ++i) target[i] += weight * double(row[i]);
+            }
         }
     }
     // Patches: index `(py * p + px) * channels + c`, scaled to [0, 1], then `(x - mean[c]) / std[c]`.
@@ -264,7 +282,8 @@ uform_status_t encode_images(model_t const &model, call_t &call, images_t const 
     for (std::size_t i = 0; i != count; ++i) {
         image_grid_t const grid = image_grid(images.heights[i], images.widths[i], g.image_patch_side, max_patches);
         offsets[i + 1] = offsets[i] + grid.rows * grid.columns;
-        work = std::max(work, image_work_bytes(grid.rows * g.image_patch_side, grid.columns * g.image_patch_side));
+        work = std::max(work, image_work_bytes(images.widths[i], grid.rows * g.image_patch_side,
+                                               grid.columns * g.image_patch_side));
         pixel_count += images.heights[i] * images.widths[i];
     }
     std::size_t const tokens = offsets[count];
@@ -569,7 +588,8 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
         clip_t const &clip = clips[i];
         std::size_t const tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
         offsets[i + 1] = offsets[i] + tubelets * clip.grid.rows * clip.grid.columns;
-        work = std::max(work, image_work_bytes(clip.grid.rows * p, clip.grid.columns * p));
+        for (media::rgb_image_t const &frame : clip.frames)
+            work = std::max(work, image_work_bytes(frame.width, clip.grid.rows * p, clip.grid.columns * p));
         frames += clip.frames.size();
     }
     std::size_t const tokens = offsets[count];
