@@ -329,11 +329,36 @@ uform_status_t decode_files(call_t &call, tape_view_t<char> const &paths, decode
 /* Video                                                                                                       */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/// One clip's sampled frames and the grid of its first frame.
+/// One clip's sampled frames, each resized to the grid of its first frame as soon as it is decoded, so that a clip
+/// holds its patch vectors and never its frames.
 struct clip_t {
-    std::vector<media::rgb_image_t> frames;
+    geometry_t const *geometry = nullptr;
+    std::size_t max_patches = 0; // per frame
     image_grid_t grid;
+    std::size_t frames = 0;
+    std::vector<float> patches;  // [frames x grid cells x p * p * 3], normalised
+    std::vector<std::byte> work; // the resize's work
 };
+
+/// A `media::frame_sink_t` into a `clip_t`: resizes the frame to the clip's grid and appends its patch vectors.
+uform_status_t keep_frame(void *context, media::rgb_image_t const &frame, char const **message) noexcept {
+    clip_t &clip = *static_cast<clip_t *>(context);
+    geometry_t const &g = *clip.geometry;
+    std::size_t const p = g.image_patch_side, input = p * p * 3;
+    if (clip.frames == 0) clip.grid = image_grid(frame.height, frame.width, p, clip.max_patches);
+    std::size_t const cells = clip.grid.rows * clip.grid.columns;
+    try {
+        clip.work.resize(
+            std::max(clip.work.size(), image_work_bytes(frame.width, clip.grid.rows * p, clip.grid.columns * p)));
+        clip.patches.resize((clip.frames + 1) * cells * input);
+    } catch (...) {
+        return backend_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    }
+    image_patches(g, frame.pixels.data(), frame.height, frame.width, clip.grid, clip.work.data(),
+                  clip.patches.data() + clip.frames * cells * input, input, nullptr);
+    ++clip.frames;
+    return uform_status_ok_k;
+}
 
 struct video_job_t {
     model_t const *model;
@@ -352,19 +377,19 @@ uform_status_t prepare_video(void *context, std::byte *prefix, ram::text_batch_t
     std::size_t const input = tubelet * frame_input;
     auto *patches = reinterpret_cast<float *>(prefix + job.layout.patches);
     auto *positions = reinterpret_cast<std::uint32_t *>(prefix + job.layout.positions);
-    job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
+    job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t) noexcept {
         clip_t const &clip = job.clips[i];
-        std::size_t const grid = clip.grid.rows * clip.grid.columns,
-                          tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
-        std::byte *work = prefix + job.layout.work + worker * job.layout.work_slot;
+        std::size_t const cells = clip.grid.rows * clip.grid.columns, tubelets = (clip.frames + tubelet - 1) / tubelet;
         for (std::size_t t = 0; t != tubelets; ++t) {
-            std::size_t const token = batch.offsets[i] + t * grid;
+            std::size_t const token = batch.offsets[i] + t * cells;
             for (std::size_t f = 0; f != tubelet; ++f) {
-                media::rgb_image_t const &frame = clip.frames[std::min(t * tubelet + f, clip.frames.size() - 1)];
-                image_patches(g, frame.pixels.data(), frame.height, frame.width, clip.grid, work,
-                              patches + token * input + f * frame_input, input, nullptr);
+                float const *frame =
+                    clip.patches.data() + std::min(t * tubelet + f, clip.frames - 1) * cells * frame_input;
+                for (std::size_t cell = 0; cell != cells; ++cell)
+                    std::memcpy(patches + (token + cell) * input + f * frame_input, frame + cell * frame_input,
+                                frame_input * sizeof(float));
             }
-            for (std::size_t cell = 0; cell != grid; ++cell) {
+            for (std::size_t cell = 0; cell != cells; ++cell) {
                 positions[(token + cell) * 3 + 0] = std::uint32_t(t);
                 positions[(token + cell) * 3 + 1] = std::uint32_t(cell / clip.grid.columns);
                 positions[(token + cell) * 3 + 2] = std::uint32_t(cell % clip.grid.columns);
@@ -570,31 +595,26 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
         return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     }
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
-        clip_t &clip = clips[i];
-        if (uform_status_t status = media::decode_video_file(path, double(g.video_fps), max_frames,
-                                                             default_max_pixels_k, clip.frames, item_message))
-            return status;
-        clip.grid = image_grid(clip.frames[0].height, clip.frames[0].width, g.image_patch_side, max_patches_per_frame);
-        return uform_status_ok_k;
+        clips[i].geometry = &g;
+        clips[i].max_patches = max_patches_per_frame;
+        return media::decode_video_file(path, double(g.video_fps), max_frames, default_max_pixels_k,
+                                        {keep_frame, &clips[i]}, item_message);
     };
     if (uform_status_t status = decode_files(call, paths, decode, stats.failed_item, message)) return status;
 
     std::size_t const count = paths.count, p = g.image_patch_side, tubelet = g.video_tubelet_frames;
     std::size_t *offsets = allocate_offsets(call, count);
     if (offsets == nullptr) return backend_fail(message, uform_status_out_of_memory_k, "out of memory for the call");
-    std::size_t work = 0, frames = 0;
+    std::size_t frames = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
         clip_t const &clip = clips[i];
-        std::size_t const tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
-        offsets[i + 1] = offsets[i] + tubelets * clip.grid.rows * clip.grid.columns;
-        for (media::rgb_image_t const &frame : clip.frames)
-            work = std::max(work, image_work_bytes(frame.width, clip.grid.rows * p, clip.grid.columns * p));
-        frames += clip.frames.size();
+        offsets[i + 1] = offsets[i] + (clip.frames + tubelet - 1) / tubelet * clip.grid.rows * clip.grid.columns;
+        frames += clip.frames;
     }
     std::size_t const tokens = offsets[count];
     video_job_t job{&model, &call, clips.data(), tokens, {}};
-    job.layout = layout_front(tokens, tubelet * p * p * 3, g.hidden, true, call.width(), work);
+    job.layout = layout_front(tokens, tubelet * p * p * 3, g.hidden, true, call.width(), 0);
     if (uform_status_t status =
             encode_front(model, call, offsets, count, job.layout, prepare_video, &job, request, encoded, message))
         return status;
