@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "json.hpp"
+#include "media_geometry.hpp"
 
 namespace uform {
 
@@ -242,13 +243,13 @@ class metadata_t {
         return {};
     }
 
-    /** @brief Reads a finite float in `(low, high]`. */
+    /** @brief Reads a finite float in `[low, high]`. */
     verdict_t real(metadata_key_t const &key, bool required, float low, float high, float &out) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
         float value = 0;
         if (!parse_float(*text, value)) return corrupt(key.malformed);
-        if (!(value > low && value <= high)) return corrupt(key.out_of_range);
+        if (!(value >= low && value <= high)) return corrupt(key.out_of_range);
         out = value;
         return {};
     }
@@ -269,7 +270,7 @@ class metadata_t {
         return {};
     }
 
-    /** @brief Reads three finite floats `a,b,c`, each in `(low, high]`. */
+    /** @brief Reads three finite floats `a,b,c`, each in `[low, high]`. */
     verdict_t reals3(metadata_key_t const &key, bool required, float low, float high, float (&out)[3]) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
@@ -278,7 +279,7 @@ class metadata_t {
         for (int i = 0; i != 3; ++i) {
             float value = 0;
             if (!parse_float(parts[i], value)) return corrupt(key.malformed);
-            if (!(value > low && value <= high)) return corrupt(key.out_of_range);
+            if (!(value >= low && value <= high)) return corrupt(key.out_of_range);
             out[i] = value;
         }
         return {};
@@ -407,21 +408,14 @@ class expectations_t {
 
 // endregion
 
-/** @brief The most tokens one image, clip or recording may become: a budget past it is refused at load, so that no
- *  item asks for more memory than a checkpoint's weights take. */
-constexpr std::uint64_t item_tokens_max_k = 65'536;
-/** @brief The largest `norm_eps`: past it RMSNorm stops normalising (and huge values run into denormals). */
+/** @brief The smallest positive normal float: the least `norm_eps`, `rope.theta` or `video.fps` may be. */
+constexpr float positive_min_k = std::numeric_limits<float>::min();
+/** @brief The largest `norm_eps`: past it RMSNorm stops normalising (and huge values flush activations to denormals). */
 constexpr float norm_eps_max_k = 1.0f;
 /** @brief The largest finite float. */
 constexpr float float_max_k = std::numeric_limits<float>::max();
-/** @brief Bounds of `image.mean` (in magnitude) and `image.std`, which keep normalised pixels finite. */
-constexpr float pixel_scale_max_k = 1e6f;
-/** @brief Bounds of `video.fps`. */
+/** @brief Bounds of `video.fps`: frames a second apart from a millisecond to over a quarter hour. */
 constexpr float video_fps_min_k = 1e-3f, video_fps_max_k = 1e3f;
-/** @brief The largest `audio.n_fft`, and of `hop`, `mel_bins` and `frames_per_patch`. */
-constexpr std::uint64_t audio_n_fft_max_k = 16'384;
-/** @brief The most samples of one recording the budget may keep (35 minutes at 16 kHz, 128 MiB of F32). */
-constexpr std::uint64_t audio_samples_max_k = std::uint64_t(1) << 25;
 
 /** @brief Reads the trunk's keys into `g`. */
 verdict_t read_trunk(metadata_t const &meta, geometry_t &g) {
@@ -433,8 +427,8 @@ verdict_t read_trunk(metadata_t const &meta, geometry_t &g) {
     if (std::uint64_t(g.heads) * g.head_dim > max_count_k)
         return corrupt("checkpoint: metadata uform.heads * uform.head_dim is too large");
     if (verdict_t v = meta.count(key_ffn_hidden_k, true, 1, g.ffn_hidden)) return v;
-    if (verdict_t v = meta.real(key_norm_eps_k, true, 0, norm_eps_max_k, g.norm_eps)) return v;
-    if (verdict_t v = meta.real(key_rope_theta_k, true, 0, float_max_k, g.rope_theta)) return v;
+    if (verdict_t v = meta.real(key_norm_eps_k, true, positive_min_k, norm_eps_max_k, g.norm_eps)) return v;
+    if (verdict_t v = meta.real(key_rope_theta_k, true, positive_min_k, float_max_k, g.rope_theta)) return v;
     if (verdict_t v = meta.counts3(key_rope_sections_k, true, g.rope_sections)) return v;
     if (std::uint64_t(g.rope_sections[0]) + g.rope_sections[1] + g.rope_sections[2] != g.head_dim / 2)
         return corrupt("checkpoint: metadata uform.rope.sections must sum to uform.head_dim / 2");
@@ -447,12 +441,11 @@ verdict_t read_image(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_image_patch_side_k, required, 1, g.image_patch_side)) return v;
     if (verdict_t v = meta.count(key_image_channels_k, required, 3, g.image_channels)) return v;
     if (meta.has(key_image_channels_k) && g.image_channels != 3) return corrupt(key_image_channels_k.out_of_range);
-    if (verdict_t v = meta.count(key_image_max_patches_k, required, 1, g.image_max_patches, item_tokens_max_k))
+    if (verdict_t v = meta.count(key_image_max_patches_k, required, 1, g.image_max_patches, max_item_tokens_k))
         return v;
-    if (verdict_t v = meta.reals3(key_image_mean_k, required, -pixel_scale_max_k, pixel_scale_max_k, g.image_mean))
+    if (verdict_t v = meta.reals3(key_image_mean_k, required, -image_mean_bound_k, image_mean_bound_k, g.image_mean))
         return v;
-    if (verdict_t v = meta.reals3(key_image_std_k, required, 1 / pixel_scale_max_k, pixel_scale_max_k, g.image_std))
-        return v;
+    if (verdict_t v = meta.reals3(key_image_std_k, required, image_std_min_k, image_std_max_k, g.image_std)) return v;
     return {};
 }
 
@@ -460,31 +453,34 @@ verdict_t read_image(metadata_t const &meta, bool required, geometry_t &g) {
 verdict_t read_video(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_video_tubelet_frames_k, required, 1, g.video_tubelet_frames)) return v;
     if (verdict_t v = meta.real(key_video_fps_k, required, video_fps_min_k, video_fps_max_k, g.video_fps)) return v;
-    if (verdict_t v = meta.count(key_video_max_frames_k, required, 1, g.video_max_frames, item_tokens_max_k)) return v;
+    if (verdict_t v = meta.count(key_video_max_frames_k, required, 1, g.video_max_frames, max_video_frames_k)) return v;
     if (verdict_t v = meta.count(key_video_max_patches_per_frame_k, required, 1, g.video_max_patches_per_frame,
-                                 item_tokens_max_k))
+                                 max_item_tokens_k))
         return v;
-    if (g.video_tubelet_frames != 0 &&
-        (g.video_max_frames + g.video_tubelet_frames - 1) / g.video_tubelet_frames * g.video_max_patches_per_frame >
-            item_tokens_max_k)
-        return corrupt("checkpoint: metadata uform.video.* allow a clip more than 65,536 tubelets");
+    std::uint64_t const tubelets =
+        g.video_tubelet_frames ? (g.video_max_frames + g.video_tubelet_frames - 1) / g.video_tubelet_frames : 0;
+    if (tubelets * g.video_max_patches_per_frame > max_item_tokens_k) // both factors bounded: no overflow
+        return corrupt("checkpoint: metadata uform.video.max_frames and max_patches_per_frame allow too many tokens");
     return {};
 }
 
 /** @brief Reads the audio keys (required for audio, validated whenever present). */
 verdict_t read_audio(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_audio_sample_rate_k, required, 1, g.audio_sample_rate)) return v;
-    if (verdict_t v = meta.count(key_audio_n_fft_k, required, 2, g.audio_n_fft, audio_n_fft_max_k)) return v;
-    if (g.audio_n_fft % 2 != 0) return corrupt("checkpoint: metadata uform.audio.n_fft must be even");
-    if (verdict_t v = meta.count(key_audio_hop_k, required, 1, g.audio_hop, audio_n_fft_max_k)) return v;
-    if (verdict_t v = meta.count(key_audio_mel_bins_k, required, 1, g.audio_mel_bins, audio_n_fft_max_k)) return v;
-    if (verdict_t v =
-            meta.count(key_audio_frames_per_patch_k, required, 1, g.audio_frames_per_patch, audio_n_fft_max_k))
+    if (verdict_t v = meta.count(key_audio_n_fft_k, required, 2, g.audio_n_fft, max_n_fft_k)) return v;
+    if (g.audio_n_fft % 2 != 0) return corrupt(key_audio_n_fft_k.out_of_range);
+    if (verdict_t v = meta.count(key_audio_hop_k, required, 1, g.audio_hop, max_n_fft_k)) return v;
+    if (g.audio_n_fft != 0 && g.audio_hop > g.audio_n_fft) return corrupt(key_audio_hop_k.out_of_range);
+    if (verdict_t v = meta.count(key_audio_mel_bins_k, required, 1, g.audio_mel_bins, max_n_fft_k)) return v;
+    if (verdict_t v = meta.count(key_audio_frames_per_patch_k, required, 1, g.audio_frames_per_patch, max_n_fft_k))
         return v;
-    if (verdict_t v = meta.count(key_audio_max_patches_k, required, 1, g.audio_max_patches, item_tokens_max_k))
+    if (verdict_t v = meta.count(key_audio_max_patches_k, required, 1, g.audio_max_patches, max_item_tokens_k))
         return v;
-    if (std::uint64_t(g.audio_max_patches) * g.audio_frames_per_patch * g.audio_hop > audio_samples_max_k)
-        return corrupt("checkpoint: metadata uform.audio.* keep more than 2^25 samples of a clip");
+    // Absent keys (allowed without audio tensors) read as zero and pass.
+    if (meta.has(key_audio_sample_rate_k) && !sample_rate_accepted(g.audio_sample_rate))
+        return corrupt(key_audio_sample_rate_k.out_of_range);
+    if (audio_sample_budget(g, g.audio_max_patches) > max_audio_samples_k) // each factor bounded: no overflow
+        return corrupt("checkpoint: metadata uform.audio.max_patches * frames_per_patch * hop exceeds 2^24 samples");
     return {};
 }
 

@@ -5,12 +5,12 @@
 #include <chrono>
 
 #include "checks.hpp"
+#include "media_geometry.hpp"
 
 namespace uform {
 
 namespace {
 
-constexpr std::size_t default_max_pixels_k = 100'000'000;
 /** Most bytes of one text when a verb's `max_bytes` is zero, and the most it may name. */
 constexpr std::size_t default_text_max_bytes_k = 16'384, text_max_bytes_limit_k = std::size_t(1) << 24;
 
@@ -419,12 +419,14 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
         if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
                                                UFORM_TAPE_MESSAGES("the samples tape"), message))
             return status;
-        if (sample_rate == 0) return fail(message, uform_status_invalid_argument_k, "the sample rate is zero");
+        if (!sample_rate_accepted(sample_rate))
+            return fail(message, uform_status_invalid_argument_k, "the sample rate is outside 1 kHz to 384 kHz");
         std::size_t const count = samples_offsets ? samples_count : 0;
         for (std::size_t item = 0; item != count; ++item)
             for (std::size_t i = samples_offsets[item]; i != samples_offsets[item + 1]; ++i)
-                if (!std::isfinite(samples[i]))
-                    return checks.fail_at(item, uform_status_invalid_argument_k, "a sample is NaN or infinite");
+                if (!(std::fabs(samples[i]) <= max_sample_magnitude_k))
+                    return checks.fail_at(item, uform_status_invalid_argument_k,
+                                          "a sample is NaN, infinite or beyond 2^32");
         return checks.modality(&geometry_t::has_audio, "the model has no audio front-end");
     }();
     if (checked) return checks.refuse(args, checked);

@@ -725,9 +725,11 @@ pub struct uform_image_encode_stats_t {
 pub struct uform_image_encode_args_t {
     /// The scalar every output lands as; `auto` is F32.
     pub scalar: uform_scalar_t,
-    /// Patches per image at most; zero takes the checkpoint's `uform.image.max_patches`, which bounds it.
+    /** Patches per image at most; zero takes the checkpoint's `uform.image.max_patches`, which bounds it (a checkpoint
+    declares at most 65,536). However tall or wide an image, its grid stays within it.*/
     pub max_patches: usize,
-    /// Decoded pixels per image at most; zero takes 100 million. Larger images fail with `limit-exceeded`.
+    /** Decoded pixels per image at most; zero takes 100 million. Larger images fail with `limit-exceeded`. Beyond
+    the pixels themselves, resizing takes memory for the grid alone, not for the image's size.*/
     pub max_pixels: usize,
     /// Nullable; receives what the call did.
     pub stats: *mut uform_image_encode_stats_t,
@@ -776,9 +778,10 @@ pub struct uform_audio_encode_stats_t {
     pub items: usize,
     /// Patches through the trunk.
     pub tokens: usize,
-    /// Seconds of audio read, before truncation.
+    /** Seconds of audio read, at each input's own rate: all of a samples item, and of a file what was decoded, which
+    stops soon after the patch budget (so a truncated file counts little more than the budget's seconds).*/
     pub seconds: f64,
-    /// Items truncated to the patch budget.
+    /// Items truncated to the patch budget: samples past `max_patches * frames_per_patch * hop` were dropped.
     pub truncated_items: usize,
     /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
     pub failed_item: usize,
@@ -852,7 +855,8 @@ unsafe extern "C" {
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
     /** @brief Encodes JPEG, PNG or WebP files named by a tape of paths.
-    A model without the image front-end answers `uform_status_unsupported_k`.
+    A model without the image front-end answers `uform_status_unsupported_k`; a file in another format
+    `uform_status_corrupt_k`. FFmpeg decodes them and logs nothing (see the README's `UFORM_FFMPEG_LOG`).
     @uform verb EncodeVerbs
     @uform tape files paths
     @uform result encoded*/
@@ -895,7 +899,9 @@ unsafe extern "C" {
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
     /** @brief Encodes MP4 or WebM clips named by a tape of paths, streaming their frames.
-    A model without the video front-end answers `uform_status_unsupported_k`.
+    A model without the video front-end answers `uform_status_unsupported_k`. Only MP4 (and its QuickTime family)
+    and Matroska/WebM containers are opened, as local files: an image, a playlist or a concatenation list is
+    `uform_status_corrupt_k`.
     @uform verb EncodeVerbs
     @uform tape files paths
     @uform result encoded*/
@@ -913,8 +919,11 @@ unsafe extern "C" {
         outcome: *mut uform_outcome_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /** @brief Encodes WAV, FLAC, MP3 or Opus recordings named by a tape of paths.
-    A model without the audio front-end answers `uform_status_unsupported_k`.
+    /** @brief Encodes WAV, FLAC, MP3 or Opus (in Ogg) recordings named by a tape of paths.
+    A model without the audio front-end answers `uform_status_unsupported_k`; so does a recording whose sample rate
+    lies outside 1 kHz to 384 kHz. Another container (MP4, a playlist, a concatenation list) is
+    `uform_status_corrupt_k`, and so is a NaN, infinite or huge sample (beyond 2^32). Decoding stops once the patch
+    budget is covered: the rest of a long file is never read (nor checked for truncation).
     @uform verb EncodeVerbs
     @uform tape files paths
     @uform result encoded*/
@@ -932,8 +941,10 @@ unsafe extern "C" {
         outcome: *mut uform_outcome_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /** @brief Encodes mono `float` samples at `sample_rate` Hz (nonzero), resampled to the model's rate.
-    A NaN or infinite sample is `uform_status_invalid_argument_k`; an empty item is legal.
+    /** @brief Encodes mono `float` samples at `sample_rate` Hz, resampled to the model's rate.
+    A sample rate outside 1 kHz to 384 kHz, or a NaN, infinite or huge sample (its magnitude beyond 2^32, the range of
+    unnormalised 32-bit PCM), is `uform_status_invalid_argument_k`. An empty item is legal and has no tokens; a
+    nonempty one has at least one, however few its samples. Only the samples the patch budget covers are resampled.
     @uform verb EncodeVerbs
     @uform tape samples
     @uform result encoded*/

@@ -82,39 +82,6 @@ inline void fill_row(std::uint64_t seed, surface_t surface, std::uint64_t row, s
     for (std::size_t i = 0; i != columns; ++i) out[i] = float(out[i] * scale);
 }
 
-/** @brief The image grid of MODEL.md for `height` x `width` pixels, patch side `p`, budget `max_patches`. */
-inline std::size_t image_grid(std::size_t height, std::size_t width, std::size_t p, std::size_t max_patches,
-                              std::size_t *rows = nullptr, std::size_t *columns = nullptr) noexcept {
-    if (!p || !max_patches) return 0;
-    double const h = double(height) / double(p), w = double(width) / double(p);
-    double const s = std::sqrt(double(max_patches) / (h * w));
-    double const gh_real = std::floor(h * s + 1e-6);
-    std::size_t const gh = gh_real < 1 ? 1 : std::size_t(gh_real);
-    double const gw_real = std::floor(w * s + 1e-6);
-    std::size_t gw = gw_real < 1 ? 0 : std::size_t(gw_real);
-    gw = std::min(gw, max_patches / gh);
-    if (gw < 1) gw = 1;
-    if (rows) *rows = gh;
-    if (columns) *columns = gw;
-    return gh * gw;
-}
-
-/** @brief Audio patches of MODEL.md for `samples` at the model's rate; `truncated` says if the budget cut it. */
-inline std::size_t audio_patches(std::size_t samples, std::size_t n_fft, std::size_t hop, std::size_t frames_per_patch,
-                                 std::size_t max_patches, bool &truncated) noexcept {
-    truncated = false;
-    if (samples == 0 || hop == 0 || frames_per_patch == 0) return 0;
-    std::size_t const minimum = n_fft / 2 + 1;
-    if (samples < minimum) samples = minimum;
-    std::size_t const frames = samples / hop; // 1 + samples / hop centred frames, less the last one dropped
-    std::size_t patches = (frames + frames_per_patch - 1) / frames_per_patch;
-    if (patches > max_patches) {
-        patches = max_patches;
-        truncated = true;
-    }
-    return patches;
-}
-
 /** @brief What reading a media file learned: its bytes' hash and length, or the failure. */
 struct file_digest_t {
     uform_status_t status;

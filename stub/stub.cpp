@@ -10,6 +10,7 @@
 
 #include "../c/backend.hpp"
 #include "../c/checks.hpp"
+#include "../c/media_geometry.hpp"
 #include "../c/scalars.hpp"
 #include "rows.hpp"
 
@@ -319,7 +320,8 @@ uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view
         std::uint64_t seed = item_seed(uform_modality_image_k);
         seed = fnv1a_u64(fnv1a_u64(seed, heights[i]), widths[i]);
         item.seed = fnv1a(seed, bytes.data(), bytes.size());
-        item.tokens = image_grid(heights[i], widths[i], p, max_patches);
+        image_grid_t const grid = image_grid(heights[i], widths[i], p, max_patches);
+        item.tokens = grid.rows * grid.columns;
         item.extra = double(heights[i]) * double(widths[i]);
     };
     if (uform_status_t status =
@@ -368,8 +370,9 @@ uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char
         std::uint64_t length = 0;
         if (!digest_item(paths, i, uform_modality_audio_k, item, length)) return;
         std::size_t const samples = length > 44 ? (length - 44) / 2 : 0;
-        item.tokens =
-            audio_patches(samples, g.audio_n_fft, g.audio_hop, g.audio_frames_per_patch, max_patches, item.truncated);
+        audio_shape_t const shape = audio_shape(g, samples, max_patches);
+        item.tokens = shape.patches;
+        item.truncated = shape.truncated;
         item.extra = double(samples) / double(g.audio_sample_rate);
     };
     if (uform_status_t status =
@@ -398,9 +401,9 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
         double const resampled =
             std::nearbyint(double(values.size()) * double(g.audio_sample_rate) / double(sample_rate));
         std::size_t const count = values.empty() ? 0 : std::size_t(resampled);
-        item.tokens = values.empty() ? 0
-                                     : audio_patches(std::max<std::size_t>(count, 1), g.audio_n_fft, g.audio_hop,
-                                                     g.audio_frames_per_patch, max_patches, item.truncated);
+        audio_shape_t const shape = audio_shape(g, values.empty() ? 0 : std::max<std::size_t>(count, 1), max_patches);
+        item.tokens = shape.patches;
+        item.truncated = shape.truncated;
         item.extra = double(values.size()) / double(sample_rate);
     };
     if (uform_status_t status =

@@ -13,6 +13,7 @@
 #include "../c/backend.hpp"
 #include "../c/checkpoint_writer.hpp"
 #include "../c/checks.hpp"
+#include "../c/media_geometry.hpp"
 #include "../c/scalars.hpp"
 #include "rows.hpp"
 
@@ -136,12 +137,9 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
             file_digest_t const digest = digest_file(path, item_seed(modality));
             if (digest.status) return fail(message, digest.status, digest_message(digest.status));
             seed = digest.hash;
-            bool truncated = false;
             if (modality == uform_modality_image_k) count = g.image_max_patches;
             else if (modality == uform_modality_video_k) count = g.video_max_patches_per_frame;
-            else
-                count = audio_patches(digest.length > 44 ? (digest.length - 44) / 2 : 0, g.audio_n_fft, g.audio_hop,
-                                      g.audio_frames_per_patch, g.audio_max_patches, truncated);
+            else count = audio_shape(g, digest.length > 44 ? (digest.length - 44) / 2 : 0, g.audio_max_patches).patches;
         }
         trainer.seeds[i] = seed;
         trainer.tokens[i] = count;

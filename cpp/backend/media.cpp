@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../c/checks.hpp"
+#include "../../c/media_geometry.hpp"
 #include "../media/audio_decode.hpp"
 #include "../media/video_decode.hpp"
 #include "encode.hpp"
@@ -102,114 +103,124 @@ value_type_ *arena_array(call_t &call, std::size_t count) noexcept {
 /* Images                                                                                                      */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/// MODEL.md's grid of an `height x width` image with patch side `p` under the budget `max_patches`.
-void image_grid(std::size_t height, std::size_t width, std::size_t p, std::size_t max_patches, std::size_t &rows,
-                std::size_t &columns) noexcept {
-    double const h = double(height) / double(p), w = double(width) / double(p);
-    double const s = std::sqrt(double(max_patches) / (h * w));
-    double const gh = std::floor(h * s + 1e-6), gw = std::floor(w * s + 1e-6);
-    rows = gh < 1 ? 1 : std::size_t(gh);
-    columns = std::min(gw < 1 ? std::size_t(0) : std::size_t(gw), max_patches / rows);
-    columns = std::max<std::size_t>(columns, 1);
-}
+/// One axis of the filter of torch's `interpolate(mode="bilinear", antialias=True, align_corners=False)` and PIL's
+/// BILINEAR, from `in` samples to `out`: the triangle widened by the scale factor when shrinking. Per output `i` it
+/// keeps the first input `first[i]`, the taps `count[i]` and the sum `total[i]` of their raw weights; each weight is
+/// computed where it is used, so the filter's memory grows with the output alone, however long the input.
+struct resize_axis_t {
+    double scale = 1, support = 1, inverse = 1;
+    std::size_t *first = nullptr, *count = nullptr;
+    double *total = nullptr;
 
-/// Taps per output of the antialiased triangle filter from `in` samples to `out`.
-std::size_t resize_taps(std::size_t in, std::size_t out) noexcept {
-    double const scale = double(in) / double(out);
-    return std::size_t(std::ceil(2 * std::max(scale, 1.0))) + 2;
-}
-
-/// The filter of torch's `interpolate(mode="bilinear", antialias=True, align_corners=False)` and PIL's BILINEAR:
-/// per output `i`, the first input `first[i]`, `count[i]` taps and their weights (`taps` apart), normalised.
-void resize_weights(std::size_t in, std::size_t out, std::size_t taps, std::size_t *first, std::size_t *count,
-                    float *weights) noexcept {
-    double const scale = double(in) / double(out);
-    double const support = scale >= 1 ? scale : 1.0, inverse = scale >= 1 ? 1 / scale : 1.0;
-    for (std::size_t i = 0; i != out; ++i) {
-        double const center = scale * (double(i) + 0.5);
-        auto const low = std::max<std::int64_t>(std::int64_t(center - support + 0.5), 0);
-        auto const high = std::min<std::int64_t>(std::int64_t(center + support + 0.5), std::int64_t(in));
-        std::size_t const size = std::min<std::size_t>(high > low ? std::size_t(high - low) : 0, taps);
-        float *row = weights + i * taps;
-        double total = 0;
-        for (std::size_t j = 0; j != size; ++j) {
-            double const x = (double(j) + double(low) - center + 0.5) * inverse;
-            double const w = std::max(0.0, 1.0 - std::fabs(x));
-            row[j] = float(w);
-            total += w;
+    /// Lays the axis out in `work`, which holds `resize_axis_bytes(out)`, and computes its spans.
+    resize_axis_t(std::size_t in, std::size_t out, std::byte *work) noexcept
+        : scale(double(in) / double(out)), support(scale >= 1 ? scale : 1.0), inverse(scale >= 1 ? 1 / scale : 1.0),
+          first(reinterpret_cast<std::size_t *>(work)),
+          count(reinterpret_cast<std::size_t *>(work + scratch_bytes<std::size_t>(out))),
+          total(reinterpret_cast<double *>(work + 2 * scratch_bytes<std::size_t>(out))) {
+        for (std::size_t i = 0; i != out; ++i) {
+            double const center = scale * (double(i) + 0.5);
+            auto const low = std::max<std::int64_t>(std::int64_t(center - support + 0.5), 0);
+            auto const high = std::min<std::int64_t>(std::int64_t(center + support + 0.5), std::int64_t(in));
+            first[i] = std::size_t(low);
+            count[i] = high > low ? std::size_t(high - low) : 0;
+            total[i] = 0;
+            for (std::size_t j = 0; j != count[i]; ++j) total[i] += raw(i, j);
         }
-        if (total != 0)
-            for (std::size_t j = 0; j != size; ++j) row[j] = float(double(row[j]) / total);
-        first[i] = std::size_t(low);
-        count[i] = size;
     }
+
+    /// The unnormalised weight of tap `j` of output `i`.
+    double raw(std::size_t i, std::size_t j) const noexcept {
+        double const x = (double(j) + double(first[i]) - scale * (double(i) + 0.5) + 0.5) * inverse;
+        return std::max(0.0, 1.0 - std::fabs(x));
+    }
+
+    /// The weight of tap `j` of output `i`, normalised over the output's taps (rounded to F32 before and after).
+    float weight(std::size_t i, std::size_t j) const noexcept {
+        float const w = float(raw(i, j));
+        return total[i] != 0 ? float(double(w) / total[i]) : w;
+    }
+};
+
+/// Bytes of one `resize_axis_t` of `out` outputs.
+constexpr std::size_t resize_axis_bytes(std::size_t out) noexcept {
+    return 2 * scratch_bytes<std::size_t>(out) + scratch_bytes<double>(out);
 }
 
-/// Bytes of one image's resize work: both passes' buffers and both filters.
-std::size_t image_work_bytes(std::size_t height, std::size_t width, std::size_t out_height,
-                             std::size_t out_width) noexcept {
-    std::size_t const horizontal = resize_taps(width, out_width), vertical = resize_taps(height, out_height);
-    return scratch_bytes(height * out_width * 3) + scratch_bytes(out_height * out_width * 3) +
-           scratch_bytes(out_width * horizontal) + scratch_bytes(out_height * vertical) +
-           scratch_bytes<std::size_t>(2 * out_width) + scratch_bytes<std::size_t>(2 * out_height);
+/// Floats of the cache of row weights: every tap of one output column at least, else 2^16.
+std::size_t row_weights_capacity(std::size_t width, std::size_t out_width) noexcept {
+    double const scale = double(width) / double(out_width);
+    return std::max<std::size_t>(std::size_t(std::ceil(2 * std::max(scale, 1.0))) + 2, std::size_t(1) << 16);
 }
 
-/// Resizes one RGB image to `gh * p x gw * p` and writes its normalised patch vectors, `stride` floats apart, and
-/// (when `positions` is not null) their `(0, row, column)` positions, row-major over the grid.
+/// Bytes of one image's resize work from `width` columns to `out_height x out_width`: one row resized along its
+/// width, the sums of the output, both axes and a cache of row weights. None of it grows with the input's height,
+/// and only the cache with its width, by the taps of one output column.
+std::size_t image_work_bytes(std::size_t width, std::size_t out_height, std::size_t out_width) noexcept {
+    return scratch_bytes(out_width * 3) + scratch_bytes<double>(out_height * out_width * 3) +
+           resize_axis_bytes(out_width) + resize_axis_bytes(out_height) +
+           scratch_bytes(row_weights_capacity(width, out_width));
+}
+
+/// Resizes one RGB image to `grid.rows * p x grid.columns * p` and writes its normalised patch vectors, `stride`
+/// floats apart, and (when `positions` is not null) their `(0, row, column)` positions, row-major over the grid.
+/// Along each row, then along each column, on the float values of the 8-bit pixels: each input row is resized along
+/// its width and added, weighted, to the output rows whose taps cover it (in input order, as a gather would), a
+/// block of output columns at a time: as many as the cache holds the row weights of (all of them, but for images
+/// thousands of times wider than their grid).
 void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t height, std::size_t width,
-                   std::size_t rows, std::size_t columns, std::byte *work, float *patches, std::size_t stride,
+                   image_grid_t grid, std::byte *work, float *patches, std::size_t stride,
                    std::uint32_t *positions) noexcept {
-    std::size_t const p = g.image_patch_side, out_height = rows * p, out_width = columns * p;
-    std::size_t const horizontal = resize_taps(width, out_width), vertical = resize_taps(height, out_height);
-    auto *wide = reinterpret_cast<float *>(work); // [height x out_width x 3]
-    work += scratch_bytes(height * out_width * 3);
-    auto *resized = reinterpret_cast<float *>(work); // [out_height x out_width x 3]
-    work += scratch_bytes(out_height * out_width * 3);
-    auto *horizontal_weights = reinterpret_cast<float *>(work);
-    work += scratch_bytes(out_width * horizontal);
-    auto *vertical_weights = reinterpret_cast<float *>(work);
-    work += scratch_bytes(out_height * vertical);
-    auto *horizontal_taps = reinterpret_cast<std::size_t *>(work);
-    work += scratch_bytes<std::size_t>(2 * out_width);
-    auto *vertical_taps = reinterpret_cast<std::size_t *>(work);
-    resize_weights(width, out_width, horizontal, horizontal_taps, horizontal_taps + out_width, horizontal_weights);
-    resize_weights(height, out_height, vertical, vertical_taps, vertical_taps + out_height, vertical_weights);
+    std::size_t const p = g.image_patch_side, out_height = grid.rows * p, out_width = grid.columns * p;
+    auto *row = reinterpret_cast<float *>(work); // [out_width x 3]: one input row resized along its width
+    work += scratch_bytes(out_width * 3);
+    auto *sums = reinterpret_cast<double *>(work); // [out_height x out_width x 3]
+    work += scratch_bytes<double>(out_height * out_width * 3);
+    resize_axis_t const across(width, out_width, work);
+    work += resize_axis_bytes(out_width);
+    resize_axis_t const down(height, out_height, work);
+    work += resize_axis_bytes(out_height);
+    auto *cache = reinterpret_cast<float *>(work); // the row weights of the block's columns, tap after tap
+    std::size_t const capacity = row_weights_capacity(width, out_width);
+    std::fill(sums, sums + out_height * out_width * 3, 0.0);
 
-    // Along each row, then along each column, on the float values of the 8-bit pixels.
-    for (std::size_t y = 0; y != height; ++y)
-        for (std::size_t x = 0; x != out_width; ++x) {
-            float const *w = horizontal_weights + x * horizontal;
-            std::uint8_t const *source = pixels + (y * width + horizontal_taps[x]) * 3;
-            double sum[3] = {0, 0, 0};
-            for (std::size_t t = 0; t != horizontal_taps[out_width + x]; ++t)
-                for (std::size_t c = 0; c != 3; ++c) sum[c] += double(w[t]) * double(source[t * 3 + c]);
-            for (std::size_t c = 0; c != 3; ++c) wide[(y * out_width + x) * 3 + c] = float(sum[c]);
-        }
-    for (std::size_t y = 0; y != out_height; ++y) {
-        float const *w = vertical_weights + y * vertical;
-        std::size_t const first = vertical_taps[y], taps = vertical_taps[out_height + y];
-        for (std::size_t x = 0; x != out_width; ++x)
-            for (std::size_t c = 0; c != 3; ++c) {
-                double sum = 0;
-                for (std::size_t t = 0; t != taps; ++t)
-                    sum += double(w[t]) * double(wide[((first + t) * out_width + x) * 3 + c]);
-                resized[(y * out_width + x) * 3 + c] = float(sum);
+    for (std::size_t begin = 0, end = 0; begin != out_width; begin = end) {
+        std::size_t cached = 0;
+        for (; end != out_width && cached + across.count[end] <= capacity; ++end)
+            for (std::size_t t = 0; t != across.count[end]; ++t) cache[cached++] = across.weight(end, t);
+        std::size_t lowest = 0; // the first output row whose taps reach the current input row
+        for (std::size_t y = 0; y != height; ++y) {
+            while (lowest != out_height && down.first[lowest] + down.count[lowest] <= y) ++lowest;
+            if (lowest == out_height || down.first[lowest] > y) continue; // no output row reads this one
+            float const *w = cache;
+            for (std::size_t x = begin; x != end; ++x) {
+                std::uint8_t const *source = pixels + (y * width + across.first[x]) * 3;
+                double sum[3] = {0, 0, 0};
+                for (std::size_t t = 0; t != across.count[x]; ++t, ++w)
+                    for (std::size_t c = 0; c != 3; ++c) sum[c] += double(*w) * double(source[t * 3 + c]);
+                for (std::size_t c = 0; c != 3; ++c) row[x * 3 + c] = float(sum[c]);
             }
+            for (std::size_t out = lowest; out != out_height && down.first[out] <= y; ++out) {
+                double const weight = down.weight(out, y - down.first[out]);
+                double *target = sums + out * out_width * 3;
+                for (std::size_t i = begin * 3; i != end * 3; ++i) target[i] += weight * double(row[i]);
+            }
+        }
     }
     // Patches: index `(py * p + px) * channels + c`, scaled to [0, 1], then `(x - mean[c]) / std[c]`.
-    for (std::size_t row = 0; row != rows; ++row)
-        for (std::size_t column = 0; column != columns; ++column) {
-            std::size_t const token = row * columns + column;
+    for (std::size_t r = 0; r != grid.rows; ++r)
+        for (std::size_t column = 0; column != grid.columns; ++column) {
+            std::size_t const token = r * grid.columns + column;
             float *patch = patches + token * stride;
             for (std::size_t py = 0; py != p; ++py)
                 for (std::size_t px = 0; px != p; ++px)
                     for (std::size_t c = 0; c != 3; ++c) {
-                        float const value = resized[((row * p + py) * out_width + column * p + px) * 3 + c] / 255.0f;
-                        patch[(py * p + px) * 3 + c] = (value - g.image_mean[c]) / g.image_std[c];
+                        float const resized = float(sums[((r * p + py) * out_width + column * p + px) * 3 + c]);
+                        patch[(py * p + px) * 3 + c] = (resized / 255.0f - g.image_mean[c]) / g.image_std[c];
                     }
             if (positions == nullptr) continue;
             positions[token * 3 + 0] = 0;
-            positions[token * 3 + 1] = std::uint32_t(row);
+            positions[token * 3 + 1] = std::uint32_t(r);
             positions[token * 3 + 2] = std::uint32_t(column);
         }
 }
@@ -238,10 +249,9 @@ uform_status_t prepare_images(void *context, std::byte *prefix, ram::token_batch
     auto *positions = reinterpret_cast<std::uint32_t *>(prefix + job.layout.positions);
     images_t const &images = *job.images;
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
-        std::size_t rows, columns;
-        image_grid(images.heights[i], images.widths[i], g.image_patch_side, job.max_patches, rows, columns);
+        image_grid_t const grid = image_grid(images.heights[i], images.widths[i], g.image_patch_side, job.max_patches);
         std::size_t const token = batch.offsets[i];
-        image_patches(g, images.pixels[i], images.heights[i], images.widths[i], rows, columns,
+        image_patches(g, images.pixels[i], images.heights[i], images.widths[i], grid,
                       prefix + job.layout.work + worker * job.layout.work_slot, patches + token * input, input,
                       positions + token * 3);
     });
@@ -269,11 +279,10 @@ uform_status_t encode_images(model_t const &model, call_t &call, images_t const 
     std::size_t work = 0, pixel_count = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
-        std::size_t rows, columns;
-        image_grid(images.heights[i], images.widths[i], g.image_patch_side, max_patches, rows, columns);
-        offsets[i + 1] = offsets[i] + rows * columns;
-        work = std::max(work, image_work_bytes(images.heights[i], images.widths[i], rows * g.image_patch_side,
-                                               columns * g.image_patch_side));
+        image_grid_t const grid = image_grid(images.heights[i], images.widths[i], g.image_patch_side, max_patches);
+        offsets[i + 1] = offsets[i] + grid.rows * grid.columns;
+        work = std::max(work, image_work_bytes(images.widths[i], grid.rows * g.image_patch_side,
+                                               grid.columns * g.image_patch_side));
         pixel_count += images.heights[i] * images.widths[i];
     }
     std::size_t const tokens = offsets[count];
@@ -319,14 +328,36 @@ uform_status_t decode_files(call_t &call, tape_view_t<char> const &paths, decode
 /* Video                                                                                                       */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/// Decoded pixels per video frame at most: the image verbs' default limit.
-constexpr std::size_t video_max_pixels_k = 100'000'000;
-
-/// One clip's sampled frames and the grid of its first frame.
+/// One clip's sampled frames, each resized to the grid of its first frame as soon as it is decoded, so that a clip
+/// holds its patch vectors and never its frames.
 struct clip_t {
-    std::vector<media::rgb_image_t> frames;
-    std::size_t rows = 0, columns = 0;
+    geometry_t const *geometry = nullptr;
+    std::size_t max_patches = 0; // per frame
+    image_grid_t grid;
+    std::size_t frames = 0;
+    std::vector<float> patches;  // [frames x grid cells x p * p * 3], normalised
+    std::vector<std::byte> work; // the resize's work
 };
+
+/// A `media::frame_sink_t` into a `clip_t`: resizes the frame to the clip's grid and appends its patch vectors.
+uform_status_t keep_frame(void *context, media::rgb_image_t const &frame, char const **message) noexcept {
+    clip_t &clip = *static_cast<clip_t *>(context);
+    geometry_t const &g = *clip.geometry;
+    std::size_t const p = g.image_patch_side, input = p * p * 3;
+    if (clip.frames == 0) clip.grid = image_grid(frame.height, frame.width, p, clip.max_patches);
+    std::size_t const cells = clip.grid.rows * clip.grid.columns;
+    try {
+        clip.work.resize(
+            std::max(clip.work.size(), image_work_bytes(frame.width, clip.grid.rows * p, clip.grid.columns * p)));
+        clip.patches.resize((clip.frames + 1) * cells * input);
+    } catch (...) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    }
+    image_patches(g, frame.pixels.data(), frame.height, frame.width, clip.grid, clip.work.data(),
+                  clip.patches.data() + clip.frames * cells * input, input, nullptr);
+    ++clip.frames;
+    return uform_status_ok_k;
+}
 
 struct video_job_t {
     model_t const *model;
@@ -345,21 +376,22 @@ uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_
     std::size_t const input = tubelet * frame_input;
     auto *patches = reinterpret_cast<float *>(prefix + job.layout.patches);
     auto *positions = reinterpret_cast<std::uint32_t *>(prefix + job.layout.positions);
-    job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
+    job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t) noexcept {
         clip_t const &clip = job.clips[i];
-        std::size_t const grid = clip.rows * clip.columns, tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
-        std::byte *work = prefix + job.layout.work + worker * job.layout.work_slot;
+        std::size_t const cells = clip.grid.rows * clip.grid.columns, tubelets = (clip.frames + tubelet - 1) / tubelet;
         for (std::size_t t = 0; t != tubelets; ++t) {
-            std::size_t const token = batch.offsets[i] + t * grid;
+            std::size_t const token = batch.offsets[i] + t * cells;
             for (std::size_t f = 0; f != tubelet; ++f) {
-                media::rgb_image_t const &frame = clip.frames[std::min(t * tubelet + f, clip.frames.size() - 1)];
-                image_patches(g, frame.pixels.data(), frame.height, frame.width, clip.rows, clip.columns, work,
-                              patches + token * input + f * frame_input, input, nullptr);
+                float const *frame =
+                    clip.patches.data() + std::min(t * tubelet + f, clip.frames - 1) * cells * frame_input;
+                for (std::size_t cell = 0; cell != cells; ++cell)
+                    std::memcpy(patches + (token + cell) * input + f * frame_input, frame + cell * frame_input,
+                                frame_input * sizeof(float));
             }
-            for (std::size_t cell = 0; cell != grid; ++cell) {
+            for (std::size_t cell = 0; cell != cells; ++cell) {
                 positions[(token + cell) * 3 + 0] = std::uint32_t(t);
-                positions[(token + cell) * 3 + 1] = std::uint32_t(cell / clip.columns);
-                positions[(token + cell) * 3 + 2] = std::uint32_t(cell % clip.columns);
+                positions[(token + cell) * 3 + 1] = std::uint32_t(cell / clip.grid.columns);
+                positions[(token + cell) * 3 + 2] = std::uint32_t(cell % clip.grid.columns);
             }
         }
     });
@@ -372,35 +404,14 @@ uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_
 /* Audio                                                                                                       */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/// What one recording becomes: its samples at the model's rate, zero-extended, its frames and its patches.
-struct audio_shape_t {
-    std::size_t samples = 0; // at the model's rate
-    std::size_t length = 0;  // after zero-extension to `n_fft / 2 + 1`
-    std::size_t frames = 0;  // log-mel frames, the last STFT frame dropped
-    std::size_t patches = 0; // within the budget
-    bool truncated = false;
-};
-
-audio_shape_t audio_shape(geometry_t const &g, std::size_t samples, std::size_t max_patches) noexcept {
-    audio_shape_t shape;
-    if (samples == 0) return shape; // an empty item: no tokens
-    shape.samples = samples;
-    shape.length = std::max(samples, g.audio_n_fft / 2 + 1);
-    shape.frames = shape.length / g.audio_hop; // 1 + length / hop centred frames, less the last one
-    std::size_t const patches = (shape.frames + g.audio_frames_per_patch - 1) / g.audio_frames_per_patch;
-    shape.patches = std::min(patches, max_patches);
-    shape.truncated = patches > max_patches;
-    return shape;
-}
-
 std::size_t audio_work_bytes(geometry_t const &g, audio_shape_t const &shape) noexcept {
     std::size_t const bins = g.audio_n_fft / 2 + 1;
     return scratch_bytes(shape.length + g.audio_n_fft) + scratch_bytes(shape.frames * g.audio_mel_bins) +
            scratch_bytes(g.audio_n_fft) + scratch_bytes<kiss_fft_cpx>(bins) + scratch_bytes<double>(bins);
 }
 
-/// One recording's log-mel patches (Whisper's recipe over the whole clip, then patches) into `patches`, its samples
-/// at the model's rate; `fft` is a KissFFT real-transform plan of `n_fft` points.
+/// One recording's log-mel patches (Whisper's recipe over the samples its shape keeps, then patches) into `patches`,
+/// its samples at the model's rate; `fft` is a KissFFT real-transform plan of `n_fft` points.
 void audio_patches(model_t const &model, float const *samples, audio_shape_t const &shape, kiss_fftr_cfg fft,
                    std::byte *work, float *patches) noexcept {
     geometry_t const &g = model.weights.geometry;
@@ -583,32 +594,26 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
         return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     }
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
-        clip_t &clip = clips[i];
-        if (uform_status_t status = media::decode_video_file(path, double(g.video_fps), max_frames, video_max_pixels_k,
-                                                             clip.frames, item_message))
-            return status;
-        image_grid(clip.frames[0].height, clip.frames[0].width, g.image_patch_side, max_patches_per_frame, clip.rows,
-                   clip.columns);
-        return uform_status_ok_k;
+        clips[i].geometry = &g;
+        clips[i].max_patches = max_patches_per_frame;
+        return media::decode_video_file(path, double(g.video_fps), max_frames, default_max_pixels_k,
+                                        {keep_frame, &clips[i]}, item_message);
     };
     if (uform_status_t status = decode_files(call, paths, decode, stats.failed_item, message)) return status;
 
     std::size_t const count = paths.count, p = g.image_patch_side, tubelet = g.video_tubelet_frames;
     std::size_t *offsets = allocate_offsets(call, count);
     if (offsets == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
-    std::size_t work = 0, frames = 0;
+    std::size_t frames = 0;
     offsets[0] = 0;
     for (std::size_t i = 0; i != count; ++i) {
         clip_t const &clip = clips[i];
-        std::size_t const tubelets = (clip.frames.size() + tubelet - 1) / tubelet;
-        offsets[i + 1] = offsets[i] + tubelets * clip.rows * clip.columns;
-        for (media::rgb_image_t const &frame : clip.frames)
-            work = std::max(work, image_work_bytes(frame.height, frame.width, clip.rows * p, clip.columns * p));
-        frames += clip.frames.size();
+        offsets[i + 1] = offsets[i] + (clip.frames + tubelet - 1) / tubelet * clip.grid.rows * clip.grid.columns;
+        frames += clip.frames;
     }
     std::size_t const tokens = offsets[count];
     video_job_t job{&model, &call, clips.data(), tokens, {}};
-    job.layout = layout_front(tokens, tubelet * p * p * 3, g.hidden, true, call.width(), work);
+    job.layout = layout_front(tokens, tubelet * p * p * 3, g.hidden, true, call.width(), 0);
     if (uform_status_t status =
             encode_front(model, call, offsets, count, job.layout, prepare_video, &job, request, encoded, message))
         return status;
@@ -634,10 +639,11 @@ uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char
     auto *seconds = arena_array<double>(call, paths.count);
     if (recordings.samples == nullptr || recordings.lengths == nullptr || seconds == nullptr)
         return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
-    std::size_t const rate = model.weights.geometry.audio_sample_rate;
+    geometry_t const &g = model.weights.geometry;
+    std::size_t const rate = g.audio_sample_rate, limit = audio_sample_budget(g, max_patches);
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
         seconds[i] = 0;
-        uform_status_t const status = media::decode_audio_file(path, rate, decoded[i], seconds[i], item_message);
+        uform_status_t const status = media::decode_audio_file(path, rate, limit, decoded[i], seconds[i], item_message);
         recordings.samples[i] = decoded[i].data();
         recordings.lengths[i] = decoded[i].size();
         return status;
@@ -662,12 +668,17 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
     if (recordings.samples == nullptr || recordings.lengths == nullptr || statuses == nullptr || messages == nullptr ||
         targets == nullptr)
         return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
-    // Another rate is resampled by libswresample into the arena, one item per task; the model's rate is read in place.
+    // Another rate is resampled by libswresample into the arena, one item per task, only as far as the patch budget
+    // reaches (a sample past it is dropped unread); the model's rate is read in place. `recordings.lengths` holds the
+    // input samples to resample until the resampler writes what they became.
+    std::size_t const reach =
+        media::resampling_reach(audio_sample_budget(model.weights.geometry, max_patches) + 1, sample_rate, rate);
     for (std::size_t i = 0; i != count; ++i) {
         recordings.samples[i] = samples.item(i).data();
         recordings.lengths[i] = samples.item_size(i);
         targets[i] = nullptr;
         if (sample_rate == rate || recordings.lengths[i] == 0) continue;
+        recordings.lengths[i] = std::min(recordings.lengths[i], reach);
         targets[i] = arena_array<float>(call, media::resampled_capacity(recordings.lengths[i], sample_rate, rate));
         if (targets[i] == nullptr)
             return fail(message, uform_status_out_of_memory_k, "out of memory for the resampled audio");
@@ -675,9 +686,9 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
     }
     call.parallel_for(count, [&](std::size_t i, std::size_t) noexcept {
         statuses[i] = uform_status_ok_k;
-        std::span<float const> const values = samples.item(i);
         if (targets[i] == nullptr) return;
-        statuses[i] = media::resample_mono(values.data(), values.size(), sample_rate, rate, targets[i],
+        std::size_t const inputs = recordings.lengths[i];
+        statuses[i] = media::resample_mono(samples.item(i).data(), inputs, sample_rate, rate, targets[i],
                                            recordings.lengths[i], &messages[i]);
     });
     double seconds = 0;

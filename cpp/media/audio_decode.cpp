@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "../../c/media_geometry.hpp"
 #include "ffmpeg.hpp"
 
 extern "C" {
@@ -86,7 +87,7 @@ float sample_at(AVFrame const *frame, int channels, int c, std::size_t i) noexce
     }
 }
 
-/// Averages a decoded frame's channels into `mono`, refusing non-finite samples.
+/// Averages a decoded frame's channels into `mono`, refusing non-finite samples and magnitudes beyond 2^32.
 uform_status_t average_channels(AVFrame const *frame, std::vector<float> &mono, char const **message) noexcept {
     int const channels = frame->ch_layout.nb_channels;
     if (channels <= 0) return media_fail(message, uform_status_corrupt_k, "an audio frame has no channels");
@@ -96,8 +97,8 @@ uform_status_t average_channels(AVFrame const *frame, std::vector<float> &mono, 
         float sum = 0;
         for (int c = 0; c != channels; ++c) sum += sample_at(frame, channels, c, i);
         mono[i] = sum / float(channels);
-        if (!std::isfinite(mono[i]))
-            return media_fail(message, uform_status_corrupt_k, "a recording holds NaN or infinite samples");
+        if (!(std::fabs(mono[i]) <= max_sample_magnitude_k))
+            return media_fail(message, uform_status_corrupt_k, "a recording holds NaN, infinite or huge samples");
     }
     return uform_status_ok_k;
 }
@@ -111,8 +112,17 @@ std::size_t resampled_capacity(std::size_t count, std::size_t from, std::size_t 
     return std::size_t(std::ceil(double(count) * ratio)) + 64 * (std::size_t(std::ceil(ratio)) + 1);
 }
 
+std::size_t resampling_reach(std::size_t outputs, std::size_t from, std::size_t to) noexcept {
+    // libswresample's default filter spans 32 taps at the lower rate, ceil(32 / 0.97 * from / to) input samples when
+    // shrinking: four times that on top of the outputs' own span.
+    double const ratio = double(from) / double(std::max<std::size_t>(to, 1));
+    double const reach = std::ceil(double(outputs) * ratio) + 128 * (std::ceil(ratio) + 1);
+    return reach >= double(SIZE_MAX) ? SIZE_MAX : std::size_t(reach);
+}
+
 uform_status_t resample_mono(float const *samples, std::size_t count, std::size_t from, std::size_t to, float *out,
                              std::size_t &produced, char const **message) noexcept {
+    quiet_t const quiet;
     resampler_t resampler;
     if (uform_status_t status = resampler.open(from, to, message)) return status;
     std::size_t const capacity = resampled_capacity(count, from, to);
@@ -128,11 +138,13 @@ uform_status_t resample_mono(float const *samples, std::size_t count, std::size_
     if (flushed < 0) return media_fail(message, uform_status_invalid_argument_k, "libswresample failed");
     produced = std::size_t(made) + std::size_t(flushed);
     if (context == nullptr) std::memcpy(out, samples, count * sizeof(float)), produced = count;
+    if (count != 0 && produced == 0) out[0] = 0.0f, produced = 1; // capacity holds at least 64
     return uform_status_ok_k;
 }
 
-uform_status_t decode_audio_file(char const *path, std::size_t rate, std::vector<float> &mono, double &seconds,
-                                 char const **message) noexcept {
+uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t limit, std::vector<float> &mono,
+                                 double &seconds, char const **message) noexcept {
+    quiet_t const quiet;
     owned_t<AVFormatContext> container;
     int index = -1;
     if (uform_status_t status = open_stream(path, AVMEDIA_TYPE_AUDIO, container, index, message)) return status;
@@ -158,6 +170,9 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::vector
                     return media_fail(message, uform_status_unsupported_k, "a recording changes its sample rate");
                 if (source_rate == 0) {
                     source_rate = frame->sample_rate;
+                    if (!sample_rate_accepted(std::size_t(source_rate)))
+                        return media_fail(message, uform_status_unsupported_k,
+                                          "a recording's sample rate is outside 1 kHz to 384 kHz");
                     if (uform_status_t status = resampler.open(std::size_t(source_rate), rate, message)) return status;
                 }
                 if (uform_status_t status = average_channels(frame.get(), chunk, message)) return status;
@@ -166,7 +181,7 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::vector
                 av_frame_unref(frame.get());
             }
         };
-        for (;;) {
+        while (mono.size() <= limit) {
             int const error = av_read_frame(container.get(), packet.get());
             if (error == AVERROR_EOF) break;
             if (error < 0) return decode_failure(error, message);
@@ -176,11 +191,14 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::vector
             if (sent < 0) return decode_failure(sent, message);
             if (uform_status_t status = drain()) return status;
         }
+        seconds = source_rate ? double(source_samples) / double(source_rate) : 0.0;
+        if (mono.size() > limit) return uform_status_ok_k; // the rest lies past the budget: never read
         if (int error = avcodec_send_packet(decoder.get(), nullptr); error < 0) return decode_failure(error, message);
         if (uform_status_t status = drain()) return status;
         if (source_rate != 0)
             if (uform_status_t status = resampler.push(nullptr, 0, mono, message)) return status;
         seconds = source_rate ? double(source_samples) / double(source_rate) : 0.0;
+        if (source_samples != 0 && mono.empty()) mono.push_back(0.0f); // a nonempty recording is never an empty item
         if (cut_short(container.get(), stream, seconds))
             return media_fail(message, uform_status_corrupt_k, "a recording is shorter than its header says");
     } catch (...) {

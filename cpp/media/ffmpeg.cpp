@@ -2,16 +2,44 @@
 #include "ffmpeg.hpp"
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 extern "C" {
+#include <libavutil/avstring.h>
 #include <libswscale/swscale.h>
 }
 
 namespace uform::media {
+namespace {
+
+/// How many `quiet_t` live on this thread.
+thread_local std::size_t quiet_depth = 0;
+
+void drop_or_forward(void *context, int level, char const *format, std::va_list arguments) {
+    if (quiet_depth == 0) av_log_default_callback(context, level, format, arguments);
+}
+
+/// The demuxers each verb takes, as FFmpeg names them (`av_match_list` matches any name of a demuxer's list).
+constexpr char const *audio_formats_k = "wav,flac,mp3,ogg";
+constexpr char const *video_formats_k = "mov,mp4,matroska,webm";
+
+} // namespace
+
+quiet_t::quiet_t() noexcept {
+    static std::once_flag installed;
+    std::call_once(installed, [] {
+        if (std::getenv("UFORM_FFMPEG_LOG") == nullptr) av_log_set_callback(drop_or_forward);
+    });
+    ++quiet_depth;
+}
+
+quiet_t::~quiet_t() { --quiet_depth; }
 
 uform_status_t open_failure(int error, char const **message) noexcept {
     if (error == AVERROR(ENOENT) || error == AVERROR(ENOTDIR))
@@ -35,9 +63,23 @@ uform_status_t check_media_file(char const *path, char const **message) noexcept
 uform_status_t open_stream(char const *path, AVMediaType type, owned_t<AVFormatContext> &container, int &stream,
                            char const **message) noexcept {
     if (uform_status_t status = check_media_file(path, message)) return status;
+    // `file:` keeps FFmpeg from reading a protocol out of the path; the whitelists hold for nested opens too.
+    owned_t<char> url{av_asprintf("file:%s", path)};
+    AVDictionary *options = nullptr;
+    if (!url || av_dict_set(&options, "protocol_whitelist", "file", 0) < 0 ||
+        av_dict_set(&options, "format_whitelist", type == AVMEDIA_TYPE_VIDEO ? video_formats_k : audio_formats_k, 0) <
+            0) {
+        av_dict_free(&options);
+        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    }
     AVFormatContext *opened = nullptr;
-    if (int error = avformat_open_input(&opened, path, nullptr, nullptr); error < 0)
-        return open_failure(error, message);
+    int const error = avformat_open_input(&opened, url.get(), nullptr, &options);
+    av_dict_free(&options);
+    if (error == AVERROR(EINVAL))
+        return media_fail(message, uform_status_corrupt_k,
+                          type == AVMEDIA_TYPE_VIDEO ? "a media file is not an MP4 or WebM clip"
+                                                     : "a media file is not a WAV, FLAC, MP3 or Opus recording");
+    if (error < 0) return open_failure(error, message);
     container.reset(opened);
     if (int error = avformat_find_stream_info(opened, nullptr); error < 0) return decode_failure(error, message);
     stream = av_find_best_stream(opened, type, -1, -1, nullptr, 0);
@@ -95,6 +137,19 @@ std::uint8_t gray_byte(std::uint8_t const *source, int bytes, bool big_endian) n
 uform_status_t picture_to_rgb(AVFrame const *frame, std::uint8_t *rgb, char const **message) noexcept {
     auto const format = AVPixelFormat(frame->format);
     std::size_t const height = std::size_t(frame->height), width = std::size_t(frame->width);
+    // 8-bit RGB, with or without alpha, is copied as it is: swscale would do the same through buffers of its own,
+    // which for a picture a million rows tall take hundreds of megabytes.
+    if (format == AV_PIX_FMT_RGB24 || format == AV_PIX_FMT_RGBA) {
+        std::size_t const step = format == AV_PIX_FMT_RGB24 ? 3 : 4;
+        for (std::size_t y = 0; y != height; ++y) {
+            std::uint8_t const *row = frame->data[0] + std::ptrdiff_t(y) * frame->linesize[0];
+            std::uint8_t *target = rgb + y * width * 3;
+            if (step == 3) std::memcpy(target, row, width * 3);
+            else
+                for (std::size_t x = 0; x != width; ++x) std::memcpy(target + x * 3, row + x * 4, 3);
+        }
+        return uform_status_ok_k;
+    }
     // Gray, with or without alpha, replicates its most significant byte; swscale would treat it as limited-range luma.
     int bytes = 0, stride = 0;
     bool big_endian = false;

@@ -22,6 +22,7 @@ struct ffmpeg_free_t {
     void operator()(AVFrame *frame) const noexcept { av_frame_free(&frame); }
     void operator()(AVPacket *packet) const noexcept { av_packet_free(&packet); }
     void operator()(std::uint8_t *bytes) const noexcept { av_free(bytes); }
+    void operator()(char *text) const noexcept { av_free(text); }
 };
 
 /// An owned FFmpeg object.
@@ -34,14 +35,27 @@ inline uform_status_t media_fail(char const **message, uform_status_t status, ch
     return status;
 }
 
+/// While one lives on a thread, what FFmpeg logs from that thread is dropped: the library prints nothing. The first
+/// one installs FFmpeg's log callback (which hands other threads' lines to FFmpeg's default, stderr), unless the
+/// environment variable `UFORM_FFMPEG_LOG` is set, which leaves FFmpeg's logging as it is.
+class quiet_t {
+  public:
+    quiet_t() noexcept;
+    ~quiet_t();
+    quiet_t(quiet_t const &) = delete;
+    quiet_t &operator=(quiet_t const &) = delete;
+};
+
 /// Maps the error of opening a file (the OS's or FFmpeg's) onto `not-found`, `io`, `out-of-memory` or `corrupt`.
 uform_status_t open_failure(int error, char const **message) noexcept;
 
 /// Checks that `path` (NUL-terminated) names a nonempty regular file: `not-found`, `io` or `corrupt` (empty) if not.
 uform_status_t check_media_file(char const *path, char const **message) noexcept;
 
-/// Opens the container at `path` and finds its best stream of `type`: `not-found` and `io` as the file is, `corrupt`
-/// for a container FFmpeg cannot read, `unsupported` when it has no stream of `type` or no decoder for it.
+/// Opens the container at `path` through the `file` protocol alone and finds its best stream of `type`: `not-found`
+/// and `io` as the file is, `corrupt` for a container FFmpeg cannot read or one the verb does not take (audio: WAV,
+/// FLAC, MP3, Ogg; video: MP4 and its family, Matroska and WebM; never playlists, concatenations or images),
+/// `unsupported` when it has no stream of `type` or no decoder for it.
 uform_status_t open_stream(char const *path, AVMediaType type, owned_t<AVFormatContext> &container, int &stream,
                            char const **message) noexcept;
 

@@ -134,6 +134,7 @@ uform_status_t decode_packet(AVPacket *packet, std::size_t max_pixels, rgb_image
 
 uform_status_t decode_image_bytes(std::uint8_t const *bytes, std::size_t length, std::size_t max_pixels,
                                   rgb_image_t &image, char const **message) noexcept {
+    quiet_t const quiet;
     if (length > std::size_t(INT_MAX) - AV_INPUT_BUFFER_PADDING_SIZE)
         return media_fail(message, uform_status_limit_exceeded_k, "an image file is larger than 2 GiB");
     owned_t<AVPacket> packet(av_packet_alloc());
@@ -145,6 +146,7 @@ uform_status_t decode_image_bytes(std::uint8_t const *bytes, std::size_t length,
 
 uform_status_t decode_image_file(char const *path, std::size_t max_pixels, rgb_image_t &image,
                                  char const **message) noexcept {
+    quiet_t const quiet;
     int const descriptor = ::open(path, O_RDONLY | O_CLOEXEC);
     if (descriptor < 0) return open_failure(AVERROR(errno), message);
     struct closer_t {

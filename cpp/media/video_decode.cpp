@@ -21,8 +21,8 @@ std::int64_t frame_ticks(AVFrame const *frame) noexcept {
 } // namespace
 
 uform_status_t decode_video_file(char const *path, double fps, std::size_t max_frames, std::size_t max_pixels,
-                                 std::vector<rgb_image_t> &frames, char const **message) noexcept {
-    frames.clear();
+                                 frame_sink_t sink, char const **message) noexcept {
+    quiet_t const quiet;
     if (!(fps > 0) || max_frames == 0)
         return media_fail(message, uform_status_unsupported_k, "the model's video front-end samples no frames");
     owned_t<AVFormatContext> container;
@@ -42,19 +42,20 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
 
     double const unit = av_q2d(stream->time_base);
     std::int64_t const start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
-    double end = 0;   // the clip's end in seconds: the latest frame's time plus its duration
-    bool any = false; // whether `held` holds a frame
-    std::size_t k = 0;
+    double end = 0;    // the clip's end in seconds: the latest frame's time plus its duration
+    bool any = false;  // whether `held` holds a frame
+    std::size_t k = 0; // frames kept
     auto sample_time = [&]() noexcept { return (double(k) + 0.5) / fps; };
+    rgb_image_t image; // the frame being handed on, its bytes reused
     // Keeps `held` as the frame for time k.
     auto keep = [&]() -> uform_status_t {
-        rgb_image_t &image = frames.emplace_back();
         image.height = std::size_t(held->height), image.width = std::size_t(held->width);
         if (image.height == 0 || image.width == 0 || image.height > max_pixels / image.width)
             return media_fail(message, uform_status_corrupt_k, "a video frame has a bad size");
         image.pixels.resize(image.height * image.width * 3);
         ++k;
-        return picture_to_rgb(held.get(), image.pixels.data(), message);
+        if (uform_status_t status = picture_to_rgb(held.get(), image.pixels.data(), message)) return status;
+        return sink.keep(sink.context, image, message);
     };
     auto drain = [&]() -> uform_status_t {
         for (;;) {
@@ -70,7 +71,7 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
                                     : stream->avg_frame_rate.num > 0 ? 1 / av_q2d(stream->avg_frame_rate)
                                                                      : 0.0;
             // The held frame serves every sampling time before this one's.
-            while (any && frames.size() != max_frames && sample_time() < time)
+            while (any && k != max_frames && sample_time() < time)
                 if (uform_status_t status = keep()) return status;
             end = std::max(end, time + duration);
             if (!any)
@@ -79,11 +80,11 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
             av_frame_unref(held.get());
             av_frame_move_ref(held.get(), incoming.get());
             any = true;
-            if (frames.size() == max_frames) return uform_status_ok_k;
+            if (k == max_frames) return uform_status_ok_k;
         }
     };
     try {
-        while (frames.size() != max_frames) {
+        while (k != max_frames) {
             int const error = av_read_frame(container.get(), packet.get());
             if (error == AVERROR_EOF) break;
             if (error < 0) return decode_failure(error, message);
@@ -93,7 +94,7 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
             if (sent < 0) return decode_failure(sent, message);
             if (uform_status_t status = drain()) return status;
         }
-        if (frames.size() != max_frames) { // read to the end: flush, and check the clip was whole
+        if (k != max_frames) { // read to the end: flush, and check the clip was whole
             if (int error = avcodec_send_packet(decoder.get(), nullptr); error < 0)
                 return decode_failure(error, message);
             if (uform_status_t status = drain()) return status;
@@ -103,9 +104,9 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
         if (!any) return media_fail(message, uform_status_corrupt_k, "a video stream decodes to no frames");
         // The last frame serves the sampling times left inside the clip; a clip shorter than one interval gives its
         // first frame.
-        while (frames.size() != max_frames && sample_time() < end)
+        while (k != max_frames && sample_time() < end)
             if (uform_status_t status = keep()) return status;
-        if (frames.empty()) {
+        if (k == 0) {
             av_frame_unref(held.get());
             av_frame_move_ref(held.get(), first.get());
             if (uform_status_t status = keep()) return status;

@@ -1,19 +1,26 @@
 // Clips (MP4, WebM and whatever else FFmpeg reads) streamed frame by frame, keeping only the frames MODEL.md's
-// video geometry samples, each converted to interleaved 8-bit RGB.
+// video geometry samples, each converted to interleaved 8-bit RGB and handed on before the next.
 #pragma once
 
 #include <cstddef>
-#include <vector>
 
 #include "image_decode.hpp"
 
 namespace uform::media {
 
-/// Decodes the best video stream of the file at `path` (NUL-terminated) and keeps the frames at `(k + 0.5) / fps`
-/// seconds from its start while inside the clip, at most `max_frames`: each the last decoded frame whose presentation
-/// time is at most that time; a clip shorter than one interval gives its first frame. Frames of more than
-/// `max_pixels` pixels answer `limit-exceeded`; a file without video, `unsupported`.
+/// Where sampled frames go, one at a time: `keep(context, frame, message)` receives each in order, its RGB bytes
+/// valid for the call alone; a status other than `ok` stops the decoding and is answered.
+struct frame_sink_t {
+    uform_status_t (*keep)(void *context, rgb_image_t const &frame, char const **message) noexcept;
+    void *context;
+};
+
+/// Decodes the best video stream of the file at `path` (NUL-terminated) and hands `sink` the frames at
+/// `(k + 0.5) / fps` seconds from its start while inside the clip, at most `max_frames`: each the last decoded frame
+/// whose presentation time is at most that time; a clip shorter than one interval gives its first frame. Only one
+/// frame is held as RGB at a time. Frames of more than `max_pixels` pixels answer `limit-exceeded`; a file without
+/// video, `unsupported`.
 uform_status_t decode_video_file(char const *path, double fps, std::size_t max_frames, std::size_t max_pixels,
-                                 std::vector<rgb_image_t> &frames, char const **message) noexcept;
+                                 frame_sink_t sink, char const **message) noexcept;
 
 } // namespace uform::media

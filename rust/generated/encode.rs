@@ -155,9 +155,11 @@ const _: () = {
 pub struct ImageEncodeConfig<'a> {
     /// The scalar every output lands as; `auto` is F32.
     pub scalar: crate::Scalar,
-    /// Patches per image at most; zero takes the checkpoint's `uform.image.max_patches`, which bounds it.
+    /// Patches per image at most; zero takes the checkpoint's `uform.image.max_patches`, which bounds it (a checkpoint
+    /// declares at most 65,536). However tall or wide an image, its grid stays within it.
     pub max_patches: usize,
-    /// Decoded pixels per image at most; zero takes 100 million. Larger images fail with `limit-exceeded`.
+    /// Decoded pixels per image at most; zero takes 100 million. Larger images fail with `limit-exceeded`. Beyond
+    /// the pixels themselves, resizing takes memory for the grid alone, not for the image's size.
     pub max_pixels: usize,
     /// Nullable; receives what the call did.
     pub stats: Option<&'a mut crate::ImageEncodeStats>,
@@ -324,9 +326,10 @@ pub struct AudioEncodeStats {
     pub items: usize,
     /// Patches through the trunk.
     pub tokens: usize,
-    /// Seconds of audio read, before truncation.
+    /// Seconds of audio read, at each input's own rate: all of a samples item, and of a file what was decoded, which
+    /// stops soon after the patch budget (so a truncated file counts little more than the budget's seconds).
     pub seconds: f64,
-    /// Items truncated to the patch budget.
+    /// Items truncated to the patch budget: samples past `max_patches * frames_per_patch * hop` were dropped.
     pub truncated_items: usize,
     /// The item whose input failed the call; `SIZE_MAX` when none or not item-specific.
     pub failed_item: usize,
@@ -544,7 +547,8 @@ pub trait EncodeVerbs: crate::Receiver {
     }
 
     /// Encodes JPEG, PNG or WebP files named by a tape of paths.
-    /// A model without the image front-end answers `uform_status_unsupported_k`.
+    /// A model without the image front-end answers `uform_status_unsupported_k`; a file in another format
+    /// `uform_status_corrupt_k`. FFmpeg decodes them and logs nothing (see the README's `UFORM_FFMPEG_LOG`).
     ///
     /// Calls `uform_image_encode`.
     #[doc(alias = "uform_image_encode")]
@@ -603,7 +607,9 @@ pub trait EncodeVerbs: crate::Receiver {
     }
 
     /// Encodes MP4 or WebM clips named by a tape of paths, streaming their frames.
-    /// A model without the video front-end answers `uform_status_unsupported_k`.
+    /// A model without the video front-end answers `uform_status_unsupported_k`. Only MP4 (and its QuickTime family)
+    /// and Matroska/WebM containers are opened, as local files: an image, a playlist or a concatenation list is
+    /// `uform_status_corrupt_k`.
     ///
     /// Calls `uform_video_encode`.
     #[doc(alias = "uform_video_encode")]
@@ -628,8 +634,11 @@ pub trait EncodeVerbs: crate::Receiver {
         })
     }
 
-    /// Encodes WAV, FLAC, MP3 or Opus recordings named by a tape of paths.
-    /// A model without the audio front-end answers `uform_status_unsupported_k`.
+    /// Encodes WAV, FLAC, MP3 or Opus (in Ogg) recordings named by a tape of paths.
+    /// A model without the audio front-end answers `uform_status_unsupported_k`; so does a recording whose sample rate
+    /// lies outside 1 kHz to 384 kHz. Another container (MP4, a playlist, a concatenation list) is
+    /// `uform_status_corrupt_k`, and so is a NaN, infinite or huge sample (beyond 2^32). Decoding stops once the patch
+    /// budget is covered: the rest of a long file is never read (nor checked for truncation).
     ///
     /// Calls `uform_audio_encode`.
     #[doc(alias = "uform_audio_encode")]
@@ -654,8 +663,10 @@ pub trait EncodeVerbs: crate::Receiver {
         })
     }
 
-    /// Encodes mono `float` samples at `sample_rate` Hz (nonzero), resampled to the model's rate.
-    /// A NaN or infinite sample is `uform_status_invalid_argument_k`; an empty item is legal.
+    /// Encodes mono `float` samples at `sample_rate` Hz, resampled to the model's rate.
+    /// A sample rate outside 1 kHz to 384 kHz, or a NaN, infinite or huge sample (its magnitude beyond 2^32, the range of
+    /// unnormalised 32-bit PCM), is `uform_status_invalid_argument_k`. An empty item is legal and has no tokens; a
+    /// nonempty one has at least one, however few its samples. Only the samples the patch budget covers are resampled.
     ///
     /// Calls `uform_audio_encode_samples`.
     #[doc(alias = "uform_audio_encode_samples")]

@@ -295,9 +295,21 @@ static void samples(void) {
     CHECK_STATUS(samples_call(data, 400, offsets, 2, 16000, e, uform_scalar_f32_k), uform_status_invalid_argument_k);
     data[399] = -(float)INFINITY;
     CHECK_STATUS(samples_call(data, 400, offsets, 2, 16000, e, uform_scalar_f32_k), uform_status_invalid_argument_k);
-    data[399] = FLT_MAX; /* large but finite is legal */
+    /* Finite but beyond 2^32 (FLT_MAX made NaN embeddings with status ok); 2^32 itself is legal. */
+    data[399] = FLT_MAX;
+    CHECK_STATUS(samples_call(data, 400, offsets, 2, 16000, e, uform_scalar_f32_k), uform_status_invalid_argument_k);
+    data[399] = -4294967808.0f; /* the next float past -2^32 */
+    CHECK_STATUS(samples_call(data, 400, offsets, 2, 16000, e, uform_scalar_f32_k), uform_status_invalid_argument_k);
+    data[399] = 4294967296.0f;
     CHECK_OK(samples_call(data, 400, offsets, 2, 16000, e, uform_scalar_f32_k));
     data[399] = 0.0f;
+    /* Sample rates outside 1 kHz to 384 kHz (1 Hz made 3.1 GB of samples, 100 MHz 838 MB of filter bank). */
+    CHECK_STATUS(samples_call(data, 400, offsets, 2, 1, e, uform_scalar_f32_k), uform_status_invalid_argument_k);
+    CHECK_STATUS(samples_call(data, 400, offsets, 2, 999, e, uform_scalar_f32_k), uform_status_invalid_argument_k);
+    CHECK_STATUS(samples_call(data, 400, offsets, 2, 100000000, e, uform_scalar_f32_k),
+                 uform_status_invalid_argument_k);
+    CHECK_OK(samples_call(data, 400, offsets, 2, 1000, e, uform_scalar_f32_k));
+    CHECK_OK(samples_call(data, 400, offsets, 2, 384000, e, uform_scalar_f32_k));
     /* Offsets and null pointers. */
     CHECK_STATUS(samples_call(data, 400, falling, 2, 16000, e, uform_scalar_f32_k), uform_status_shape_mismatch_k);
     CHECK_STATUS(samples_call(data, 400, leaving, 2, 16000, e, uform_scalar_f32_k), uform_status_shape_mismatch_k);

@@ -103,12 +103,12 @@ static void accept(verb_t verb, char const *const *names, size_t count) {
 
 static void files(void) {
     static char const *const images[] = {"ok.png", "ok.jpg", "ok.webp", "gray.png", "alpha.png"};
-    static char const *const clips[] = {"ok.mp4", "ok.webm", "ok.png"};
+    static char const *const clips[] = {"ok.mp4", "ok.webm"};
     static char const *const recordings[] = {"ok.wav", "ok.flac", "ok.mp3", "ok.opus", "silent.wav"};
     static char const *const bad_images[] = {"truncated.png", "truncated.jpg", "truncated.webp", "corrupt.png",
                                              "corrupt.jpg",   "corrupt.webp",  "text.jpg",       "zero.png"};
-    static char const *const bad_clips[] = {"truncated.mp4", "truncated.webm", "corrupt.mp4", "corrupt.webm",
-                                            "text.jpg"};
+    static char const *const bad_clips[] = {"truncated.mp4", "truncated.webm", "corrupt.mp4",
+                                            "corrupt.webm",  "text.jpg",       "ok.png"}; /* an image is no clip */
     static char const *const bad_recordings[] = {"truncated.wav", "truncated.flac", "truncated.mp3", "truncated.opus",
                                                  "corrupt.wav",   "corrupt.flac",   "corrupt.mp3",   "corrupt.opus"};
     char missing[4200];
@@ -117,7 +117,7 @@ static void files(void) {
 
     snprintf(missing, sizeof(missing), "%s/no-such-file.png", media);
     accept(image_k, images, 5);
-    accept(video_k, clips, 3);
+    accept(video_k, clips, 2);
     accept(audio_k, recordings, 5);
     for (i = 0; i != sizeof(bad_images) / sizeof(bad_images[0]); ++i)
         refuse(image_k, "ok.png", bad_images[i], uform_status_corrupt_k);
@@ -133,10 +133,11 @@ static void files(void) {
                      uform_status_limit_exceeded_k);
         CHECK_SIZE(failed, 0);
     }
-    /* A file without the verb's stream is `unsupported`; a missing one `not-found`; a directory `io`. */
+    /* A container the verb does not take is `corrupt`; one without the verb's stream `unsupported`; a missing
+     * file `not-found`; a directory `io`. */
     refuse(video_k, "ok.mp4", "no-video.mp4", uform_status_unsupported_k);
-    refuse(audio_k, "ok.wav", "ok.mp4", uform_status_unsupported_k);
-    refuse(audio_k, "ok.wav", "text.jpg", uform_status_unsupported_k); /* FFmpeg takes it for an image, by name */
+    refuse(audio_k, "ok.wav", "ok.mp4", uform_status_corrupt_k);
+    refuse(audio_k, "ok.wav", "text.jpg", uform_status_corrupt_k);
     refuse(image_k, "ok.png", missing, uform_status_not_found_k);
     refuse(image_k, "ok.png", media, uform_status_io_k);
     /* Empty audio is an empty item: a zero embedding. */

@@ -715,25 +715,38 @@ void test_geometry() {
     expect_spec(mismatch, spec_t(tiny()).set("uform.hidden", "65"), "hidden 65");
     expect_spec(mismatch, spec_t(tiny()).set("uform.image.patch_side", "4"), "patch side 4");
     expect_spec(mismatch, spec_t(tiny()).set("uform.audio.n_fft", "512"), "n_fft 512");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.audio.n_fft", "401"), "n_fft 401 keeps 201 bins, but is odd",
-                "checkpoint: metadata uform.audio.n_fft must be even");
-    // Budgets and scales past what any item should cost are refused at load, not at the first call.
-    expect_spec(corrupt, spec_t(tiny()).set("uform.image.max_patches", "2147483647"), "image budget 2^31-1",
-                "checkpoint: metadata uform.image.max_patches is out of range");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.image.max_patches", "65537"), "image budget 65,537");
-    expect_spec(ok, spec_t(tiny()).set("uform.image.max_patches", "65536"), "image budget 65,536");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.audio.max_patches", "65537"), "audio budget 65,537");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.audio.max_patches", "65536"), "audio budget of 2^26 samples",
-                "checkpoint: metadata uform.audio.* keep more than 2^25 samples of a clip");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.video.max_frames", "65536"), "video of 2^19 tubelets",
-                "checkpoint: metadata uform.video.* allow a clip more than 65,536 tubelets");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.norm_eps", "3.4e38"), "norm_eps 3.4e38",
-                "checkpoint: metadata uform.norm_eps is out of range");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.norm_eps", "2"), "norm_eps 2");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.image.mean", "3e38,0.5,0.5"), "image mean 3e38",
-                "checkpoint: metadata uform.image.mean is out of range");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.image.std", "0.5,1e-7,0.5"), "image std 1e-7");
-    expect_spec(corrupt, spec_t(tiny()).set("uform.video.fps", "1e-4"), "video fps 1e-4");
+    // Budgets and values that would make a call's memory or time unbounded, or its outputs NaN, are refused at load.
+    expect_spec(corrupt, spec_t(tiny()).set("uform.audio.n_fft", "401"), "an odd n_fft",
+                "checkpoint: metadata uform.audio.n_fft is out of range");
+    for (auto const &[key, value] :
+         std::initializer_list<std::pair<char const *, char const *>>{{"uform.image.max_patches", "65537"},
+                                                                      {"uform.image.max_patches", "2147483647"},
+                                                                      {"uform.audio.max_patches", "65537"},
+                                                                      {"uform.audio.sample_rate", "999"},
+                                                                      {"uform.audio.sample_rate", "384001"},
+                                                                      {"uform.audio.hop", "401"},
+                                                                      {"uform.video.max_frames", "1025"},
+                                                                      {"uform.norm_eps", "3.4e38"},
+                                                                      {"uform.norm_eps", "1.5"},
+                                                                      {"uform.image.mean", "0.5,3e38,0.5"},
+                                                                      {"uform.image.mean", "-1001,0.5,0.5"},
+                                                                      {"uform.image.std", "0.5,0.5,3e38"},
+                                                                      {"uform.image.std", "0.0001,0.5,0.5"}})
+        expect_spec(corrupt, spec_t(tiny()).set(key, value), key + " = "s + value,
+                    ("checkpoint: metadata "s + key + " is out of range").c_str());
+    expect_spec(corrupt, spec_t(tiny()).set("uform.audio.max_patches", "30000"), "audio budget past 2^24 samples",
+                "checkpoint: metadata uform.audio.max_patches * frames_per_patch * hop exceeds 2^24 samples");
+    expect_spec(corrupt, spec_t(tiny()).set("uform.video.max_patches_per_frame", "40000"), "video budget",
+                "checkpoint: metadata uform.video.max_frames and max_patches_per_frame allow too many tokens");
+    expect_spec(ok,
+                spec_t(tiny())
+                    .set("uform.image.max_patches", "65536")
+                    .set("uform.audio.sample_rate", "384000")
+                    .set("uform.norm_eps", "1")
+                    .set("uform.image.std", "0.001,1000,0.5"),
+                "budgets and values at their bounds");
+    expect_spec(corrupt, spec_t(tiny()).set("uform.video.fps", "1e-4"), "video fps 1e-4",
+                "checkpoint: metadata uform.video.fps is out of range");
     expect_spec(corrupt, spec_t(tiny()).set("uform.video.fps", "2000"), "video fps 2000");
     expect_spec(corrupt, spec_t(tiny()).set("uform.depth", "3"), "depth 3 misses blocks.2",
                 "checkpoint: tensor blocks.N.attn_norm.weight is missing");

@@ -384,7 +384,7 @@ def floor_eps(x: float) -> int:
 def image_grid(height: int, width: int, patch: int, budget: int):
     """MODEL.md's aspect-preserving grid, in double precision, evaluated left to right as written."""
     s = math.sqrt(budget / ((height / patch) * (width / patch)))
-    gh = max(1, floor_eps(height / patch * s))
+    gh = max(1, min(floor_eps(height / patch * s), budget))
     gw = max(1, min(floor_eps(width / patch * s), floor_eps(budget / gh)))
     return gh, gw
 
@@ -840,6 +840,12 @@ class Model:
         if sample_rate != a["sample_rate"]:
             # MODEL.md: mono, then libswresample at its defaults (the channels are averaged above).
             x = torch.from_numpy(resample(x.numpy(), sample_rate, a["sample_rate"]))
+        # MODEL.md: samples past max_patches * frames_per_patch * hop are dropped before the log-mel, so its
+        # clamp (max - 8) is taken over the kept part. CHOICE (docs/decisions.md): a nonempty clip that
+        # resamples to nothing is zero-extended like any short clip, never an empty item.
+        budget = a["max_patches"] * a["frames_per_patch"] * a["hop"]
+        truncated = x.shape[0] > budget
+        x = x[:budget]
         min_len = a["n_fft"] // 2 + 1
         if x.shape[0] < min_len:
             x = torch.cat([x, torch.zeros(min_len - x.shape[0], dtype=x.dtype)])
@@ -849,9 +855,6 @@ class Model:
         padded = torch.zeros((n_patches * fpp, bins), dtype=torch.float32)
         padded[: frames.shape[0]] = frames
         patches = padded.reshape(n_patches, fpp * bins)
-        # CHOICE: the log-mel (and its max - 8 clamp) is computed over the whole clip, then the
-        # patches past max_patches are dropped.
-        truncated = n_patches > a["max_patches"]
         patches = patches[: a["max_patches"]]
         tokens = linear(patches.to(self.dtype), self.w["embed.audio.weight"]) + self.w["embed.audio.bias"]
         i = torch.arange(patches.shape[0], dtype=torch.long)
