@@ -1,7 +1,4 @@
-/**
- * @file call.cpp
- * @brief `call_t`: progress reporting, parallel loops, scratch and arena allocation for one call.
- */
+// `call_t`: progress reporting, parallel loops, scratch and arena allocation for one call.
 #include "call.hpp"
 
 #include <algorithm>
@@ -12,7 +9,7 @@
 namespace uform {
 
 namespace {
-/** Scratch of calls without an executor: one buffer per calling thread, grown to its high-water mark. */
+/// Scratch of calls without an executor: one buffer per calling thread, grown to its high-water mark.
 thread_local buffer_t thread_scratch;
 } // namespace
 

@@ -1,7 +1,4 @@
-/**
- * @file encode.cpp
- * @brief The seven verbs of a model: their checks, then a blocking or deferred run through `dispatch`.
- */
+// The seven verbs of a model: their checks, then a blocking or deferred run through `dispatch`.
 #include <chrono>
 
 #include "checks.hpp"
@@ -12,7 +9,7 @@ namespace {
 
 constexpr std::size_t default_max_pixels_k = 100'000'000;
 
-/** @brief Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer. */
+/// Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer.
 uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const *executor, uform_arena_s const *arena,
                               void const *result, char const **message) noexcept {
     if (!model_valid(model)) return fail(message, uform_status_invalid_argument_k, "the model is null");
@@ -37,7 +34,7 @@ uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const
     return uform_status_ok_k;
 }
 
-/** @brief The devices a call computes on: a VRAM executor's, else a VRAM model's placement, else none. */
+/// The devices a call computes on: a VRAM executor's, else a VRAM model's placement, else none.
 std::span<std::size_t const> call_devices(uform_executor_s const *executor, uform_model_s const *model) noexcept {
     if (executor && executor->kind == executor_kind_t::vram) return executor->devices;
     if (model->residency == uform_residency_vram_k) return {model->placement, model->placement_count};
@@ -49,12 +46,10 @@ tape_view_t<value_type_> view_of(value_type_ const *data, std::size_t const *off
     return {data, offsets, offsets ? count : 0};
 }
 
-/**
- * @brief Runs a checked verb's body on the thread the call runs on, publishing its result and stats only on
- * success (and a media verb's `failed_item` on failure too). `verb_type_` holds `model`, `args` (with
- * `stats`, `progress` and `progress_context`) and `result` (where the result lands), and computes through
- * `compute(call, result, stats, message) const`.
- */
+/// Runs a checked verb's body on the thread the call runs on, publishing its result and stats only on
+/// success (and a media verb's `failed_item` on failure too). `verb_type_` holds `model`, `args` (with
+/// `stats`, `progress` and `progress_context`) and `result` (where the result lands), and computes through
+/// `compute(call, result, stats, message) const`.
 template <typename verb_type_>
 struct verb_job_t {
     verb_type_ verb;
@@ -88,18 +83,16 @@ struct verb_job_t {
     }
 };
 
-/** @brief Runs a checked verb blocking or deferred, holding its executor, arena and model. */
+/// Runs a checked verb blocking or deferred, holding its executor, arena and model.
 template <typename verb_type_>
 uform_status_t dispatch_verb(verb_type_ const &verb, uform_executor_s *executor, uform_arena_s *arena,
                              uform_outcome_t *outcome, char const **message) noexcept {
     return dispatch(verb_job_t<verb_type_>{verb}, holds_t{executor, arena, verb.model, nullptr}, outcome, message);
 }
 
-/**
- * @brief The checks an encoding verb shares, in order: the receiver, the outputs and scalar (resolved into
- * `request`), the verb's own inputs, then what the model carries. A media verb's refusal names the item in
- * `failed_item` (or `SIZE_MAX`).
- */
+/// The checks an encoding verb shares, in order: the receiver, the outputs and scalar (resolved into
+/// `request`), the verb's own inputs, then what the model carries. A media verb's refusal names the item in
+/// `failed_item` (or `SIZE_MAX`).
 struct encode_checks_t {
     uform_model_s const *model;
     uform_executor_s const *executor;
@@ -109,42 +102,42 @@ struct encode_checks_t {
     char const **message;
     std::size_t failed_item = SIZE_MAX;
 
-    /** @brief Checks the receiver, then resolves and checks the outputs and scalar. */
+    /// Checks the receiver, then resolves and checks the outputs and scalar.
     uform_status_t receiver() noexcept {
         if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
         if (uform_status_t status = check_outputs(request.outputs, message)) return status;
         return check_output_scalar(request.scalar, request.outputs, message);
     }
-    /** @brief Checks a tape of paths: its offsets against its data, then each path. */
+    /// Checks a tape of paths: its offsets against its data, then each path.
     uform_status_t files(char const *data, std::size_t length, std::size_t const *offsets, std::size_t count) noexcept {
         if (uform_status_t status =
                 check_tape(data, length, offsets, count, UFORM_TAPE_MESSAGES("the files tape"), message))
             return status;
         return check_paths(data, offsets, offsets ? count : 0, message);
     }
-    /** @brief Refuses item `item` of the batch. */
+    /// Refuses item `item` of the batch.
     uform_status_t fail_at(std::size_t item, uform_status_t status, char const *text) noexcept {
         failed_item = item;
         return fail(message, status, text);
     }
-    /** @brief Checks the modality (`has`, answering `missing` when the checkpoint lacks it), then the heads. */
+    /// Checks the modality (`has`, answering `missing` when the checkpoint lacks it), then the heads.
     uform_status_t modality(bool geometry_t::*has, char const *missing) noexcept {
         if (!(model->geometry.*has)) return fail(message, uform_status_unsupported_k, missing);
         return heads();
     }
-    /** @brief Checks that the model has the heads the outputs need. */
+    /// Checks that the model has the heads the outputs need.
     uform_status_t heads() noexcept {
         if ((request.outputs & uform_outputs_token_vectors_k) && !model->geometry.has_token_head)
             return fail(message, uform_status_unsupported_k, "the model has no token head for token vectors");
         return uform_status_ok_k;
     }
-    /** @brief Answers a media verb's refusal, naming `failed_item` in the stats `args` point at, if any. */
+    /// Answers a media verb's refusal, naming `failed_item` in the stats `args` point at, if any.
     template <typename args_type_>
     uform_status_t refuse(args_type_ const *args, uform_status_t status) const noexcept {
         if (args && args->stats) args->stats->failed_item = failed_item;
         return status;
     }
-    /** @brief The checks of a verb reading a tape of paths. */
+    /// The checks of a verb reading a tape of paths.
     uform_status_t file_verb(char const *data, std::size_t length, std::size_t const *offsets, std::size_t count,
                              bool geometry_t::*has, char const *missing) noexcept {
         if (uform_status_t status = receiver()) return status;

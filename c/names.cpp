@@ -1,10 +1,7 @@
-/**
- * @file names.cpp
- * @brief The name tables of every enumeration, `uform_scalar_bytes`, the version and the build flavor.
- *
- * The C tables own the names; Rust's `Display` and `FromStr` call these functions. Parsing is exact and
- * case-sensitive: `"shape-mismatch"`, never `"shape_mismatch"` or `" shape-mismatch"`.
- */
+// The name tables of every enumeration, `uform_scalar_bytes`, the version and the build flavor.
+//
+// The C tables own the names; Rust's `Display` and `FromStr` call these functions. Parsing is exact and
+// case-sensitive: `"shape-mismatch"`, never `"shape_mismatch"` or `" shape-mismatch"`.
 #include <cstring>
 #include <iterator>
 

@@ -1,18 +1,15 @@
-/**
- * @file train.cpp
- * @brief The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, and the
- * two verbs `step` and `save`.
- *
- * Mesh bootstrap, for a run of `host_domain_count` hosts over a directory every host sees:
- * - host 0 asks the backend for a fresh identity and publishes `<directory>/<job>.mesh` atomically (a
- *   temporary file renamed into place): a version line, the host count, the identity in hex, the GPU class;
- * - every host polls until that file appears (re-reading it each poll, so a stale file from an earlier run
- *   is followed by the fresh one), then publishes `<directory>/<job>.mesh.<index>` atomically with the
- *   identity it read and its device count;
- * - every host polls until all hosts' files carry the same identity, then joins through the backend.
- * Past `timeout_seconds` a host gives up with `timeout`. A one-host mesh writes nothing and returns at once.
- * Files are left in place; give each run a fresh job name.
- */
+// The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, and the
+// two verbs `step` and `save`.
+//
+// Mesh bootstrap, for a run of `host_domain_count` hosts over a directory every host sees:
+// - host 0 asks the backend for a fresh identity and publishes `<directory>/<job>.mesh` atomically (a
+//   temporary file renamed into place): a version line, the host count, the identity in hex, the GPU class;
+// - every host polls until that file appears (re-reading it each poll, so a stale file from an earlier run
+//   is followed by the fresh one), then publishes `<directory>/<job>.mesh.<index>` atomically with the
+//   identity it read and its device count;
+// - every host polls until all hosts' files carry the same identity, then joins through the backend.
+// Past `timeout_seconds` a host gives up with `timeout`. A one-host mesh writes nothing and returns at once.
+// Files are left in place; give each run a fresh job name.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -78,7 +75,7 @@ std::string hex_of(unsigned char const *bytes, std::size_t length) {
     return text;
 }
 
-/** @brief Reads a small file whole; `false` when it is absent or unreadable. */
+/// Reads a small file whole; `false` when it is absent or unreadable.
 bool read_small(std::string const &path, std::string &contents) {
     std::FILE *file = std::fopen(path.c_str(), "rb");
     if (!file) return false;
@@ -90,7 +87,7 @@ bool read_small(std::string const &path, std::string &contents) {
     return ok;
 }
 
-/** @brief Writes a small file through a temporary renamed into place. */
+/// Writes a small file through a temporary renamed into place.
 bool write_atomically(std::string const &path, std::string const &contents, std::size_t host) {
     std::string const temporary = path + ".tmp-" + std::to_string(host);
     std::FILE *file = std::fopen(temporary.c_str(), "wb");
@@ -102,7 +99,7 @@ bool write_atomically(std::string const &path, std::string const &contents, std:
     return ok;
 }
 
-/** @brief Splits `text` into its lines. */
+/// Splits `text` into its lines.
 std::vector<std::string> lines_of(std::string const &text) {
     std::vector<std::string> lines;
     std::size_t start = 0;
@@ -119,7 +116,7 @@ struct bootstrap_t {
     uform_gpu_class_t gpu_class;
 };
 
-/** @brief The file protocol: answers the identity, the class of the run, and each host's device count. */
+/// The file protocol: answers the identity, the class of the run, and each host's device count.
 uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[backend::mesh_identity_bytes_k],
                                uform_gpu_class_t &gpu_class, std::vector<std::size_t> &host_devices,
                                char const **message) {
@@ -172,7 +169,7 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
 
 bool finite_nonnegative(float value) noexcept { return std::isfinite(value) && value >= 0; }
 
-/** @brief Checks an edge set against a step of `items`. */
+/// Checks an edge set against a step of `items`.
 uform_status_t check_edges(uform_edges_t const &edges, std::size_t items, char const **message) noexcept {
     if (!edges.offsets && edges.offsets_count)
         return fail(message, uform_status_invalid_argument_k, "an edge set's offsets are null but counted");

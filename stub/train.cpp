@@ -1,8 +1,5 @@
-/**
- * @file train.cpp
- * @brief The stub's trainer and mesh: steps score deterministic embeddings with real losses, so their stats
- * mean something; saves write a valid checkpoint of the trainer's geometry (zero weights, unit norms).
- */
+// The stub's trainer and mesh: steps score deterministic embeddings with real losses, so their stats
+// mean something; saves write a valid checkpoint of the trainer's geometry (zero weights, unit norms).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -43,7 +40,7 @@ using namespace uform::stub;
 constexpr std::size_t late_tokens_k = 16; // token vectors per item the stub's MaxSim looks at
 constexpr double scale_k = 1.0 / 0.07;    // InfoNCE's initial learned temperature
 
-/** @brief The weight of the edge `from -> to`, or zero when the set has none. */
+/// The weight of the edge `from -> to`, or zero when the set has none.
 float edge_weight(uform_edges_t const &edges, std::size_t from, std::size_t to) noexcept {
     if (!edges.offsets_count) return 0;
     for (std::size_t e = edges.offsets[from]; e != edges.offsets[from + 1]; ++e)

@@ -1,12 +1,9 @@
-/**
- * @file executor_test.cpp
- * @brief The RAM executor's threads in the RAM build: the width zero threads take, every owned thread (the loop
- * workers and the host thread of deferred calls) configured by NumKong before it computes, loops spread over
- * distinct threads with the calling one as worker 0, nested loops staying on their worker, and loops after
- * drains in each mood.
- *
- * Prints "N passed, M failed" and exits nonzero on a failure. Links the RAM archive; ctest builds it.
- */
+// The RAM executor's threads in the RAM build: the width zero threads take, every owned thread (the loop
+// workers and the host thread of deferred calls) configured by NumKong before it computes, loops spread over
+// distinct threads with the calling one as worker 0, nested loops staying on their worker, and loops after
+// drains in each mood.
+//
+// Prints "N passed, M failed" and exits nonzero on a failure. Links the RAM archive; ctest builds it.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,7 +28,7 @@ void check(bool ok, char const *what, int line) {
 }
 #define CHECK(condition) check((condition), #condition, __LINE__)
 
-/** What one loop index saw: its worker, its thread, and that thread's NumKong configuration. */
+/// What one loop index saw: its worker, its thread, and that thread's NumKong configuration.
 struct seen_t {
     std::size_t worker = SIZE_MAX;
     std::thread::id thread;
@@ -39,10 +36,8 @@ struct seen_t {
     bool nested_on_same_worker = false;
 };
 
-/**
- * Runs a loop of `width` indices whose bodies wait for one another, so that each runs on its own thread, and
- * answers what each saw. Each body also runs a nested loop, which must stay on its worker and thread.
- */
+/// Runs a loop of `width` indices whose bodies wait for one another, so that each runs on its own thread, and
+/// answers what each saw. Each body also runs a nested loop, which must stay on its worker and thread.
 std::vector<seen_t> spread(uform::call_t &call) {
     std::size_t const width = call.width();
     std::vector<seen_t> seen(width);
@@ -64,7 +59,7 @@ std::vector<seen_t> spread(uform::call_t &call) {
     return seen;
 }
 
-/** Checks that a spread loop ran on `width` distinct, configured threads, worker 0 on `dispatcher`. */
+/// Checks that a spread loop ran on `width` distinct, configured threads, worker 0 on `dispatcher`.
 void check_spread(std::vector<seen_t> const &seen, std::thread::id dispatcher, bool dispatcher_configured) {
     std::vector<bool> workers(seen.size(), false);
     for (seen_t const &one : seen) {
@@ -80,7 +75,7 @@ void check_spread(std::vector<seen_t> const &seen, std::thread::id dispatcher, b
     }
 }
 
-/** The parameters of a deferred job that spreads a loop from the executor's host thread. */
+/// The parameters of a deferred job that spreads a loop from the executor's host thread.
 struct host_seen_t {
     std::thread::id thread;
     std::uint64_t configuration = 0;
