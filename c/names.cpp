@@ -116,7 +116,7 @@ uform_status_t uform_late_interaction_side_parse(char const *name, uform_late_in
 
 char const *uform_multimem_tier_name(uform_multimem_tier_t tier) { return name_of(multimem_tier_names, tier); }
 
-char const *uform_version(void) { return "0.1.0"; }
+char const *uform_version(void) { return UFORM_LIBRARY_VERSION; }
 
 char const *uform_build_flavor(void) { return uform::backend::flavor(); }
 

@@ -23,6 +23,7 @@
 #ifndef UFORM_H
 #define UFORM_H
 
+/* The three version macros are written by `cargo run -p uform-gen` from Cargo.toml's version: edit that. */
 /** @brief The major version of the C ABI: bumped on any incompatible change. */
 #define UFORM_VERSION_MAJOR 0
 /** @brief The minor version of the C ABI: bumped when symbols are added. */
