@@ -80,7 +80,7 @@ class call_t {
 
     /// Whether the call has an arena to write outputs into.
     bool has_arena() const noexcept { return arena_ != nullptr; }
-    /// `bytes` of the arena, 64-byte aligned and never `nullptr` for zero bytes; `nullptr` when memory
+    /// `bytes` of the arena, 256-byte aligned and never `nullptr` for zero bytes; `nullptr` when memory
     /// ran out or there is no arena. Call it from the calling worker, outside parallel loops.
     void *allocate(std::size_t bytes) noexcept;
     /// Where the arena's memory lives, and on which device.

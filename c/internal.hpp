@@ -234,7 +234,7 @@ uform_status_t arena_acquire(uform_arena_s *arena, char const **message) noexcep
 void arena_release(uform_arena_s *arena) noexcept;
 /// Rewinds the arena for a new call, coalescing its blocks into one at the high-water mark.
 void arena_rewind(uform_arena_s *arena) noexcept;
-/// `bytes` (64-byte aligned, never `nullptr` for zero) from the arena, or `nullptr` when memory ran out.
+/// `bytes` (256-byte aligned, never `nullptr` for zero) from the arena, or `nullptr` when memory ran out.
 void *arena_allocate(uform_arena_s *arena, std::size_t bytes) noexcept;
 
 /* model.cpp ---------------------------------------------------------------------------------------------- */

@@ -130,9 +130,24 @@ void check_executor(uform_executor_t executor, std::size_t threads) {
     }
 }
 
+/// Checks that arena memory is 256-byte aligned, as c/call.hpp promises, in the first block and past it.
+void check_arena_alignment() {
+    uform_arena_t arena = nullptr;
+    CHECK(uform_arena_init(nullptr, &arena, nullptr) == uform_status_ok_k);
+    if (!arena) return;
+    uform::arena_rewind(arena);
+    for (std::size_t bytes : {std::size_t(1), std::size_t(3), std::size_t(100), std::size_t(70000), std::size_t(0)}) {
+        void *pointer = uform::arena_allocate(arena, bytes);
+        CHECK(pointer != nullptr && reinterpret_cast<std::uintptr_t>(pointer) % 256 == 0);
+    }
+    uform_arena_free(arena);
+}
+
 } // namespace
 
 int main() {
+    check_arena_alignment();
+
     uform_executor_t executor = nullptr;
 
     // Zero threads take 7/8 of the cores, at least one.
