@@ -13,6 +13,8 @@ extern "C" {
 
 #include "uform/types.h"
 
+#include "../../c/fail.hpp"
+
 namespace uform::media {
 
 /// Frees an FFmpeg object through its own release function.
@@ -27,12 +29,6 @@ struct ffmpeg_free_t {
 /// An owned FFmpeg object.
 template <typename object_type_>
 using owned_t = std::unique_ptr<object_type_, ffmpeg_free_t>;
-
-/// Writes `text` through a nullable message out-pointer and answers `status`.
-inline uform_status_t media_fail(char const **message, uform_status_t status, char const *text) noexcept {
-    if (message != nullptr) *message = text;
-    return status;
-}
 
 /// Maps the error of opening a file (the OS's or FFmpeg's) onto `not-found`, `io`, `out-of-memory` or `corrupt`.
 uform_status_t open_failure(int error, char const **message) noexcept;
