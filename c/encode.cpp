@@ -265,38 +265,32 @@ uform_status_t uform_text_encode(uform_model_t model, uform_executor_t executor,
                                  size_t const *texts_offsets, size_t texts_count, uform_outputs_t outputs,
                                  uform_text_encode_args_t const *args, uform_arena_t arena, uform_encoded_t *encoded,
                                  uform_outcome_t *outcome, char const **message) {
-    text_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_text_encode_args_t a = args ? *args : uform_text_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.receiver()) return status;
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
         return status;
     if (uform_status_t status = checks.heads()) return status;
-    v.model = model;
-    v.texts = view_of(texts, texts_offsets, texts_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    return dispatch_verb(
+        text_encode_verb_t{model, view_of(texts, texts_offsets, texts_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor, char const *files,
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_image_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    image_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_image_encode_args_t a = args ? *args : uform_image_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_image, "the model has no image front-end"))
         return checks.refuse(args, status);
-    clamp_to_budget(v.args.max_patches, model->geometry.image_max_patches);
-    if (v.args.max_pixels == 0) v.args.max_pixels = default_max_pixels_k;
-    v.model = model;
-    v.paths = view_of(files, files_offsets, files_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.image_max_patches);
+    if (a.max_pixels == 0) a.max_pixels = default_max_pixels_k;
+    return dispatch_verb(
+        image_encode_verb_t{model, view_of(files, files_offsets, files_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t executor, uint8_t const *pixels,
@@ -304,9 +298,8 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
                                          size_t const *heights, size_t const *widths, uform_outputs_t outputs,
                                          uform_image_encode_args_t const *args, uform_arena_t arena,
                                          uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    image_encode_pixels_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_image_encode_args_t a = args ? *args : uform_image_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(pixels, pixels_length, pixels_offsets, pixels_count,
@@ -315,7 +308,7 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
         std::size_t const count = pixels_offsets ? pixels_count : 0;
         if (count && (!heights || !widths))
             return fail(message, uform_status_invalid_argument_k, "heights or widths are null but items are counted");
-        std::size_t const max_pixels = v.args.max_pixels ? v.args.max_pixels : default_max_pixels_k;
+        std::size_t const max_pixels = a.max_pixels ? a.max_pixels : default_max_pixels_k;
         for (std::size_t i = 0; i != count; ++i)
             if (heights[i] == 0 || widths[i] == 0)
                 return checks.fail_at(i, uform_status_invalid_argument_k, "an image has a zero height or width");
@@ -331,52 +324,42 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
         return checks.modality(&geometry_t::has_image, "the model has no image front-end");
     }();
     if (checked) return checks.refuse(args, checked);
-    clamp_to_budget(v.args.max_patches, model->geometry.image_max_patches);
-    v.model = model;
-    v.pixels = view_of(pixels, pixels_offsets, pixels_count);
-    v.heights = heights;
-    v.widths = widths;
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.image_max_patches);
+    return dispatch_verb(image_encode_pixels_verb_t{model, view_of(pixels, pixels_offsets, pixels_count), heights,
+                                                    widths, checks.request, a, encoded},
+                         executor, arena, outcome, message);
 }
 
 uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor, char const *files,
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_video_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    video_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_video_encode_args_t a = args ? *args : uform_video_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_video, "the model has no video front-end"))
         return checks.refuse(args, status);
     geometry_t const &g = model->geometry;
-    clamp_to_budget(v.args.max_frames, g.video_max_frames);
-    clamp_to_budget(v.args.max_patches_per_frame, g.video_max_patches_per_frame);
-    v.model = model;
-    v.paths = view_of(files, files_offsets, files_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_frames, g.video_max_frames);
+    clamp_to_budget(a.max_patches_per_frame, g.video_max_patches_per_frame);
+    return dispatch_verb(
+        video_encode_verb_t{model, view_of(files, files_offsets, files_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor, char const *files,
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_audio_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    audio_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_audio_encode_args_t a = args ? *args : uform_audio_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_audio, "the model has no audio front-end"))
         return checks.refuse(args, status);
-    clamp_to_budget(v.args.max_patches, model->geometry.audio_max_patches);
-    v.model = model;
-    v.paths = view_of(files, files_offsets, files_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.audio_max_patches);
+    return dispatch_verb(
+        audio_encode_verb_t{model, view_of(files, files_offsets, files_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t executor, float const *samples,
@@ -384,9 +367,8 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
                                           size_t sample_rate, uform_outputs_t outputs,
                                           uform_audio_encode_args_t const *args, uform_arena_t arena,
                                           uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    audio_encode_samples_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_audio_encode_args_t a = args ? *args : uform_audio_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
@@ -401,13 +383,10 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
         return checks.modality(&geometry_t::has_audio, "the model has no audio front-end");
     }();
     if (checked) return checks.refuse(args, checked);
-    clamp_to_budget(v.args.max_patches, model->geometry.audio_max_patches);
-    v.model = model;
-    v.samples = view_of(samples, samples_offsets, samples_count);
-    v.sample_rate = sample_rate;
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.audio_max_patches);
+    return dispatch_verb(audio_encode_samples_verb_t{model, view_of(samples, samples_offsets, samples_count),
+                                                     sample_rate, checks.request, a, encoded},
+                         executor, arena, outcome, message);
 }
 
 uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor, char const *texts, size_t texts_length,
@@ -416,8 +395,7 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
                                  uform_text_choose_args_t const *args, uform_arena_t arena, uform_tape_t *probabilities,
                                  uform_outcome_t *outcome, char const **message) {
     if (uform_status_t status = check_receiver(model, executor, arena, probabilities, message)) return status;
-    text_choose_verb_t v{};
-    if (args) v.args = *args;
+    uform_text_choose_args_t a = args ? *args : uform_text_choose_args_t{};
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
         return status;
@@ -427,9 +405,9 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
     std::size_t const count = texts_offsets ? texts_count : 0;
     if ((choices_offsets ? choices_count : 0) != count)
         return fail(message, uform_status_shape_mismatch_k, "the choices tape holds one item per text");
-    if (v.args.temperature_groups_count != 0 && v.args.temperature_groups_count != count)
+    if (a.temperature_groups_count != 0 && a.temperature_groups_count != count)
         return fail(message, uform_status_shape_mismatch_k, "temperature groups are zero or one per text");
-    if (!v.args.temperature_groups && v.args.temperature_groups_count)
+    if (!a.temperature_groups && a.temperature_groups_count)
         return fail(message, uform_status_invalid_argument_k, "temperature groups are null but counted");
     for (std::size_t i = 0; i != count; ++i) {
         std::size_t const begin = choices_offsets[i], end = choices_offsets[i + 1];
@@ -444,14 +422,12 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
     geometry_t const &g = model->geometry;
     if (!g.has_byte_head || g.choice_groups == 0)
         return fail(message, uform_status_unsupported_k, "the model has no byte head to score choices");
-    for (std::size_t i = 0; i != v.args.temperature_groups_count; ++i)
-        if (v.args.temperature_groups[i] >= g.choice_groups)
+    for (std::size_t i = 0; i != a.temperature_groups_count; ++i)
+        if (a.temperature_groups[i] >= g.choice_groups)
             return fail(message, uform_status_invalid_argument_k, "a temperature group is past the model's groups");
-    v.model = model;
-    v.texts = view_of(texts, texts_offsets, texts_count);
-    v.choices = view_of(choices, choices_offsets, choices_count);
-    v.result = probabilities;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    return dispatch_verb(text_choose_verb_t{model, view_of(texts, texts_offsets, texts_count),
+                                            view_of(choices, choices_offsets, choices_count), a, probabilities},
+                         executor, arena, outcome, message);
 }
 
 } // extern "C"

@@ -167,6 +167,12 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
     }
 }
 
+/// Releases an executor a call acquired when the scope ends.
+struct executor_release_t {
+    uform_executor_s *executor;
+    ~executor_release_t() { executor_release(executor); }
+};
+
 bool finite_nonnegative(float value) noexcept { return std::isfinite(value) && value >= 0; }
 
 /// Checks an edge set against a step of `items`.
@@ -540,10 +546,7 @@ uform_status_t make_vram_trainer(uform_executor_s *executor, uform_trainer_init_
                                  geometry_t const &g, checkpoint_t const *start, uform_trainer_t *trainer,
                                  char const **message) noexcept {
     if (uform_status_t status = executor_acquire(executor, true, message)) return status;
-    struct release_t {
-        uform_executor_s *executor;
-        ~release_t() { executor_release(executor); }
-    } release{executor};
+    executor_release_t const release{executor};
     try {
         auto made = std::make_unique<uform_trainer_s>();
         made->args = a;
@@ -598,10 +601,7 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
                 return fail(message, uform_status_invalid_argument_k, "the job's name holds a slash or a NUL");
     }
     if (uform_status_t status = executor_acquire(executor, true, message)) return status;
-    struct release_t {
-        uform_executor_s *executor;
-        ~release_t() { executor_release(executor); }
-    } release{executor};
+    executor_release_t const release{executor};
 
     try {
         auto made = std::make_unique<uform_mesh_s>();

@@ -99,17 +99,22 @@ fn main() -> ExitCode {
 /// answers the header's path when it is stale.
 fn version_macros(manifest: &Path, header: &Path, check: bool) -> Result<Option<PathBuf>, String> {
     let read = |path: &Path| {
-        std::fs::read_to_string(path).map_err(|error| format!("uform-gen: cannot read `{}`: {error}", path.display()))
+        std::fs::read_to_string(path)
+            .map_err(|error| format!("uform-gen: cannot read `{}`: {error}", path.display()))
     };
     let current = read(header)?;
-    let wanted = uform_gen::version::with_version(&current, uform_gen::version::package_version(&read(manifest)?)?)?;
+    let wanted = uform_gen::version::with_version(
+        &current,
+        uform_gen::version::package_version(&read(manifest)?)?,
+    )?;
     if wanted == current {
         return Ok(None);
     }
     if check {
         return Ok(Some(header.to_path_buf()));
     }
-    std::fs::write(header, &wanted).map_err(|error| format!("uform-gen: cannot write `{}`: {error}", header.display()))?;
+    std::fs::write(header, &wanted)
+        .map_err(|error| format!("uform-gen: cannot write `{}`: {error}", header.display()))?;
     println!("uform-gen: wrote {}", header.display());
     Ok(None)
 }

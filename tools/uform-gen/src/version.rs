@@ -20,10 +20,14 @@ pub fn package_version(manifest: &str) -> Result<[u32; 3], String> {
             continue;
         };
         let pattern = Regex::new(r#"^\s*=\s*"(\d+)\.(\d+)\.(\d+)""#).expect("a valid pattern");
-        let parts = pattern
-            .captures(value)
-            .ok_or_else(|| format!("uform-gen: Cargo.toml's version `{line}` is not MAJOR.MINOR.PATCH"))?;
-        let number = |i: usize| parts[i].parse::<u32>().map_err(|error| format!("uform-gen: {error}"));
+        let parts = pattern.captures(value).ok_or_else(|| {
+            format!("uform-gen: Cargo.toml's version `{line}` is not MAJOR.MINOR.PATCH")
+        })?;
+        let number = |i: usize| {
+            parts[i]
+                .parse::<u32>()
+                .map_err(|error| format!("uform-gen: {error}"))
+        };
         return Ok([number(1)?, number(2)?, number(3)?]);
     }
     Err("uform-gen: Cargo.toml's [package] table has no version".into())
@@ -33,12 +37,18 @@ pub fn package_version(manifest: &str) -> Result<[u32; 3], String> {
 pub fn with_version(header: &str, version: [u32; 3]) -> Result<String, String> {
     let mut text = header.to_owned();
     for (name, value) in ["MAJOR", "MINOR", "PATCH"].iter().zip(version) {
-        let pattern = Regex::new(&format!(r"(?m)^#define UFORM_VERSION_{name} \d+$")).expect("a valid pattern");
+        let pattern = Regex::new(&format!(r"(?m)^#define UFORM_VERSION_{name} \d+$"))
+            .expect("a valid pattern");
         if !pattern.is_match(&text) {
-            return Err(format!("uform-gen: uform.h has no `#define UFORM_VERSION_{name}` line"));
+            return Err(format!(
+                "uform-gen: uform.h has no `#define UFORM_VERSION_{name}` line"
+            ));
         }
         text = pattern
-            .replace(&text, format!("#define UFORM_VERSION_{name} {value}").as_str())
+            .replace(
+                &text,
+                format!("#define UFORM_VERSION_{name} {value}").as_str(),
+            )
             .into_owned();
     }
     Ok(text)
