@@ -1,19 +1,20 @@
 //! Builds `libuform_static.a` and tells rustc how to link it.
 //!
-//! - Features: none (the RAM residency), `cuda`, `rocm`, `stub`; `stub` refuses either GPU feature.
+//! - Features: none (the RAM residency), `cuda`, `rocm`, `stub`; `stub` refuses either GPU feature, and
+//!   CMake refuses `cuda` and `rocm` until their residencies (cuda/, rocm/) land.
 //! - `UFORM_LIBRARY_DIR=<dir>` links the `libuform_static.a` CMake already built there, and runs no CMake.
 //! - Otherwise CMake builds the `uform_static` target from the crate's sources into `OUT_DIR` through the
 //!   `cmake` crate: Ninja when it is on the `PATH` (unless `CMAKE_GENERATOR` names another), the compilers
-//!   `CC` and `CXX` name, else `clang-22` and `clang++-22`, else `clang` and `clang++`, where installed.
+//!   `CC` and `CXX` name, else CMake's default (cmake/UformCompilers.cmake: `clang-22`, else `clang`).
 //! - The RAM residency compiles the NumKong, StringZilla and ForkUnion trees of the crates Cargo resolved,
 //!   which Cargo.toml lists as `cfg(any())` dependencies, so that Cargo locks them but never builds them.
 //!   This script finds their roots with `cargo metadata --locked --offline`, or `cargo metadata --locked`
 //!   (which downloads them) when they are not unpacked yet, and hands each to CMake as
-//!   `UFORM_<DEP>_SOURCE_DIR`; the same variable in the environment overrides the lookup.
+//!   `UFORM_<DEP>_SOURCE_DIR`; the same variable in the environment overrides the lookup. This is the one
+//!   search: cmake/UformCrates.cmake only falls back to Cargo's registry for a standalone CMake build.
 //! - The system libraries the archive needs after it (the C++ runtime, threads, and, as the residencies
-//!   grow, the CUDA or ROCm runtimes and the image, video and audio codecs) are CMake's to know: it writes
-//!   them on the `Libs:` line of `uform.pc` (cmake/UformLinkFlags.cmake), and this script forwards that line
-//!   to rustc. This is the hook for the codecs: CMake appends their `pkg-config --libs` there.
+//!   image, video and audio codecs) are CMake's to know: it writes them on the `Libs:` line of `uform.pc`
+//!   (cmake/UformLinkFlags.cmake), and this script forwards that line to rustc.
 //! - WASI: `WASI_SDK_PATH` names the SDK, whose CMake toolchain file this hands to CMake; the crate needs
 //!   `-C target-feature=+simd128`, which this checks.
 //! - `UFORM_SANITIZE=address` (or `undefined`, or both, comma-separated) builds the C++ side with those
@@ -37,8 +38,8 @@ const TARGET: &str = "uform_static";
 /// The pkg-config file CMake writes beside the build, naming what links after the archive.
 const PKG_CONFIG_FILE: &str = "uform.pc";
 
-/// The sources every build reads, relative to the manifest, which this watches where they exist; each
-/// residency adds its own folder (`stub`, `cpp`, `cuda`, `rocm`).
+/// The sources every build reads, relative to the manifest, which this watches; each residency adds its own
+/// folder (`stub` or `cpp`).
 const SOURCES: &[&str] = &["include", "c", "cmake", "CMakeLists.txt"];
 
 /// The environment this script and CMake read, beyond what the `cmake` and `cc` crates declare themselves.
@@ -53,11 +54,6 @@ const ENVIRONMENT: &[&str] = &[
     "CXX",
     "CMAKE_GENERATOR",
     "WASI_SDK_PATH",
-    "CUDA_PATH",
-    "CUDACXX",
-    "CUDAHOSTCXX",
-    "ROCM_PATH",
-    "HIP_PATH",
     "PKG_CONFIG_PATH",
 ];
 
@@ -119,17 +115,8 @@ fn main() {
 /// (a prebuilt archive declares itself instead). Paths that do not exist are left out, since Cargo treats
 /// them as always stale.
 fn watch_sources(manifest_dir: &Path, features: &Features) {
-    let residencies = [
-        (features.stub, "stub"),
-        (!features.stub, "cpp"),
-        (features.cuda, "cuda"),
-        (features.rocm, "rocm"),
-    ];
-    let residencies = residencies
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, folder)| folder);
-    for source in SOURCES.iter().chain(residencies) {
+    let residency = if features.stub { "stub" } else { "cpp" };
+    for source in SOURCES.iter().chain([&residency]) {
         if manifest_dir.join(source).exists() {
             println!("cargo:rerun-if-changed={source}");
         }
@@ -207,7 +194,7 @@ fn build_with_cmake(
     if target_os == "wasi" {
         configure_wasi(&mut config);
     } else {
-        default_compilers();
+        default_compilers(&mut config, manifest_dir);
     }
     if !features.stub {
         let mut metadata = None;
@@ -310,23 +297,15 @@ fn package_root(
         .ok_or_else(|| format!("`{manifest}` lies in no folder"))
 }
 
-/// Makes Clang the default compiler, as the crate documents: `clang-22` where installed, else `clang`.
-/// The `cmake` crate hands CMake the compilers the `cc` crate resolves from `CC` and `CXX`.
-fn default_compilers() {
+/// Leaves the compilers to CMake's default (cmake/UformCompilers.cmake, as its toolchain file) when neither `CC`
+/// nor `CXX` names one; else the `cmake` crate hands CMake the compilers the `cc` crate resolves from them.
+fn default_compilers(config: &mut cmake::Config, manifest_dir: &Path) {
     let set = |variable| env::var_os(variable).is_some_and(|value| !value.is_empty());
-    if set("CC") || set("CXX") {
-        return;
-    }
-    for (c, cxx) in [("clang-22", "clang++-22"), ("clang", "clang++")] {
-        if find_program(c).is_some() && find_program(cxx).is_some() {
-            // SAFETY: the build script runs on one thread (`unsafe` from edition 2024 on).
-            #[allow(unused_unsafe)]
-            unsafe {
-                env::set_var("CC", c);
-                env::set_var("CXX", cxx);
-            }
-            return;
-        }
+    if !set("CC") && !set("CXX") {
+        config.define(
+            "CMAKE_TOOLCHAIN_FILE",
+            manifest_dir.join("cmake/UformCompilers.cmake"),
+        );
     }
 }
 

@@ -1,12 +1,9 @@
-/**
- * @file arena.cpp
- * @brief Arenas: host pages or (through the backend) device memory that outputs land in.
- *
- * An arena is a short list of blocks. A call allocates from the last block and, when it runs out, adds a
- * block at least as large as all the others together; the next call's rewind coalesces the blocks into
- * one of their total size. So the arena settles at a single block at the high-water mark, and a steady loop
- * of same-shaped calls allocates nothing after the first.
- */
+// Arenas: host pages or (through the backend) device memory that outputs land in.
+//
+// An arena is a short list of blocks. A call allocates from the last block and, when it runs out, adds a
+// block at least as large as all the others together; the next call's rewind coalesces the blocks into
+// one of their total size. So the arena settles at a single block at the high-water mark, and a steady loop
+// of same-shaped calls allocates nothing after the first.
 #include <algorithm>
 
 #include "internal.hpp"

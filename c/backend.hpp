@@ -1,27 +1,24 @@
-/**
- * @file backend.hpp
- * @brief What every backend (`stub/`, `cpp/`, later `cuda/`) provides to the ABI layer in `c/`.
- *
- * The ABI layer does everything a backend should not repeat: argument checks, statuses and messages,
- * executors' threads, arenas, contention, the outcome table, deferred calls, cancellation bookkeeping,
- * stats' timing, and publishing results. A backend only loads models and computes rows, through the
- * functions below. See docs/internal-interfaces.md, "c/backend.hpp".
- *
- * Guarantees the ABI layer gives every function here:
- * - every argument has been checked as the headers promise: tapes' offsets ascend and stay inside their
- *   data, per-item arrays are present, enumerators are known, counts agree, `scalar` is resolved (never
- *   `auto`) and legal for the surfaces asked for, `outputs` is nonzero and known, the model carries the
- *   front-end and the heads the call needs, and the derived defaults (`max_patches`, ...) are resolved;
- * - the executor and the arena the call names are held by this call alone, and the arena was rewound;
- * - result structs passed by reference start empty, and are published to the caller only on success,
- *   so a backend that fails midway needs no clean-up of views (the arena is rewound by the next call).
- * What a backend promises in return:
- * - `noexcept`: no exception escapes; statuses and static messages report every failure;
- * - check `call.advance(...)`/`call.cancelled()` between units of work and answer
- *   `uform_status_cancelled_k` once they say so;
- * - allocate outputs only through `call.allocate*` (from the calling worker), and anything else it
- *   needs per call through `call.reserve_scratch`, so that a steady loop allocates nothing.
- */
+// What every backend (`stub/`, `cpp/`, later `cuda/`) provides to the ABI layer in `c/`.
+//
+// The ABI layer does everything a backend should not repeat: argument checks, statuses and messages,
+// executors' threads, arenas, contention, the outcome table, deferred calls, cancellation bookkeeping,
+// stats' timing, and publishing results. A backend only loads models and computes rows, through the
+// functions below. See docs/internal-interfaces.md, "c/backend.hpp".
+//
+// Guarantees the ABI layer gives every function here:
+// - every argument has been checked as the headers promise: tapes' offsets ascend and stay inside their
+//   data, per-item arrays are present, enumerators are known, counts agree, `scalar` is resolved (never
+//   `auto`) and legal for the surfaces asked for, `outputs` is nonzero and known, the model carries the
+//   front-end and the heads the call needs, and the derived defaults (`max_patches`, ...) are resolved;
+// - the executor and the arena the call names are held by this call alone, and the arena was rewound;
+// - result structs passed by reference start empty, and are published to the caller only on success,
+//   so a backend that fails midway needs no clean-up of views (the arena is rewound by the next call).
+// What a backend promises in return:
+// - `noexcept`: no exception escapes; statuses and static messages report every failure;
+// - check `call.advance(...)`/`call.cancelled()` between units of work and answer
+//   `uform_status_cancelled_k` once they say so;
+// - allocate outputs only through `call.allocate*` (from the calling worker), and anything else it
+//   needs per call through `call.reserve_scratch`, so that a steady loop allocates nothing.
 #ifndef UFORM_C_BACKEND_HPP
 #define UFORM_C_BACKEND_HPP
 
@@ -36,7 +33,7 @@
 
 namespace uform {
 
-/** @brief An input tape as the ABI layer checked it: item `i` spans `data[offsets[i]]` to `data[offsets[i + 1]]`. */
+/// An input tape as the ABI layer checked it: item `i` spans `data[offsets[i]]` to `data[offsets[i + 1]]`.
 template <typename value_type_>
 struct tape_view_t {
     value_type_ const *data = nullptr;
@@ -51,59 +48,55 @@ struct tape_view_t {
 
 namespace backend {
 
-/** @brief A loaded model, a trainer and a joined mesh, as the backend holds them; opaque to `c/`. */
+/// A loaded model, a trainer and a joined mesh, as the backend holds them; opaque to `c/`.
 struct model_t;
 struct trainer_t;
 struct mesh_t;
 
-/** @brief The build's residencies, as `uform_build_flavor` answers: `"stub"`, `"ram"`, `"ram,cuda"`. */
+/// The build's residencies, as `uform_build_flavor` answers: `"stub"`, `"ram"`, `"ram,cuda"`.
 char const *flavor() noexcept;
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Hardware                                                                                                    */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** @brief NUMA nodes the process sees (at least one). */
+/// NUMA nodes the process sees (at least one).
 std::size_t numa_nodes() noexcept;
-/** @brief Whether this machine and build can dispatch as `cpu_class` (never `auto`). */
+/// Whether this machine and build can dispatch as `cpu_class` (never `auto`).
 bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept;
-/** @brief The class `auto` resolves to on this machine. */
+/// The class `auto` resolves to on this machine.
 uform_cpu_class_t cpu_class_native() noexcept;
 
-/**
- * @brief Runs first on every thread an executor owns, before any work: where a backend pins the thread to
- * its NUMA node (`numa_nodes[worker % size]`, when any are named) or configures it for its kernels (such as
- * NumKong's `nk_configure_thread`). `worker` is 0 for the thread that runs deferred calls and counts from 1
- * to `workers` for the loop workers; VRAM executors' threads have `residency` VRAM and no NUMA nodes.
- */
+/// Runs first on every thread an executor owns, before any work: where a backend pins the thread to
+/// its NUMA node (`numa_nodes[worker % size]`, when any are named) or configures it for its kernels (such as
+/// NumKong's `nk_configure_thread`). `worker` is 0 for the thread that runs deferred calls and counts from 1
+/// to `workers` for the loop workers; VRAM executors' threads have `residency` VRAM and no NUMA nodes.
 void worker_start(uform_residency_t residency, std::span<std::size_t const> numa_nodes, std::size_t worker,
                   std::size_t workers) noexcept;
 
-/** @brief The GPUs the process can drive, as `uform_gpu_devices` answers; zero without a GPU residency. */
+/// The GPUs the process can drive, as `uform_gpu_devices` answers; zero without a GPU residency.
 std::size_t gpu_count() noexcept;
-/** @brief Describes GPU `ordinal`, below `gpu_count()`. */
+/// Describes GPU `ordinal`, below `gpu_count()`.
 void gpu_describe(std::size_t ordinal, uform_gpu_device_t &device) noexcept;
-/** @brief Whether every device of `devices` can dispatch as `gpu_class` (never `auto`). */
+/// Whether every device of `devices` can dispatch as `gpu_class` (never `auto`).
 bool gpu_class_available(uform_gpu_class_t gpu_class, std::span<std::size_t const> devices) noexcept;
 
-/**
- * @brief Opens a VRAM executor's device side: one stream per device, scratch reserved as asked (zero grows
- * on demand), pinned staging. `state` receives what `call_t::device_state` hands the backend later.
- */
+/// Opens a VRAM executor's device side: one stream per device, scratch reserved as asked (zero grows
+/// on demand), pinned staging. `state` receives what `call_t::device_state` hands the backend later.
 uform_status_t vram_open(std::span<std::size_t const> devices, std::span<std::size_t const> scratch_bytes,
                          std::size_t pinned_bytes, void *&state, char const **message) noexcept;
-/** @brief Closes what `vram_open` opened, after every call on the executor finished. */
+/// Closes what `vram_open` opened, after every call on the executor finished.
 void vram_close(void *state) noexcept;
-/** @brief Device memory for a VRAM arena on `device`, 256-byte aligned; `nullptr` when it ran out. */
+/// Device memory for a VRAM arena on `device`, 256-byte aligned; `nullptr` when it ran out.
 void *vram_allocate(std::size_t device, std::size_t bytes) noexcept;
-/** @brief Frees what `vram_allocate` answered. */
+/// Frees what `vram_allocate` answered.
 void vram_free(std::size_t device, void *pointer, std::size_t bytes) noexcept;
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Models                                                                                                      */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** @brief A checked load request. Exactly one of `buffer` and `path` is set. */
+/// A checked load request. Exactly one of `buffer` and `path` is set.
 struct model_load_t {
     uform_residency_t residency;
     void const *buffer;                     // the checkpoint's bytes, valid only during the load
@@ -116,30 +109,26 @@ struct model_load_t {
     uform_scalar_t quantization;            // `bf16` or `e4m3`
 };
 
-/**
- * @brief Loads the weights of a checkpoint whose header `checkpoint` the ABI layer already validated, and
- * reports progress in bytes through `call`. Answers `weight_bytes`, the bytes the weights take where they live.
- */
+/// Loads the weights of a checkpoint whose header `checkpoint` the ABI layer already validated, and
+/// reports progress in bytes through `call`. Answers `weight_bytes`, the bytes the weights take where they live.
 uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint, call_t &call, model_t *&model,
                           std::size_t &weight_bytes, char const **message) noexcept;
-/** @brief Frees a model once no call reads it. */
+/// Frees a model once no call reads it.
 void model_free(model_t *model) noexcept;
 
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Encoding                                                                                                    */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** @brief What every encoding verb keeps: the surfaces (known bits, nonzero) and the resolved scalar. */
+/// What every encoding verb keeps: the surfaces (known bits, nonzero) and the resolved scalar.
 struct encode_request_t {
     uform_outputs_t outputs;
     uform_scalar_t scalar;
 };
 
-/**
- * The encoding verbs. Each fills the views of the surfaces asked for in `encoded` (rows in the arena
- * through `call.allocate_rows`), the counts of `stats` (the ABI layer adds `nanoseconds`), and answers a
- * status. Progress is reported in items. Paths in a tape are the OS's bytes without a NUL inside.
- */
+/// The encoding verbs. Each fills the views of the surfaces asked for in `encoded` (rows in the arena
+/// through `call.allocate_rows`), the counts of `stats` (the ABI layer adds `nanoseconds`), and answers a
+/// status. Progress is reported in items. Paths in a tape are the OS's bytes without a NUL inside.
 uform_status_t text_encode(model_t const &model, call_t &call, tape_view_t<char> texts, encode_request_t request,
                            uform_encoded_t &encoded, uform_text_encode_stats_t &stats, char const **message) noexcept;
 
@@ -147,7 +136,7 @@ uform_status_t image_encode(model_t const &model, call_t &call, tape_view_t<char
                             std::size_t max_pixels, encode_request_t request, uform_encoded_t &encoded,
                             uform_image_encode_stats_t &stats, char const **message) noexcept;
 
-/** @brief Heights and widths are nonzero and the spans match `height * width * 3`, below `max_pixels`. */
+/// Heights and widths are nonzero and the spans match `height * width * 3`, below `max_pixels`.
 uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view_t<std::uint8_t> pixels,
                                    std::size_t const *heights, std::size_t const *widths, std::size_t max_patches,
                                    encode_request_t request, uform_encoded_t &encoded,
@@ -161,17 +150,15 @@ uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char
                             encode_request_t request, uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
                             char const **message) noexcept;
 
-/** @brief `sample_rate` is nonzero and every sample finite. */
+/// `sample_rate` is nonzero and every sample finite.
 uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_view_t<float> samples,
                                     std::size_t sample_rate, std::size_t max_patches, encode_request_t request,
                                     uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
                                     char const **message) noexcept;
 
-/**
- * @brief Scores choices: `choices` has one nonempty item of distinct bytes per text; `groups` is empty (all in
- * group 0) or one group per text, each below the model's groups. Fills `probabilities` with F32 values
- * through `call.allocate_tape`, one per choice, offsets counted from zero.
- */
+/// Scores choices: `choices` has one nonempty item of distinct bytes per text; `groups` is empty (all in
+/// group 0) or one group per text, each below the model's groups. Fills `probabilities` with F32 values
+/// through `call.allocate_tape`, one per choice, offsets counted from zero.
 uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char> texts, tape_view_t<char> choices,
                            std::span<std::size_t const> groups, uform_tape_t &probabilities,
                            uform_text_choose_stats_t &stats, char const **message) noexcept;
@@ -180,7 +167,7 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
 /* Training                                                                                                    */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** @brief A checked trainer configuration: every zero default resolved. */
+/// A checked trainer configuration: every zero default resolved.
 struct trainer_config_t {
     uform_trainer_init_vram_args_t args;  // defaults resolved; `checkpoint` as given
     geometry_t geometry;                  // the model's: from the checkpoint, or from `args`
@@ -195,7 +182,7 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
                             char const **message) noexcept;
 void trainer_free(trainer_t *trainer) noexcept;
 
-/** @brief A checked step: counts agree, edges stay inside the batch, targets are distributions. */
+/// A checked step: counts agree, edges stay inside the batch, targets are distributions.
 struct trainer_step_t {
     uform_modality_t const *modalities;                   // one per item, each a front-end the trainer has
     tape_view_t<char> contents;                           // text bytes, or a media file's path
@@ -206,14 +193,12 @@ struct trainer_step_t {
     tape_view_t<float> choice_targets;                    // shaped as `choices`
 };
 
-/**
- * @brief Runs one step. Fills `stats` but `nanoseconds`; when `call.has_arena()`, fills `embeddings` with the
- * scored F32 embeddings, one row per item.
- */
+/// Runs one step. Fills `stats` but `nanoseconds`; when `call.has_arena()`, fills `embeddings` with the
+/// scored F32 embeddings, one row per item.
 uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t const &step,
                             uform_trainer_step_stats_t &stats, uform_rows_t &embeddings, char const **message) noexcept;
 
-/** @brief Writes a MODEL.md checkpoint of the trainer's weights to `path` atomically (temporary, then rename). */
+/// Writes a MODEL.md checkpoint of the trainer's weights to `path` atomically (temporary, then rename).
 uform_status_t trainer_save(trainer_t &trainer, call_t &call, char const *path, std::size_t path_length,
                             char const **message) noexcept;
 
@@ -221,13 +206,13 @@ uform_status_t trainer_save(trainer_t &trainer, call_t &call, char const *path, 
 /* The mesh                                                                                                    */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/** @brief Bytes of the identity host 0 publishes for a run (NCCL's unique id has 128). */
+/// Bytes of the identity host 0 publishes for a run (NCCL's unique id has 128).
 inline constexpr std::size_t mesh_identity_bytes_k = 128;
 
-/** @brief Makes a fresh identity for a run, on host 0. */
+/// Makes a fresh identity for a run, on host 0.
 uform_status_t mesh_identity(unsigned char (&identity)[mesh_identity_bytes_k], char const **message) noexcept;
 
-/** @brief What the ABI layer's file bootstrap learned before the backend joins the communicator. */
+/// What the ABI layer's file bootstrap learned before the backend joins the communicator.
 struct mesh_join_t {
     unsigned char const *identity; // `mesh_identity_bytes_k` bytes
     std::size_t host_index, host_count;
@@ -236,7 +221,7 @@ struct mesh_join_t {
     uform_gpu_class_t gpu_class;          // the class every GPU of the run dispatches as
 };
 
-/** @brief Joins the run's communicator; every host calls it once the files say all have joined. */
+/// Joins the run's communicator; every host calls it once the files say all have joined.
 uform_status_t mesh_join(mesh_join_t const &join, mesh_t *&mesh, uform_multimem_tier_t &tier,
                          char const **message) noexcept;
 void mesh_free(mesh_t *mesh) noexcept;

@@ -1,7 +1,4 @@
-/**
- * @file call.cpp
- * @brief `call_t`: progress reporting, parallel loops, scratch and arena allocation for one call.
- */
+// `call_t`: progress reporting, parallel loops, scratch and arena allocation for one call.
 #include "call.hpp"
 
 #include <algorithm>
@@ -13,13 +10,13 @@ namespace uform {
 
 namespace {
 
-/** Scratch of calls without an executor: per calling thread, one buffer per handler depth (a call a progress
- *  handler makes must not reuse the scratch of the call it runs inside), each grown to its high-water mark. */
+/// Scratch of calls without an executor: per calling thread, one buffer per handler depth (a call a progress
+/// handler makes must not reuse the scratch of the call it runs inside), each grown to its high-water mark.
 thread_local buffer_t thread_scratch[handler_depth_max_k + 1];
-/** The call this thread runs now, innermost first. */
+/// The call this thread runs now, innermost first.
 thread_local running_t const *thread_running = nullptr;
 
-/** One progress handler running on this thread, on behalf of `call`. */
+/// One progress handler running on this thread, on behalf of `call`.
 struct handler_frame_t {
     running_t const *call;
     handler_frame_t const *outer;
@@ -27,7 +24,7 @@ struct handler_frame_t {
 thread_local handler_frame_t const *thread_handlers = nullptr;
 thread_local std::size_t thread_handler_depth = 0;
 
-/** Whether the non-null handles of `probe` include one that `holds` names. */
+/// Whether the non-null handles of `probe` include one that `holds` names.
 bool holds_any(holds_t const &holds, holds_t const &probe) noexcept {
     return (probe.executor && probe.executor == holds.executor) || (probe.arena && probe.arena == holds.arena) ||
            (probe.model && probe.model == holds.model) || (probe.trainer && probe.trainer == holds.trainer);

@@ -1,12 +1,9 @@
-/**
- * @file call.hpp
- * @brief `uform::call_t`: what the ABI layer hands a backend for one call: the progress hook, a parallel-for
- * over the executor's threads, per-worker scratch, and the arena the outputs land in.
- *
- * A call_t lives on the stack of the thread that runs the call (the caller's for a blocking call, one of
- * the executor's for a deferred one). Its methods are `noexcept` and allocate nothing but the executor's
- * scratch and the arena's pages, both grown to a high-water mark and reused.
- */
+// `uform::call_t`: what the ABI layer hands a backend for one call: the progress hook, a parallel-for
+// over the executor's threads, per-worker scratch, and the arena the outputs land in.
+//
+// A call_t lives on the stack of the thread that runs the call (the caller's for a blocking call, one of
+// the executor's for a deferred one). Its methods are `noexcept` and allocate nothing but the executor's
+// scratch and the arena's pages, both grown to a high-water mark and reused.
 #ifndef UFORM_C_CALL_HPP
 #define UFORM_C_CALL_HPP
 
@@ -20,7 +17,7 @@
 
 namespace uform {
 
-/** @brief What a call holds while it runs, released when it ends. */
+/// What a call holds while it runs, released when it ends.
 struct holds_t {
     uform_executor_s *executor = nullptr;
     uform_arena_s *arena = nullptr;
@@ -30,11 +27,9 @@ struct holds_t {
 
 struct job_t;
 
-/**
- * @brief Marks the calling thread as running one call, which holds `holds` (and is `job`, when deferred), for the
- * scope's life. The call's `call_t`, made on the same thread, keeps a pointer to it, so that whatever the call's
- * progress handler calls (on any worker) can tell what the call holds.
- */
+/// Marks the calling thread as running one call, which holds `holds` (and is `job`, when deferred), for the
+/// scope's life. The call's `call_t`, made on the same thread, keeps a pointer to it, so that whatever the call's
+/// progress handler calls (on any worker) can tell what the call holds.
 struct running_t {
     running_t(holds_t const &holds, job_t const *job) noexcept;
     ~running_t() noexcept;
@@ -46,29 +41,25 @@ struct running_t {
     running_t const *outer; // the call this thread ran before, if this one runs inside its handler
 };
 
-/**
- * @brief Answers `contended` when a progress handler running on this thread belongs to a call that holds one of the
- * non-null handles of `probe`, or is `job`: freeing, draining or waiting on them there would wait for the handler
- * itself. Answers `ok` otherwise, and outside handlers.
- */
+/// Answers `contended` when a progress handler running on this thread belongs to a call that holds one of the
+/// non-null handles of `probe`, or is `job`: freeing, draining or waiting on them there would wait for the handler
+/// itself. Answers `ok` otherwise, and outside handlers.
 uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, char const **message) noexcept;
 
-/** @brief Progress handlers running on this thread, one inside another's call; a call made by one gets its own
- *  scratch, and calls nest at most `handler_depth_max_k` deep. */
+/// Progress handlers running on this thread, one inside another's call; a call made by one gets its own
+/// scratch, and calls nest at most `handler_depth_max_k` deep.
 std::size_t handler_depth() noexcept;
 inline constexpr std::size_t handler_depth_max_k = 8;
 
-/** @brief A type-erased body of a parallel loop: `body(context, index, worker)`. */
+/// A type-erased body of a parallel loop: `body(context, index, worker)`.
 using parallel_body_t = void (*)(void *context, std::size_t index, std::size_t worker);
 
 class call_t {
   public:
-    /**
-     * @param executor The executor the call holds, or `nullptr` for the calling thread alone.
-     * @param arena The arena the call holds, or `nullptr` when it writes no outputs.
-     * @param residency Where the call computes: the model's or the trainer's residency.
-     * @param devices The device ordinals the call computes on (VRAM), or empty.
-     */
+    /// @param executor The executor the call holds, or `nullptr` for the calling thread alone.
+    /// @param arena The arena the call holds, or `nullptr` when it writes no outputs.
+    /// @param residency Where the call computes: the model's or the trainer's residency.
+    /// @param devices The device ordinals the call computes on (VRAM), or empty.
     call_t(uform_executor_s *executor, uform_arena_s *arena, uform_residency_t residency,
            std::span<std::size_t const> devices, uform_progress_t progress, void *progress_context) noexcept;
     call_t(call_t const &) = delete;
@@ -76,26 +67,24 @@ class call_t {
 
     /* Progress and cancellation ------------------------------------------------------------------------ */
 
-    /**
-     * @brief Adds `units` to the units completed and reports them to the handler, if any, answering `true`
-     * once the call must stop. Safe from any worker; the handler runs on one thread at a time, and sees
-     * `completed` never fall.
-     */
+    /// Adds `units` to the units completed and reports them to the handler, if any, answering `true`
+    /// once the call must stop. Safe from any worker; the handler runs on one thread at a time, and sees
+    /// `completed` never fall.
     bool advance(std::size_t units, std::size_t total) noexcept;
-    /** @brief Reports an absolute count of completed units (monotonic); answers `true` once the call must stop. */
+    /// Reports an absolute count of completed units (monotonic); answers `true` once the call must stop.
     bool report(std::size_t completed, std::size_t total) noexcept;
-    /** @brief Calls the handler even when `completed` did not grow (never below what it saw), so that it can stop a
-     *  long item; answers `true` once the call must stop. */
+    /// Calls the handler even when `completed` did not grow (never below what it saw), so that it can stop a
+    /// long item; answers `true` once the call must stop.
     bool poll(std::size_t completed, std::size_t total) noexcept;
-    /** @brief Whether a handler has asked to stop. */
+    /// Whether a handler has asked to stop.
     bool cancelled() const noexcept { return cancelled_.load(std::memory_order_relaxed); }
 
     /* Threads ------------------------------------------------------------------------------------------ */
 
-    /** @brief Workers a parallel loop may run on, at least one; the `worker` argument is below this. */
+    /// Workers a parallel loop may run on, at least one; the `worker` argument is below this.
     std::size_t width() const noexcept;
-    /** @brief Runs `body(index, worker)` for every `index` below `count`, across the executor's threads and
-     *  the calling one, returning when all are done. Nested loops run serially on the calling worker. */
+    /// Runs `body(index, worker)` for every `index` below `count`, across the executor's threads and
+    /// the calling one, returning when all are done. Nested loops run serially on the calling worker.
     template <typename body_type_>
     void parallel_for(std::size_t count, body_type_ &&body) noexcept {
         using body_t = std::remove_reference_t<body_type_>;
@@ -108,44 +97,42 @@ class call_t {
     }
     void parallel_for_raw(std::size_t count, parallel_body_t body, void *context) noexcept;
 
-    /** @brief Reserves `bytes` of scratch per worker plus `shared` bytes for the whole call (each 64-byte
-     *  aligned), discarding what scratch held; answers `false` when memory ran out. Call it from the calling
-     *  worker, outside parallel loops. */
+    /// Reserves `bytes` of scratch per worker plus `shared` bytes for the whole call (each 64-byte
+    /// aligned), discarding what scratch held; answers `false` when memory ran out. Call it from the calling
+    /// worker, outside parallel loops.
     bool reserve_scratch(std::size_t bytes, std::size_t shared = 0) noexcept;
-    /** @brief The scratch of one worker, as last reserved. */
+    /// The scratch of one worker, as last reserved.
     void *scratch(std::size_t worker) const noexcept;
-    /** @brief The scratch shared by the whole call, as last reserved. */
+    /// The scratch shared by the whole call, as last reserved.
     void *shared_scratch() const noexcept;
 
     /* Where the call computes ------------------------------------------------------------------------- */
 
     uform_residency_t residency() const noexcept { return residency_; }
     std::span<std::size_t const> devices() const noexcept { return devices_; }
-    /** @brief The backend's state of a VRAM executor (its streams), or `nullptr`. */
+    /// The backend's state of a VRAM executor (its streams), or `nullptr`.
     void *device_state() const noexcept;
 
     /* Outputs ----------------------------------------------------------------------------------------- */
 
-    /** @brief Whether the call has an arena to write outputs into. */
+    /// Whether the call has an arena to write outputs into.
     bool has_arena() const noexcept { return arena_ != nullptr; }
-    /** @brief `bytes` of the arena, 64-byte aligned and never `nullptr` for zero bytes; `nullptr` when memory
-     *  ran out or there is no arena. Call it from the calling worker, outside parallel loops. */
+    /// `bytes` of the arena, 256-byte aligned and never `nullptr` for zero bytes; `nullptr` when memory
+    /// ran out or there is no arena. Call it from the calling worker, outside parallel loops.
     void *allocate(std::size_t bytes) noexcept;
-    /** @brief Where the arena's memory lives, and on which device. */
+    /// Where the arena's memory lives, and on which device.
     uform_residency_t output_residency() const noexcept;
     std::size_t output_device() const noexcept;
-    /**
-     * @brief Fills `rows` with a view of `count` fresh rows of `columns` values of `scalar` in the arena,
-     * plus `items + 1` offsets when `tape` (left for the caller to fill), else `items == count`.
-     * Answers `false` when memory ran out.
-     */
+    /// Fills `rows` with a view of `count` fresh rows of `columns` values of `scalar` in the arena,
+    /// plus `items + 1` offsets when `tape` (left for the caller to fill), else `items == count`.
+    /// Answers `false` when memory ran out.
     bool allocate_rows(uform_rows_t &rows, std::size_t count, std::size_t items, std::size_t columns,
                        uform_scalar_t scalar, bool tape) noexcept;
-    /** @brief Fills `tape` with `values` fresh values of `scalar` and `items + 1` offsets in the arena. */
+    /// Fills `tape` with `values` fresh values of `scalar` and `items + 1` offsets in the arena.
     bool allocate_tape(uform_tape_t &tape, std::size_t values, std::size_t items, uform_scalar_t scalar) noexcept;
 
   private:
-    /** @brief Runs the handler under `progress_mutex_`, marking this thread as inside it. */
+    /// Runs the handler under `progress_mutex_`, marking this thread as inside it.
     bool invoke(std::size_t completed, std::size_t total) noexcept;
 
     uform_executor_s *executor_;

@@ -1,12 +1,9 @@
-/**
- * @file checkpoint.cpp
- * @brief The safetensors header reader and MODEL.md validator declared in checkpoint.hpp.
- *
- * The order of the checks decides the status of a file with several faults: the prefix and the JSON
- * (`corrupt`), `format` and `uform.version` (`unsupported`), each tensor entry on its own (`corrupt`),
- * overlaps (`corrupt`), the metadata values (`corrupt`), then the tensors MODEL.md lists: missing
- * (`corrupt`), wrong dtype or shape (`shape-mismatch`), and last any tensor nobody asked for (`corrupt`).
- */
+// The safetensors header reader and MODEL.md validator declared in checkpoint.hpp.
+//
+// The order of the checks decides the status of a file with several faults: the prefix and the JSON
+// (`corrupt`), `format` and `uform.version` (`unsupported`), each tensor entry on its own (`corrupt`),
+// overlaps (`corrupt`), the metadata values (`corrupt`), then the tensors MODEL.md lists: missing
+// (`corrupt`), wrong dtype or shape (`shape-mismatch`), and last any tensor nobody asked for (`corrupt`).
 #include "checkpoint.hpp"
 
 #include <algorithm>
@@ -24,7 +21,7 @@
 
 namespace uform {
 
-/** @brief Bytes per element of each dtype. */
+/// Bytes per element of each dtype.
 std::size_t dtype_size(dtype_t dtype) noexcept {
     switch (dtype) {
     case dtype_t::bf16: return 2;
@@ -43,7 +40,7 @@ std::size_t dtype_size(dtype_t dtype) noexcept {
     return 0;
 }
 
-/** @brief Binary search over the name-sorted tensors. */
+/// Binary search over the name-sorted tensors.
 tensor_entry_t const *checkpoint_t::find(std::string_view name) const noexcept {
     auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
                                [](tensor_entry_t const &t, std::string_view n) { return t.name < n; });
@@ -52,31 +49,31 @@ tensor_entry_t const *checkpoint_t::find(std::string_view name) const noexcept {
 
 namespace {
 
-/** @brief A status with its static message; `ok` carries no message. */
+/// A status with its static message; `ok` carries no message.
 struct verdict_t {
     uform_status_t status = uform_status_ok_k;
     char const *message = nullptr;
     explicit operator bool() const noexcept { return status != uform_status_ok_k; }
 };
 
-/** @brief A `corrupt` verdict. */
+/// A `corrupt` verdict.
 constexpr verdict_t corrupt(char const *message) noexcept { return {uform_status_corrupt_k, message}; }
-/** @brief A `shape-mismatch` verdict. */
+/// A `shape-mismatch` verdict.
 constexpr verdict_t mismatch(char const *message) noexcept { return {uform_status_shape_mismatch_k, message}; }
-/** @brief An `unsupported` verdict. */
+/// An `unsupported` verdict.
 constexpr verdict_t unsupported(char const *message) noexcept { return {uform_status_unsupported_k, message}; }
 
-/** @brief The largest integer a metadata value may hold, so that products of two fit 64 bits easily. */
+/// The largest integer a metadata value may hold, so that products of two fit 64 bits easily.
 constexpr std::uint64_t max_count_k = (std::uint64_t(1) << 31) - 1;
 
-/** @brief `a * b` into `out`, false on 64-bit overflow. */
+/// `a * b` into `out`, false on 64-bit overflow.
 bool checked_mul(std::uint64_t a, std::uint64_t b, std::uint64_t &out) noexcept {
     if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return false;
     out = a * b;
     return true;
 }
 
-/** @brief The message for each JSON error, all `corrupt`. */
+/// The message for each JSON error, all `corrupt`.
 char const *json_message(json::error_t error) noexcept {
     switch (error) {
     case json::error_t::none: break;
@@ -97,7 +94,7 @@ char const *json_message(json::error_t error) noexcept {
     return "checkpoint: the header is not valid JSON";
 }
 
-/** @brief The safetensors name of each dtype. */
+/// The safetensors name of each dtype.
 constexpr std::pair<std::string_view, dtype_t> dtype_names_k[] = {
     {"BF16", dtype_t::bf16},       {"F16", dtype_t::f16},         {"F32", dtype_t::f32}, {"F64", dtype_t::f64},
     {"F8_E4M3", dtype_t::f8_e4m3}, {"F8_E5M2", dtype_t::f8_e5m2}, {"I8", dtype_t::i8},   {"U8", dtype_t::u8},
@@ -106,7 +103,7 @@ constexpr std::pair<std::string_view, dtype_t> dtype_names_k[] = {
 
 // region: metadata keys
 
-/** @brief A metadata key with its static messages. */
+/// A metadata key with its static messages.
 struct metadata_key_t {
     std::string_view name;
     char const *missing;
@@ -148,7 +145,7 @@ constexpr metadata_key_t key_audio_max_patches_k = UFORM_KEY("uform.audio.max_pa
 
 #undef UFORM_KEY
 
-/** @brief Every key of the `uform.` namespace that version 1 knows. */
+/// Every key of the `uform.` namespace that version 1 knows.
 constexpr metadata_key_t const *known_keys_k[] = {
     &key_version_k,
     &key_depth_k,
@@ -179,7 +176,7 @@ constexpr metadata_key_t const *known_keys_k[] = {
     &key_audio_max_patches_k,
 };
 
-/** @brief Parses a whole decimal integer: digits only, no sign, no spaces, at most `max_count_k`. */
+/// Parses a whole decimal integer: digits only, no sign, no spaces, at most `max_count_k`.
 bool parse_count(std::string_view text, std::uint64_t &out, bool &in_range) noexcept {
     in_range = true;
     if (text.empty()) return false;
@@ -193,7 +190,7 @@ bool parse_count(std::string_view text, std::uint64_t &out, bool &in_range) noex
     return true;
 }
 
-/** @brief Parses a whole finite decimal float, as `strtof` would but refusing leftovers, spaces and `+`. */
+/// Parses a whole finite decimal float, as `strtof` would but refusing leftovers, spaces and `+`.
 bool parse_float(std::string_view text, float &out) noexcept {
     if (text.empty()) return false;
     float value = 0;
@@ -203,7 +200,7 @@ bool parse_float(std::string_view text, float &out) noexcept {
     return true;
 }
 
-/** @brief Splits `a,b,c` into exactly three non-empty parts. */
+/// Splits `a,b,c` into exactly three non-empty parts.
 bool split_three(std::string_view text, std::string_view (&parts)[3]) noexcept {
     for (int i = 0; i != 3; ++i) {
         std::size_t const comma = text.find(',');
@@ -215,22 +212,22 @@ bool split_three(std::string_view text, std::string_view (&parts)[3]) noexcept {
     return true;
 }
 
-/** @brief The `__metadata__` object, read key by key with the messages of each key. */
+/// The `__metadata__` object, read key by key with the messages of each key.
 class metadata_t {
   public:
-    /** @brief Wraps an object whose values are all strings. */
+    /// Wraps an object whose values are all strings.
     explicit metadata_t(json::value_t const &object) noexcept : object_(object) {}
 
-    /** @brief The string value of `name`, or `nullptr`. */
+    /// The string value of `name`, or `nullptr`.
     std::string const *get(std::string_view name) const noexcept {
         json::value_t const *value = object_.find(name);
         return value ? &value->string : nullptr;
     }
 
-    /** @brief Whether `key` is present. */
+    /// Whether `key` is present.
     bool has(metadata_key_t const &key) const noexcept { return get(key.name) != nullptr; }
 
-    /** @brief Reads an integer in `[min, max]`; an absent key is an error only when `required`. */
+    /// Reads an integer in `[min, max]`; an absent key is an error only when `required`.
     verdict_t count(metadata_key_t const &key, bool required, std::uint64_t min, std::size_t &out,
                     std::uint64_t max = max_count_k) const noexcept {
         std::string const *text = get(key.name);
@@ -243,7 +240,7 @@ class metadata_t {
         return {};
     }
 
-    /** @brief Reads a finite float in `[low, high]`. */
+    /// Reads a finite float in `[low, high]`.
     verdict_t real(metadata_key_t const &key, bool required, float low, float high, float &out) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
@@ -254,7 +251,7 @@ class metadata_t {
         return {};
     }
 
-    /** @brief Reads three integers `a,b,c`, each in `[0, max_count_k]`. */
+    /// Reads three integers `a,b,c`, each in `[0, max_count_k]`.
     verdict_t counts3(metadata_key_t const &key, bool required, std::size_t (&out)[3]) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
@@ -270,7 +267,7 @@ class metadata_t {
         return {};
     }
 
-    /** @brief Reads three finite floats `a,b,c`, each in `[low, high]`. */
+    /// Reads three finite floats `a,b,c`, each in `[low, high]`.
     verdict_t reals3(metadata_key_t const &key, bool required, float low, float high, float (&out)[3]) const noexcept {
         std::string const *text = get(key.name);
         if (!text) return required ? corrupt(key.missing) : verdict_t{};
@@ -293,7 +290,7 @@ class metadata_t {
 
 // region: tensors
 
-/** @brief A tensor MODEL.md lists, with its static messages; `N` stands for a block index. */
+/// A tensor MODEL.md lists, with its static messages; `N` stands for a block index.
 struct tensor_kind_t {
     char const *missing;
     char const *wrong_dtype;
@@ -326,7 +323,7 @@ constexpr tensor_kind_t kind_temperatures_k = UFORM_KIND("head.choice.temperatur
 
 #undef UFORM_KIND
 
-/** @brief Checks one tensor entry on its own: fields, dtype, shape, offsets inside the data, byte span. */
+/// Checks one tensor entry on its own: fields, dtype, shape, offsets inside the data, byte span.
 verdict_t read_entry(std::string const &name, json::value_t const &entry, std::uint64_t data_size,
                      tensor_entry_t &out) {
     if (entry.kind != json::kind_t::object) return corrupt("checkpoint: a tensor entry is not an object");
@@ -367,7 +364,7 @@ verdict_t read_entry(std::string const &name, json::value_t const &entry, std::u
     return {};
 }
 
-/** @brief Refuses two tensors sharing a byte; an empty tensor strictly inside another counts as sharing. */
+/// Refuses two tensors sharing a byte; an empty tensor strictly inside another counts as sharing.
 verdict_t check_overlaps(std::vector<tensor_entry_t> const &tensors) {
     std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
     spans.reserve(tensors.size());
@@ -378,13 +375,13 @@ verdict_t check_overlaps(std::vector<tensor_entry_t> const &tensors) {
     return {};
 }
 
-/** @brief Matches the tensors MODEL.md lists against the header, counting those it found. */
+/// Matches the tensors MODEL.md lists against the header, counting those it found.
 class expectations_t {
   public:
-    /** @brief Starts over the name-sorted tensors of `checkpoint`. */
+    /// Starts over the name-sorted tensors of `checkpoint`.
     explicit expectations_t(checkpoint_t const &checkpoint) noexcept : checkpoint_(checkpoint) {}
 
-    /** @brief Requires `name` with `dtype` and the shape `dims`; checks products for overflow on the way. */
+    /// Requires `name` with `dtype` and the shape `dims`; checks products for overflow on the way.
     verdict_t expect(std::string_view name, tensor_kind_t const &kind, dtype_t dtype,
                      std::initializer_list<std::uint64_t> dims) {
         tensor_entry_t const *tensor = checkpoint_.find(name);
@@ -398,7 +395,7 @@ class expectations_t {
         return {};
     }
 
-    /** @brief Tensors matched so far. */
+    /// Tensors matched so far.
     std::size_t matched() const noexcept { return matched_; }
 
   private:
@@ -408,16 +405,16 @@ class expectations_t {
 
 // endregion
 
-/** @brief The smallest positive normal float: the least `norm_eps`, `rope.theta` or `video.fps` may be. */
+/// The smallest positive normal float: the least `norm_eps`, `rope.theta` or `video.fps` may be.
 constexpr float positive_min_k = std::numeric_limits<float>::min();
-/** @brief The largest `norm_eps`: past it RMSNorm stops normalising (and huge values flush activations to denormals). */
+/// The largest `norm_eps`: past it RMSNorm stops normalising (and huge values flush activations to denormals).
 constexpr float norm_eps_max_k = 1.0f;
-/** @brief The largest finite float. */
+/// The largest finite float.
 constexpr float float_max_k = std::numeric_limits<float>::max();
-/** @brief Bounds of `video.fps`: frames a second apart from a millisecond to over a quarter hour. */
+/// Bounds of `video.fps`: frames a second apart from a millisecond to over a quarter hour.
 constexpr float video_fps_min_k = 1e-3f, video_fps_max_k = 1e3f;
 
-/** @brief Reads the trunk's keys into `g`. */
+/// Reads the trunk's keys into `g`.
 verdict_t read_trunk(metadata_t const &meta, geometry_t &g) {
     if (verdict_t v = meta.count(key_depth_k, true, 1, g.depth)) return v;
     if (verdict_t v = meta.count(key_hidden_k, true, 1, g.hidden)) return v;
@@ -436,7 +433,7 @@ verdict_t read_trunk(metadata_t const &meta, geometry_t &g) {
     return {};
 }
 
-/** @brief Reads the image keys (required for images and videos, validated whenever present). */
+/// Reads the image keys (required for images and videos, validated whenever present).
 verdict_t read_image(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_image_patch_side_k, required, 1, g.image_patch_side)) return v;
     if (verdict_t v = meta.count(key_image_channels_k, required, 3, g.image_channels)) return v;
@@ -449,7 +446,7 @@ verdict_t read_image(metadata_t const &meta, bool required, geometry_t &g) {
     return {};
 }
 
-/** @brief Reads the video keys (required for videos, validated whenever present). */
+/// Reads the video keys (required for videos, validated whenever present).
 verdict_t read_video(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_video_tubelet_frames_k, required, 1, g.video_tubelet_frames)) return v;
     if (verdict_t v = meta.real(key_video_fps_k, required, video_fps_min_k, video_fps_max_k, g.video_fps)) return v;
@@ -464,7 +461,7 @@ verdict_t read_video(metadata_t const &meta, bool required, geometry_t &g) {
     return {};
 }
 
-/** @brief Reads the audio keys (required for audio, validated whenever present). */
+/// Reads the audio keys (required for audio, validated whenever present).
 verdict_t read_audio(metadata_t const &meta, bool required, geometry_t &g) {
     if (verdict_t v = meta.count(key_audio_sample_rate_k, required, 1, g.audio_sample_rate)) return v;
     if (verdict_t v = meta.count(key_audio_n_fft_k, required, 2, g.audio_n_fft, max_n_fft_k)) return v;
@@ -484,7 +481,7 @@ verdict_t read_audio(metadata_t const &meta, bool required, geometry_t &g) {
     return {};
 }
 
-/** @brief Reads the heads' keys, whose presence follows the head tensors. */
+/// Reads the heads' keys, whose presence follows the head tensors.
 verdict_t read_heads(metadata_t const &meta, geometry_t &g) {
     if (g.has_token_head) {
         if (verdict_t v = meta.count(key_token_width_k, true, 1, g.token_width)) return v;
@@ -501,7 +498,7 @@ verdict_t read_heads(metadata_t const &meta, geometry_t &g) {
     return {};
 }
 
-/** @brief Requires each tensor MODEL.md lists for the geometry `g`, then refuses any other. */
+/// Requires each tensor MODEL.md lists for the geometry `g`, then refuses any other.
 verdict_t check_tensors(checkpoint_t const &c) {
     geometry_t const &g = c.geometry;
     expectations_t e(c);
@@ -562,7 +559,7 @@ verdict_t check_tensors(checkpoint_t const &c) {
     return {};
 }
 
-/** @brief Everything of `checkpoint_parse` but the exception guard and the publication of the result. */
+/// Everything of `checkpoint_parse` but the exception guard and the publication of the result.
 verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoint_t &c) {
     if (header_json.empty()) return corrupt("checkpoint: the header length is zero");
     if (header_json.size() > checkpoint_max_header_k) return corrupt("checkpoint: the header exceeds 100 MiB");
@@ -635,7 +632,7 @@ verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoin
     return check_tensors(c);
 }
 
-/** @brief Runs `body` (returning a verdict), turning exceptions into statuses and writing the message. */
+/// Runs `body` (returning a verdict), turning exceptions into statuses and writing the message.
 template <typename body_t>
 uform_status_t guarded(char const **message, body_t &&body) noexcept {
     verdict_t verdict;
@@ -650,14 +647,14 @@ uform_status_t guarded(char const **message, body_t &&body) noexcept {
     return verdict.status;
 }
 
-/** @brief Decodes the 8-byte little-endian header length. */
+/// Decodes the 8-byte little-endian header length.
 std::uint64_t read_u64_le(unsigned char const *bytes) noexcept {
     std::uint64_t value = 0;
     for (int i = 7; i >= 0; --i) value = value << 8 | bytes[i];
     return value;
 }
 
-/** @brief Checks the header length against the bounds and the file size. */
+/// Checks the header length against the bounds and the file size.
 verdict_t check_header_length(std::uint64_t header_length, std::uint64_t file_size) noexcept {
     if (header_length == 0) return corrupt("checkpoint: the header length is zero");
     if (header_length > checkpoint_max_header_k) return corrupt("checkpoint: the header exceeds 100 MiB");

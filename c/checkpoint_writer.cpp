@@ -1,7 +1,4 @@
-/**
- * @file checkpoint_writer.cpp
- * @brief The tensor plan of a geometry and the atomic safetensors writer.
- */
+// The tensor plan of a geometry and the atomic safetensors writer.
 #include "checkpoint_writer.hpp"
 
 #include <atomic>

@@ -1,8 +1,5 @@
-/**
- * @file checkpoint_writer.hpp
- * @brief Writing a MODEL.md checkpoint: the tensor plan of a geometry and an atomic writer (temporary file,
- * then rename), shared by every backend's `trainer_save`.
- */
+// Writing a MODEL.md checkpoint: the tensor plan of a geometry and an atomic writer (temporary file,
+// then rename), shared by every backend's `trainer_save`.
 #ifndef UFORM_C_CHECKPOINT_WRITER_HPP
 #define UFORM_C_CHECKPOINT_WRITER_HPP
 
@@ -14,7 +11,7 @@
 
 namespace uform {
 
-/** @brief One tensor to write: its name, element type and shape (rank 1 or 2). */
+/// One tensor to write: its name, element type and shape (rank 1 or 2).
 struct tensor_plan_t {
     char name[64];
     dtype_t dtype;
@@ -25,17 +22,15 @@ struct tensor_plan_t {
     std::size_t bytes() const noexcept { return elements() * dtype_size(dtype); }
 };
 
-/** @brief Every tensor MODEL.md lists for `geometry`, its optional front-ends and heads as it says. */
+/// Every tensor MODEL.md lists for `geometry`, its optional front-ends and heads as it says.
 std::vector<tensor_plan_t> checkpoint_plan(geometry_t const &geometry);
 
-/** @brief Fills `bytes` (exactly `plan.bytes()` of them) with one tensor's values, little-endian. */
+/// Fills `bytes` (exactly `plan.bytes()` of them) with one tensor's values, little-endian.
 using tensor_fill_t = void (*)(void *context, tensor_plan_t const &plan, std::byte *bytes) noexcept;
 
-/**
- * @brief Writes a safetensors file of `plan` with `geometry`'s `__metadata__` to `path` (the OS's bytes),
- * through a temporary file beside it renamed into place. Answers `io` when the file cannot be created (its
- * directory missing, say) or written, `out-of-memory` when staging a tensor fails.
- */
+/// Writes a safetensors file of `plan` with `geometry`'s `__metadata__` to `path` (the OS's bytes),
+/// through a temporary file beside it renamed into place. Answers `io` when the file cannot be created (its
+/// directory missing, say) or written, `out-of-memory` when staging a tensor fails.
 uform_status_t checkpoint_write(char const *path, std::size_t path_length, geometry_t const &geometry,
                                 std::span<tensor_plan_t const> plan, tensor_fill_t fill, void *context,
                                 char const **message) noexcept;

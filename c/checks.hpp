@@ -1,21 +1,18 @@
-/**
- * @file checks.hpp
- * @brief Argument checks every entry point shares: tapes, paths, handles, outputs and scalars.
- *
- * The classes of bad input and their statuses, the same in every entry point:
- * - a null handle, out-pointer, or array that is counted (data of nonzero length, offsets of nonzero count,
- *   per-item arrays of nonzero items): `invalid-argument`;
- * - a tape's offsets that fall (`offsets[i] > offsets[i + 1]`) or leave the data
- *   (`offsets[count] > length`): `shape-mismatch`;
- * - counts that disagree with each other (choices against texts, bags against items, an edge set's offsets
- *   against the items, weights against ids, pixels against heights and widths): `shape-mismatch`;
- * - a single value out of its range (an unknown enumerator or flag, a zero height, a group past the model's,
- *   an edge to an item outside the batch or to itself, a NaN sample, an empty or repeated choice byte):
- *   `invalid-argument`;
- * - what the model, the build or the residency lacks: `unsupported`.
- * Checks run in that order of kinds: handles and pointers, enumerators, tapes, per-item values, then what
- * the model carries, so that a binding checking the same before the call answers the same status.
- */
+// Argument checks every entry point shares: tapes, paths, handles, outputs and scalars.
+//
+// The classes of bad input and their statuses, the same in every entry point:
+// - a null handle, out-pointer, or array that is counted (data of nonzero length, offsets of nonzero count,
+//   per-item arrays of nonzero items): `invalid-argument`;
+// - a tape's offsets that fall (`offsets[i] > offsets[i + 1]`) or leave the data
+//   (`offsets[count] > length`): `shape-mismatch`;
+// - counts that disagree with each other (choices against texts, bags against items, an edge set's offsets
+//   against the items, weights against ids, pixels against heights and widths): `shape-mismatch`;
+// - a single value out of its range (an unknown enumerator or flag, a zero height, a group past the model's,
+//   an edge to an item outside the batch or to itself, a NaN sample, an empty or repeated choice byte):
+//   `invalid-argument`;
+// - what the model, the build or the residency lacks: `unsupported`.
+// Checks run in that order of kinds: handles and pointers, enumerators, tapes, per-item values, then what
+// the model carries, so that a binding checking the same before the call answers the same status.
 #ifndef UFORM_C_CHECKS_HPP
 #define UFORM_C_CHECKS_HPP
 
@@ -26,7 +23,7 @@
 
 namespace uform {
 
-/** @brief The messages of one tape's refusals. */
+/// The messages of one tape's refusals.
 struct tape_messages_t {
     char const *null_data;
     char const *null_offsets;
@@ -38,7 +35,7 @@ struct tape_messages_t {
     tape_messages_t{name "'s data is null but its length is not zero", name "'s offsets are null but it counts items", \
                     name "'s offsets fall", name "'s offsets leave its data"}
 
-/** @brief Checks an input tape: `data` may be null only when `length` is zero; offsets ascend inside the data. */
+/// Checks an input tape: `data` may be null only when `length` is zero; offsets ascend inside the data.
 template <typename value_type_>
 uform_status_t check_tape(value_type_ const *data, std::size_t length, std::size_t const *offsets, std::size_t count,
                           tape_messages_t const &messages, char const **message) noexcept {
@@ -53,10 +50,10 @@ uform_status_t check_tape(value_type_ const *data, std::size_t length, std::size
     return uform_status_ok_k;
 }
 
-/** @brief The longest path accepted, in bytes. */
+/// The longest path accepted, in bytes.
 inline constexpr std::size_t max_path_bytes_k = 4095;
 
-/** @brief Checks that every item of a tape of paths is a nonempty path without NUL, within 4095 bytes. */
+/// Checks that every item of a tape of paths is a nonempty path without NUL, within 4095 bytes.
 inline uform_status_t check_paths(char const *data, std::size_t const *offsets, std::size_t count,
                                   char const **message) noexcept {
     for (std::size_t i = 0; i != count; ++i) {
@@ -70,13 +67,13 @@ inline uform_status_t check_paths(char const *data, std::size_t const *offsets, 
     return uform_status_ok_k;
 }
 
-/** @brief Copies a path into a NUL-terminated buffer of `max_path_bytes_k + 1` bytes. */
+/// Copies a path into a NUL-terminated buffer of `max_path_bytes_k + 1` bytes.
 inline void path_terminated(char const *path, std::size_t length, char (&buffer)[max_path_bytes_k + 1]) noexcept {
     std::memcpy(buffer, path, length);
     buffer[length] = '\0';
 }
 
-/** @brief Resolves and checks the outputs flags: unknown bits are refused; zero means embeddings. */
+/// Resolves and checks the outputs flags: unknown bits are refused; zero means embeddings.
 inline uform_status_t check_outputs(uform_outputs_t &outputs, char const **message) noexcept {
     std::uint64_t const known = uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k;
     std::uint64_t const bits = raw_enum(outputs);
@@ -85,7 +82,7 @@ inline uform_status_t check_outputs(uform_outputs_t &outputs, char const **messa
     return uform_status_ok_k;
 }
 
-/** @brief Resolves and checks an output scalar against the surfaces asked for. */
+/// Resolves and checks an output scalar against the surfaces asked for.
 inline uform_status_t check_output_scalar(uform_scalar_t &scalar, uform_outputs_t outputs,
                                           char const **message) noexcept {
     if (!known_enum(scalar, uform_scalar_b1_k))

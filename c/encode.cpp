@@ -1,7 +1,4 @@
-/**
- * @file encode.cpp
- * @brief The seven verbs of a model: their checks, then a blocking or deferred run through `dispatch`.
- */
+// The seven verbs of a model: their checks, then a blocking or deferred run through `dispatch`.
 #include <chrono>
 
 #include "checks.hpp"
@@ -11,10 +8,10 @@ namespace uform {
 
 namespace {
 
-/** Most bytes of one text when a verb's `max_bytes` is zero, and the most it may name. */
+/// Most bytes of one text when a verb's `max_bytes` is zero, and the most it may name.
 constexpr std::size_t default_text_max_bytes_k = 16'384, text_max_bytes_limit_k = std::size_t(1) << 24;
 
-/** @brief Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer. */
+/// Checks the receiver of a verb: the model, the executor, the arena and the result out-pointer.
 uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const *executor, uform_arena_s const *arena,
                               void const *result, char const **message) noexcept {
     if (!model_valid(model)) return fail(message, uform_status_invalid_argument_k, "the model is null");
@@ -39,7 +36,7 @@ uform_status_t check_receiver(uform_model_s const *model, uform_executor_s const
     return uform_status_ok_k;
 }
 
-/** @brief The devices a call computes on: a VRAM executor's, else a VRAM model's placement, else none. */
+/// The devices a call computes on: a VRAM executor's, else a VRAM model's placement, else none.
 std::span<std::size_t const> call_devices(uform_executor_s const *executor, uform_model_s const *model) noexcept {
     if (executor && executor->kind == executor_kind_t::vram) return executor->devices;
     if (model->residency == uform_residency_vram_k) return {model->placement, model->placement_count};
@@ -51,12 +48,10 @@ tape_view_t<value_type_> view_of(value_type_ const *data, std::size_t const *off
     return {data, offsets, offsets ? count : 0};
 }
 
-/**
- * @brief Runs a checked verb's body on the thread the call runs on, publishing its result and stats only on
- * success (and a media verb's `failed_item` on failure too). `verb_type_` holds `model`, `args` (with
- * `stats`, `progress` and `progress_context`) and `result` (where the result lands), and computes through
- * `compute(call, result, stats, message) const`.
- */
+/// Runs a checked verb's body on the thread the call runs on, publishing its result and stats only on
+/// success (and a media verb's `failed_item` on failure too). `verb_type_` holds `model`, `args` (with
+/// `stats`, `progress` and `progress_context`) and `result` (where the result lands), and computes through
+/// `compute(call, result, stats, message) const`.
 template <typename verb_type_>
 struct verb_job_t {
     verb_type_ verb;
@@ -90,18 +85,16 @@ struct verb_job_t {
     }
 };
 
-/** @brief Runs a checked verb blocking or deferred, holding its executor, arena and model. */
+/// Runs a checked verb blocking or deferred, holding its executor, arena and model.
 template <typename verb_type_>
 uform_status_t dispatch_verb(verb_type_ const &verb, uform_executor_s *executor, uform_arena_s *arena,
                              uform_outcome_t *outcome, char const **message) noexcept {
     return dispatch(verb_job_t<verb_type_>{verb}, holds_t{executor, arena, verb.model, nullptr}, outcome, message);
 }
 
-/**
- * @brief The checks an encoding verb shares, in order: the receiver, the outputs and scalar (resolved into
- * `request`), the verb's own inputs, then what the model carries. A media verb's refusal names the item in
- * `failed_item` (or `SIZE_MAX`).
- */
+/// The checks an encoding verb shares, in order: the receiver, the outputs and scalar (resolved into
+/// `request`), the verb's own inputs, then what the model carries. A media verb's refusal names the item in
+/// `failed_item` (or `SIZE_MAX`).
 struct encode_checks_t {
     uform_model_s const *model;
     uform_executor_s const *executor;
@@ -111,42 +104,42 @@ struct encode_checks_t {
     char const **message;
     std::size_t failed_item = SIZE_MAX;
 
-    /** @brief Checks the receiver, then resolves and checks the outputs and scalar. */
+    /// Checks the receiver, then resolves and checks the outputs and scalar.
     uform_status_t receiver() noexcept {
         if (uform_status_t status = check_receiver(model, executor, arena, encoded, message)) return status;
         if (uform_status_t status = check_outputs(request.outputs, message)) return status;
         return check_output_scalar(request.scalar, request.outputs, message);
     }
-    /** @brief Checks a tape of paths: its offsets against its data, then each path. */
+    /// Checks a tape of paths: its offsets against its data, then each path.
     uform_status_t files(char const *data, std::size_t length, std::size_t const *offsets, std::size_t count) noexcept {
         if (uform_status_t status =
                 check_tape(data, length, offsets, count, UFORM_TAPE_MESSAGES("the files tape"), message))
             return status;
         return check_paths(data, offsets, offsets ? count : 0, message);
     }
-    /** @brief Refuses item `item` of the batch. */
+    /// Refuses item `item` of the batch.
     uform_status_t fail_at(std::size_t item, uform_status_t status, char const *text) noexcept {
         failed_item = item;
         return fail(message, status, text);
     }
-    /** @brief Checks the modality (`has`, answering `missing` when the checkpoint lacks it), then the heads. */
+    /// Checks the modality (`has`, answering `missing` when the checkpoint lacks it), then the heads.
     uform_status_t modality(bool geometry_t::*has, char const *missing) noexcept {
         if (!(model->geometry.*has)) return fail(message, uform_status_unsupported_k, missing);
         return heads();
     }
-    /** @brief Checks that the model has the heads the outputs need. */
+    /// Checks that the model has the heads the outputs need.
     uform_status_t heads() noexcept {
         if ((request.outputs & uform_outputs_token_vectors_k) && !model->geometry.has_token_head)
             return fail(message, uform_status_unsupported_k, "the model has no token head for token vectors");
         return uform_status_ok_k;
     }
-    /** @brief Answers a media verb's refusal, naming `failed_item` in the stats `args` point at, if any. */
+    /// Answers a media verb's refusal, naming `failed_item` in the stats `args` point at, if any.
     template <typename args_type_>
     uform_status_t refuse(args_type_ const *args, uform_status_t status) const noexcept {
         if (args && args->stats) args->stats->failed_item = failed_item;
         return status;
     }
-    /** @brief The checks of a verb reading a tape of paths. */
+    /// The checks of a verb reading a tape of paths.
     uform_status_t file_verb(char const *data, std::size_t length, std::size_t const *offsets, std::size_t count,
                              bool geometry_t::*has, char const *missing) noexcept {
         if (uform_status_t status = receiver()) return status;
@@ -270,7 +263,7 @@ using namespace uform;
 
 namespace {
 
-/** Resolves a text verb's `max_bytes` (zero takes the default) and holds every text of the tape to it. */
+/// Resolves a text verb's `max_bytes` (zero takes the default) and holds every text of the tape to it.
 uform_status_t check_text_lengths(std::size_t &max_bytes, std::size_t const *offsets, std::size_t count,
                                   char const **message) noexcept {
     if (max_bytes == 0) max_bytes = default_text_max_bytes_k;
@@ -290,40 +283,34 @@ uform_status_t uform_text_encode(uform_model_t model, uform_executor_t executor,
                                  size_t const *texts_offsets, size_t texts_count, uform_outputs_t outputs,
                                  uform_text_encode_args_t const *args, uform_arena_t arena, uform_encoded_t *encoded,
                                  uform_outcome_t *outcome, char const **message) {
-    text_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_text_encode_args_t a = args ? *args : uform_text_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.receiver()) return status;
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
         return status;
-    if (uform_status_t status = check_text_lengths(v.args.max_bytes, texts_offsets, texts_count, message))
+    if (uform_status_t status = check_text_lengths(a.max_bytes, texts_offsets, texts_count, message))
         return status;
     if (uform_status_t status = checks.heads()) return status;
-    v.model = model;
-    v.texts = view_of(texts, texts_offsets, texts_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    return dispatch_verb(
+        text_encode_verb_t{model, view_of(texts, texts_offsets, texts_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor, char const *files,
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_image_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    image_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_image_encode_args_t a = args ? *args : uform_image_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_image, "the model has no image front-end"))
         return checks.refuse(args, status);
-    clamp_to_budget(v.args.max_patches, model->geometry.image_max_patches);
-    if (v.args.max_pixels == 0) v.args.max_pixels = default_max_pixels_k;
-    v.model = model;
-    v.paths = view_of(files, files_offsets, files_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.image_max_patches);
+    if (a.max_pixels == 0) a.max_pixels = default_max_pixels_k;
+    return dispatch_verb(
+        image_encode_verb_t{model, view_of(files, files_offsets, files_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t executor, uint8_t const *pixels,
@@ -331,9 +318,8 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
                                          size_t const *heights, size_t const *widths, uform_outputs_t outputs,
                                          uform_image_encode_args_t const *args, uform_arena_t arena,
                                          uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    image_encode_pixels_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_image_encode_args_t a = args ? *args : uform_image_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(pixels, pixels_length, pixels_offsets, pixels_count,
@@ -342,7 +328,7 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
         std::size_t const count = pixels_offsets ? pixels_count : 0;
         if (count && (!heights || !widths))
             return fail(message, uform_status_invalid_argument_k, "heights or widths are null but items are counted");
-        std::size_t const max_pixels = v.args.max_pixels ? v.args.max_pixels : default_max_pixels_k;
+        std::size_t const max_pixels = a.max_pixels ? a.max_pixels : default_max_pixels_k;
         for (std::size_t i = 0; i != count; ++i)
             if (heights[i] == 0 || widths[i] == 0)
                 return checks.fail_at(i, uform_status_invalid_argument_k, "an image has a zero height or width");
@@ -358,52 +344,42 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
         return checks.modality(&geometry_t::has_image, "the model has no image front-end");
     }();
     if (checked) return checks.refuse(args, checked);
-    clamp_to_budget(v.args.max_patches, model->geometry.image_max_patches);
-    v.model = model;
-    v.pixels = view_of(pixels, pixels_offsets, pixels_count);
-    v.heights = heights;
-    v.widths = widths;
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.image_max_patches);
+    return dispatch_verb(image_encode_pixels_verb_t{model, view_of(pixels, pixels_offsets, pixels_count), heights,
+                                                    widths, checks.request, a, encoded},
+                         executor, arena, outcome, message);
 }
 
 uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor, char const *files,
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_video_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    video_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_video_encode_args_t a = args ? *args : uform_video_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_video, "the model has no video front-end"))
         return checks.refuse(args, status);
     geometry_t const &g = model->geometry;
-    clamp_to_budget(v.args.max_frames, g.video_max_frames);
-    clamp_to_budget(v.args.max_patches_per_frame, g.video_max_patches_per_frame);
-    v.model = model;
-    v.paths = view_of(files, files_offsets, files_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_frames, g.video_max_frames);
+    clamp_to_budget(a.max_patches_per_frame, g.video_max_patches_per_frame);
+    return dispatch_verb(
+        video_encode_verb_t{model, view_of(files, files_offsets, files_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor, char const *files,
                                   size_t files_length, size_t const *files_offsets, size_t files_count,
                                   uform_outputs_t outputs, uform_audio_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    audio_encode_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_audio_encode_args_t a = args ? *args : uform_audio_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_audio, "the model has no audio front-end"))
         return checks.refuse(args, status);
-    clamp_to_budget(v.args.max_patches, model->geometry.audio_max_patches);
-    v.model = model;
-    v.paths = view_of(files, files_offsets, files_count);
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.audio_max_patches);
+    return dispatch_verb(
+        audio_encode_verb_t{model, view_of(files, files_offsets, files_count), checks.request, a, encoded}, executor,
+        arena, outcome, message);
 }
 
 uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t executor, float const *samples,
@@ -411,9 +387,8 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
                                           size_t sample_rate, uform_outputs_t outputs,
                                           uform_audio_encode_args_t const *args, uform_arena_t arena,
                                           uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
-    audio_encode_samples_verb_t v{};
-    if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    uform_audio_encode_args_t a = args ? *args : uform_audio_encode_args_t{};
+    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
@@ -430,13 +405,10 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
         return checks.modality(&geometry_t::has_audio, "the model has no audio front-end");
     }();
     if (checked) return checks.refuse(args, checked);
-    clamp_to_budget(v.args.max_patches, model->geometry.audio_max_patches);
-    v.model = model;
-    v.samples = view_of(samples, samples_offsets, samples_count);
-    v.sample_rate = sample_rate;
-    v.request = checks.request;
-    v.result = encoded;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    clamp_to_budget(a.max_patches, model->geometry.audio_max_patches);
+    return dispatch_verb(audio_encode_samples_verb_t{model, view_of(samples, samples_offsets, samples_count),
+                                                     sample_rate, checks.request, a, encoded},
+                         executor, arena, outcome, message);
 }
 
 uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor, char const *texts, size_t texts_length,
@@ -445,22 +417,21 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
                                  uform_text_choose_args_t const *args, uform_arena_t arena, uform_tape_t *probabilities,
                                  uform_outcome_t *outcome, char const **message) {
     if (uform_status_t status = check_receiver(model, executor, arena, probabilities, message)) return status;
-    text_choose_verb_t v{};
-    if (args) v.args = *args;
+    uform_text_choose_args_t a = args ? *args : uform_text_choose_args_t{};
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
         return status;
     if (uform_status_t status = check_tape(choices, choices_length, choices_offsets, choices_count,
                                            UFORM_TAPE_MESSAGES("the choices tape"), message))
         return status;
-    if (uform_status_t status = check_text_lengths(v.args.max_bytes, texts_offsets, texts_count, message))
+    if (uform_status_t status = check_text_lengths(a.max_bytes, texts_offsets, texts_count, message))
         return status;
     std::size_t const count = texts_offsets ? texts_count : 0;
     if ((choices_offsets ? choices_count : 0) != count)
         return fail(message, uform_status_shape_mismatch_k, "the choices tape holds one item per text");
-    if (v.args.temperature_groups_count != 0 && v.args.temperature_groups_count != count)
+    if (a.temperature_groups_count != 0 && a.temperature_groups_count != count)
         return fail(message, uform_status_shape_mismatch_k, "temperature groups are zero or one per text");
-    if (!v.args.temperature_groups && v.args.temperature_groups_count)
+    if (!a.temperature_groups && a.temperature_groups_count)
         return fail(message, uform_status_invalid_argument_k, "temperature groups are null but counted");
     for (std::size_t i = 0; i != count; ++i) {
         std::size_t const begin = choices_offsets[i], end = choices_offsets[i + 1];
@@ -475,14 +446,12 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
     geometry_t const &g = model->geometry;
     if (!g.has_byte_head || g.choice_groups == 0)
         return fail(message, uform_status_unsupported_k, "the model has no byte head to score choices");
-    for (std::size_t i = 0; i != v.args.temperature_groups_count; ++i)
-        if (v.args.temperature_groups[i] >= g.choice_groups)
+    for (std::size_t i = 0; i != a.temperature_groups_count; ++i)
+        if (a.temperature_groups[i] >= g.choice_groups)
             return fail(message, uform_status_invalid_argument_k, "a temperature group is past the model's groups");
-    v.model = model;
-    v.texts = view_of(texts, texts_offsets, texts_count);
-    v.choices = view_of(choices, choices_offsets, choices_count);
-    v.result = probabilities;
-    return dispatch_verb(v, executor, arena, outcome, message);
+    return dispatch_verb(text_choose_verb_t{model, view_of(texts, texts_offsets, texts_count),
+                                            view_of(choices, choices_offsets, choices_count), a, probabilities},
+                         executor, arena, outcome, message);
 }
 
 } // extern "C"

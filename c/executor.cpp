@@ -1,14 +1,11 @@
-/**
- * @file executor.cpp
- * @brief Executors: RAM and VRAM executors over owned workers and a host thread for deferred calls, the local
- * executor that holds deferred calls, contention, moods, drains, frees, and the GPU device list.
- *
- * A RAM executor owns `threads` workers (a VRAM executor one per device) that run a call's parallel loops beside
- * the thread running the call, which is loop worker 0: the caller's thread for a blocking call, or the
- * executor's host thread for a deferred one. The workers are ForkUnion's in the RAM build and the standard
- * library's in the stub (c/workers.hpp). Every owned thread runs `backend::worker_start` first. Idle threads
- * sleep, or spin after a `spinning` drain; the call holding the executor sets the workers' mood as it ends.
- */
+// Executors: RAM and VRAM executors over owned workers and a host thread for deferred calls, the local
+// executor that holds deferred calls, contention, moods, drains, frees, and the GPU device list.
+//
+// A RAM executor owns `threads` workers (a VRAM executor one per device) that run a call's parallel loops beside
+// the thread running the call, which is loop worker 0: the caller's thread for a blocking call, or the
+// executor's host thread for a deferred one. The workers are ForkUnion's in the RAM build and the standard
+// library's in the stub (c/workers.hpp). Every owned thread runs `backend::worker_start` first. Idle threads
+// sleep, or spin after a `spinning` drain; the call holding the executor sets the workers' mood as it ends.
 #include <algorithm>
 #include <thread>
 
@@ -17,7 +14,7 @@
 
 namespace uform {
 
-/** @brief What a RAM or VRAM executor owns: the workers of its loops, and the thread its deferred calls run on. */
+/// What a RAM or VRAM executor owns: the workers of its loops, and the thread its deferred calls run on.
 struct pool_t {
     workers_t *workers = nullptr;
     std::thread host;
@@ -32,11 +29,11 @@ namespace {
 
 constexpr std::size_t max_threads_k = 1024;
 
-/** The pool whose loop body the calling thread runs, if any, and its worker index there. */
+/// The pool whose loop body the calling thread runs, if any, and its worker index there.
 thread_local pool_t const *loop_pool = nullptr;
 thread_local std::size_t loop_worker = 0;
 
-/** @brief A loop's body, and the pool it runs on so that a nested loop can tell. */
+/// A loop's body, and the pool it runs on so that a nested loop can tell.
 struct loop_t {
     pool_t const *pool;
     parallel_body_t body;
@@ -58,13 +55,13 @@ uform_residency_t residency_of(uform_executor_s const &executor) noexcept {
     return executor.kind == executor_kind_t::vram ? uform_residency_vram_k : uform_residency_ram_k;
 }
 
-/** @brief `backend::worker_start` for an owned thread: worker 0 is the host thread, the workers count from 1. */
+/// `backend::worker_start` for an owned thread: worker 0 is the host thread, the workers count from 1.
 void worker_started(void const *context, std::size_t worker) noexcept {
     auto const &executor = *static_cast<uform_executor_s const *>(context);
     backend::worker_start(residency_of(executor), executor.numa_nodes, worker, executor.threads);
 }
 
-/** @brief The host thread: runs each deferred call submitted, and idles in the last drain's mood between. */
+/// The host thread: runs each deferred call submitted, and idles in the last drain's mood between.
 void host_main(pool_t *pool, uform_executor_s const *executor) noexcept {
     worker_started(executor, 0);
     for (;;) {
@@ -87,14 +84,14 @@ void host_main(pool_t *pool, uform_executor_s const *executor) noexcept {
     }
 }
 
-/** @brief Wakes the host thread after a change its wait looks at. */
+/// Wakes the host thread after a change its wait looks at.
 void host_notify(pool_t &pool) noexcept {
     // Taking the lock orders the change before a host's check-then-wait, so the notification cannot fall between.
     std::lock_guard lock(pool.mutex);
     pool.wake.notify_all();
 }
 
-/** @brief Starts the executor's workers and host thread; answers `nullptr` when memory ran out or the OS refused. */
+/// Starts the executor's workers and host thread; answers `nullptr` when memory ran out or the OS refused.
 pool_t *pool_start(uform_executor_s const *executor) noexcept {
     pool_t *pool = new (std::nothrow) pool_t;
     if (!pool) return nullptr;
@@ -113,7 +110,7 @@ pool_t *pool_start(uform_executor_s const *executor) noexcept {
     return pool;
 }
 
-/** @brief Joins the host thread and the workers; no call may hold the executor. */
+/// Joins the host thread and the workers; no call may hold the executor.
 void pool_stop(pool_t *pool) noexcept {
     if (!pool) return;
     pool->stop.store(true, std::memory_order_release);
@@ -144,7 +141,7 @@ void registry_remove(uform_executor_s *executor) noexcept {
 
 uform_status_t executor_settle(uform_executor_s *executor, char const **message) noexcept;
 
-/** @brief Drains, then destroys: threads joined, device side closed. */
+/// Drains, then destroys: threads joined, device side closed.
 void executor_destroy(uform_executor_s *executor) noexcept {
     executor_settle(executor, nullptr);
     pool_stop(executor->pool);
@@ -155,7 +152,7 @@ void executor_destroy(uform_executor_s *executor) noexcept {
     delete executor;
 }
 
-/** @brief Runs a held job if there is one; waits until no call holds the executor. */
+/// Runs a held job if there is one; waits until no call holds the executor.
 uform_status_t executor_settle(uform_executor_s *executor, char const **message) noexcept {
     uform_status_t status = uform_status_ok_k;
     if (executor->kind == executor_kind_t::local)

@@ -1,7 +1,4 @@
-/**
- * @file fail.hpp
- * @brief `uform::fail`: how every layer answers a refusal, with a status and a static message.
- */
+// `uform::fail`: how every layer answers a refusal, with a status and a static message.
 #ifndef UFORM_C_FAIL_HPP
 #define UFORM_C_FAIL_HPP
 
@@ -9,7 +6,7 @@
 
 namespace uform {
 
-/** @brief Writes `text` through a nullable message out-pointer and answers `status`. */
+/// Writes `text` through a nullable message out-pointer and answers `status`.
 inline uform_status_t fail(char const **message, uform_status_t status, char const *text) noexcept {
     if (message) *message = text;
     return status;

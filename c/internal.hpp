@@ -1,8 +1,5 @@
-/**
- * @file internal.hpp
- * @brief The ABI layer's own types: the handles behind the opaque pointers, deferred jobs, and the helpers
- * every entry point shares. Nothing here is seen by a backend but through `call_t`.
- */
+// The ABI layer's own types: the handles behind the opaque pointers, deferred jobs, and the helpers
+// every entry point shares. Nothing here is seen by a backend but through `call_t`.
 #ifndef UFORM_C_INTERNAL_HPP
 #define UFORM_C_INTERNAL_HPP
 
@@ -24,7 +21,7 @@
 
 namespace uform {
 
-/** @brief A grow-only buffer taken through `operator new`, kept at its high-water mark. */
+/// A grow-only buffer taken through `operator new`, kept at its high-water mark.
 struct buffer_t {
     std::byte *data = nullptr;
     std::size_t size = 0;
@@ -34,7 +31,7 @@ struct buffer_t {
     buffer_t &operator=(buffer_t const &) = delete;
     ~buffer_t() { release(); }
 
-    /** @brief Ensures `bytes` (discarding the contents when it grows); `false` when memory ran out. */
+    /// Ensures `bytes` (discarding the contents when it grows); `false` when memory ran out.
     bool reserve(std::size_t bytes) noexcept {
         if (bytes <= size) return true;
         release();
@@ -50,11 +47,9 @@ struct buffer_t {
     }
 };
 
-/**
- * @brief The bits of an enumerator as the caller passed them. C callers may pass any `int` where a C enum is
- * expected, while C++ may assume a value in the enum's range, so every enum that crosses the ABI is read
- * through this before it is checked; once checked, it is used as is.
- */
+/// The bits of an enumerator as the caller passed them. C callers may pass any `int` where a C enum is
+/// expected, while C++ may assume a value in the enum's range, so every enum that crosses the ABI is read
+/// through this before it is checked; once checked, it is used as is.
 template <typename enum_type_>
 std::uint64_t raw_enum(enum_type_ const &value) noexcept {
     static_assert(std::is_enum_v<enum_type_>);
@@ -64,18 +59,18 @@ std::uint64_t raw_enum(enum_type_ const &value) noexcept {
     return bits;
 }
 
-/** @brief Whether an enumerator passed across the ABI is one of `0` up to `last`. */
+/// Whether an enumerator passed across the ABI is one of `0` up to `last`.
 template <typename enum_type_>
 bool known_enum(enum_type_ const &value, enum_type_ last) noexcept {
     return raw_enum(value) <= std::uint64_t(last);
 }
 
-/** @brief Rounds `bytes` up to a multiple of 64; saturates near `SIZE_MAX`. */
+/// Rounds `bytes` up to a multiple of 64; saturates near `SIZE_MAX`.
 inline std::size_t round_up_64(std::size_t bytes) noexcept {
     return bytes > SIZE_MAX - 63 ? SIZE_MAX & ~std::size_t(63) : (bytes + 63) & ~std::size_t(63);
 }
 
-/** @brief `a * b`, or `false` on overflow. */
+/// `a * b`, or `false` on overflow.
 inline bool multiply(std::size_t a, std::size_t b, std::size_t &result) noexcept {
     return !__builtin_mul_overflow(a, b, &result);
 }
@@ -90,10 +85,10 @@ enum class executor_kind_t : std::uint8_t { local, ram, vram };
 
 struct pool_t;
 
-/** @brief The largest argument pack a deferred job stores. */
+/// The largest argument pack a deferred job stores.
 inline constexpr std::size_t job_params_bytes_k = 320;
 
-/** @brief A deferred call: its verb's body, what it holds, and its arguments, inside an outcome entry. */
+/// A deferred call: its verb's body, what it holds, and its arguments, inside an outcome entry.
 struct job_t {
     uform_status_t (*run)(job_t &job, char const **message) noexcept = nullptr;
     holds_t holds;
@@ -103,7 +98,7 @@ struct job_t {
 
 } // namespace uform
 
-/** @brief An executor: threads (RAM), streams (VRAM), or nothing (local), and its scratch. */
+/// An executor: threads (RAM), streams (VRAM), or nothing (local), and its scratch.
 struct uform_executor_s {
     std::uint32_t magic = uform::executor_magic_k;
     uform::executor_kind_t kind = uform::executor_kind_t::local;
@@ -126,7 +121,7 @@ struct uform_executor_s {
     uform_executor_s *registry_next = nullptr;
 };
 
-/** @brief An arena: blocks of memory that a call's outputs land in, coalesced into one at the next rewind. */
+/// An arena: blocks of memory that a call's outputs land in, coalesced into one at the next rewind.
 struct uform_arena_s {
     static constexpr std::size_t max_blocks_k = 40;
     struct block_t {
@@ -149,7 +144,7 @@ struct uform_arena_s {
     std::atomic<std::size_t> capacity{0};
 };
 
-/** @brief A loaded model: the backend's, its geometry, and the calls reading it. */
+/// A loaded model: the backend's, its geometry, and the calls reading it.
 struct uform_model_s {
     std::uint32_t magic = uform::model_magic_k;
     uform::backend::model_t *backend = nullptr;
@@ -167,7 +162,7 @@ struct uform_model_s {
     std::condition_variable idle;
 };
 
-/** @brief A joined mesh. */
+/// A joined mesh.
 struct uform_mesh_s {
     std::uint32_t magic = uform::mesh_magic_k;
     uform::backend::mesh_t *backend = nullptr;
@@ -176,7 +171,7 @@ struct uform_mesh_s {
     std::atomic<std::size_t> references{1}; // the handle plus each trainer made over it
 };
 
-/** @brief A trainer: the backend's, its resolved configuration, and the call it serves. */
+/// A trainer: the backend's, its resolved configuration, and the call it serves.
 struct uform_trainer_s {
     std::uint32_t magic = uform::trainer_magic_k;
     uform::backend::trainer_t *backend = nullptr;
@@ -200,25 +195,25 @@ namespace uform {
 inline bool executor_valid(uform_executor_s const *executor) noexcept {
     return executor && executor->magic == executor_magic_k;
 }
-/** @brief Takes the executor for one call, or answers `contended`. A blocking call on a local executor first
- *  runs the deferred call it holds, inheriting the hold. */
+/// Takes the executor for one call, or answers `contended`. A blocking call on a local executor first
+/// runs the deferred call it holds, inheriting the hold.
 uform_status_t executor_acquire(uform_executor_s *executor, bool blocking, char const **message) noexcept;
-/** @brief Releases the executor a call held, after `executor_rest`. */
+/// Releases the executor a call held, after `executor_rest`.
 void executor_release(uform_executor_s *executor) noexcept;
-/** @brief Puts the executor's idle workers in the last drain's mood; the call holding it runs this as it ends. */
+/// Puts the executor's idle workers in the last drain's mood; the call holding it runs this as it ends.
 void executor_rest(uform_executor_s *executor) noexcept;
-/** @brief Hands a job to an executor the job already holds: its host thread, or (local) held until waited. */
+/// Hands a job to an executor the job already holds: its host thread, or (local) held until waited.
 void executor_submit(uform_executor_s *executor, job_t *job) noexcept;
-/** @brief Takes the held job of a local executor, if it is `specific` (or any, when `nullptr`). */
+/// Takes the held job of a local executor, if it is `specific` (or any, when `nullptr`).
 job_t *executor_take_held(uform_executor_s *executor, job_t const *specific) noexcept;
-/** @brief Runs every deferred call held by a local executor that names `model` or `arena`. */
+/// Runs every deferred call held by a local executor that names `model` or `arena`.
 void executor_run_held_naming(uform_model_s const *model, uform_arena_s const *arena) noexcept;
-/** @brief Drops one reference; the last destroys the executor (threads joined, device side closed). */
+/// Drops one reference; the last destroys the executor (threads joined, device side closed).
 void executor_unreference(uform_executor_s *executor) noexcept;
-/** @brief Parallel-for over an executor's workers plus the calling thread (worker 0); a loop nested in one of
- *  the executor's loop bodies runs serially on that body's worker. */
+/// Parallel-for over an executor's workers plus the calling thread (worker 0); a loop nested in one of
+/// the executor's loop bodies runs serially on that body's worker.
 void executor_parallel_for(uform_executor_s *executor, std::size_t count, parallel_body_t body, void *context) noexcept;
-/** @brief Workers of calls on `executor` (its threads plus the caller), one without an executor. */
+/// Workers of calls on `executor` (its threads plus the caller), one without an executor.
 inline std::size_t executor_width(uform_executor_s const *executor) noexcept {
     return executor && executor->pool ? executor->threads + 1 : 1;
 }
@@ -228,9 +223,9 @@ inline std::size_t executor_width(uform_executor_s const *executor) noexcept {
 inline bool arena_valid(uform_arena_s const *arena) noexcept { return arena && arena->magic == arena_magic_k; }
 uform_status_t arena_acquire(uform_arena_s *arena, char const **message) noexcept;
 void arena_release(uform_arena_s *arena) noexcept;
-/** @brief Rewinds the arena for a new call, coalescing its blocks into one at the high-water mark. */
+/// Rewinds the arena for a new call, coalescing its blocks into one at the high-water mark.
 void arena_rewind(uform_arena_s *arena) noexcept;
-/** @brief `bytes` (64-byte aligned, never `nullptr` for zero) from the arena, or `nullptr` when memory ran out. */
+/// `bytes` (256-byte aligned, never `nullptr` for zero) from the arena, or `nullptr` when memory ran out.
 void *arena_allocate(uform_arena_s *arena, std::size_t bytes) noexcept;
 
 /* model.cpp ---------------------------------------------------------------------------------------------- */
@@ -250,15 +245,15 @@ void trainer_leave(uform_trainer_s *trainer) noexcept;
 
 /* outcome.cpp -------------------------------------------------------------------------------------------- */
 
-/** @brief Takes a free outcome entry for a job and writes its handle; `out-of-memory` when the table can't grow. */
+/// Takes a free outcome entry for a job and writes its handle; `out-of-memory` when the table can't grow.
 uform_status_t outcome_take(job_t *&job, uform_outcome_t *handle, char const **message) noexcept;
-/** @brief Returns an entry taken for a job that was never submitted. */
+/// Returns an entry taken for a job that was never submitted.
 void outcome_give_back(job_t *job) noexcept;
-/** @brief Runs a job, releases what it holds (its executor too, when `release_executor`), and publishes its
- *  status to its outcome. Answers the status, and its message through `message`. */
+/// Runs a job, releases what it holds (its executor too, when `release_executor`), and publishes its
+/// status to its outcome. Answers the status, and its message through `message`.
 uform_status_t job_execute(job_t *job, bool release_executor, char const **message) noexcept;
 
-/** @brief Releases what a call held: trainer, arena, model; and the executor when asked. */
+/// Releases what a call held: trainer, arena, model; and the executor when asked.
 inline void holds_release(holds_t const &holds, bool release_executor) noexcept {
     if (holds.trainer) {
         holds.trainer->busy.store(false, std::memory_order_release);
@@ -269,13 +264,11 @@ inline void holds_release(holds_t const &holds, bool release_executor) noexcept 
     if (release_executor && holds.executor) executor_release(holds.executor);
 }
 
-/**
- * @brief Runs a checked verb: blocking (`outcome == nullptr`) on the calling thread, or deferred through an
- * outcome entry. `params_type_` is trivially copyable and has
- * `static uform_status_t run(params_type_ const &, holds_t const &, char const **) noexcept`.
- * Contention is answered before anything is touched; a deferred call finding its executor or arena busy
- * takes no outcome entry.
- */
+/// Runs a checked verb: blocking (`outcome == nullptr`) on the calling thread, or deferred through an
+/// outcome entry. `params_type_` is trivially copyable and has
+/// `static uform_status_t run(params_type_ const &, holds_t const &, char const **) noexcept`.
+/// Contention is answered before anything is touched; a deferred call finding its executor or arena busy
+/// takes no outcome entry.
 template <typename params_type_>
 uform_status_t dispatch(params_type_ const &params, holds_t const &holds, uform_outcome_t *outcome,
                         char const **message) noexcept {

@@ -1,7 +1,4 @@
-/**
- * @file json.cpp
- * @brief The strict JSON parser declared in json.hpp: a recursive descent over bytes, bounded in depth.
- */
+// The strict JSON parser declared in json.hpp: a recursive descent over bytes, bounded in depth.
 #include "json.hpp"
 
 #include <algorithm>
@@ -9,7 +6,7 @@
 
 namespace uform::json {
 
-/** @brief Linear search over an object's keys; objects in safetensors headers are small or scanned once. */
+/// Linear search over an object's keys; objects in safetensors headers are small or scanned once.
 value_t const *value_t::find(std::string_view key) const noexcept {
     if (kind != kind_t::object) return nullptr;
     for (std::size_t i = 0; i != keys.size(); ++i)
@@ -19,13 +16,13 @@ value_t const *value_t::find(std::string_view key) const noexcept {
 
 namespace {
 
-/** @brief Whether `c` is JSON whitespace (RFC 8259 `ws`). */
+/// Whether `c` is JSON whitespace (RFC 8259 `ws`).
 bool is_space(char c) noexcept { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-/** @brief Whether `c` is an ASCII decimal digit. */
+/// Whether `c` is an ASCII decimal digit.
 bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
 
-/** @brief The value of a hexadecimal digit, or -1. */
+/// The value of a hexadecimal digit, or -1.
 int hex_value(char c) noexcept {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -33,7 +30,7 @@ int hex_value(char c) noexcept {
     return -1;
 }
 
-/** @brief Appends the UTF-8 encoding of a scalar value (not a surrogate, at most U+10FFFF). */
+/// Appends the UTF-8 encoding of a scalar value (not a surrogate, at most U+10FFFF).
 void append_utf8(std::string &out, std::uint32_t code) {
     if (code < 0x80) {
         out.push_back(char(code));
@@ -52,13 +49,13 @@ void append_utf8(std::string &out, std::uint32_t code) {
     }
 }
 
-/** @brief The parser's state: the text, the cursor and the budget of values. */
+/// The parser's state: the text, the cursor and the budget of values.
 class parser_t {
   public:
-    /** @brief Starts a parse of `text` under `limits`. */
+    /// Starts a parse of `text` under `limits`.
     parser_t(std::string_view text, limits_t limits) noexcept : text_(text), limits_(limits) {}
 
-    /** @brief Parses the whole text as one value surrounded by optional whitespace. */
+    /// Parses the whole text as one value surrounded by optional whitespace.
     error_t parse_document(value_t &out) {
         skip_space();
         if (at_end()) return error_t::empty;
@@ -73,21 +70,21 @@ class parser_t {
     std::size_t pos_ = 0;
     std::size_t values_ = 0;
 
-    /** @brief Whether the cursor is past the last byte. */
+    /// Whether the cursor is past the last byte.
     bool at_end() const noexcept { return pos_ >= text_.size(); }
 
-    /** @brief The byte under the cursor; only when not at the end. */
+    /// The byte under the cursor; only when not at the end.
     char peek() const noexcept { return text_[pos_]; }
 
-    /** @brief Moves the cursor past whitespace. */
+    /// Moves the cursor past whitespace.
     void skip_space() noexcept {
         while (!at_end() && is_space(peek())) ++pos_;
     }
 
-    /** @brief The error for a missing expected character: the end of the text, or something else. */
+    /// The error for a missing expected character: the end of the text, or something else.
     error_t unexpected() const noexcept { return at_end() ? error_t::unexpected_end : error_t::unexpected_char; }
 
-    /** @brief Parses one value starting at the cursor (after whitespace), at nesting `depth`. */
+    /// Parses one value starting at the cursor (after whitespace), at nesting `depth`.
     error_t parse_value(value_t &out, std::size_t depth) {
         skip_space();
         if (at_end()) return error_t::unexpected_end;
@@ -106,7 +103,7 @@ class parser_t {
         return error_t::unexpected_char;
     }
 
-    /** @brief Parses `true`, `false` or `null`, whose first letter is under the cursor. */
+    /// Parses `true`, `false` or `null`, whose first letter is under the cursor.
     error_t parse_literal(value_t &out, std::string_view word, kind_t kind, bool boolean) noexcept {
         if (text_.substr(pos_, word.size()) != word) return error_t::invalid_literal;
         pos_ += word.size();
@@ -115,7 +112,7 @@ class parser_t {
         return error_t::none;
     }
 
-    /** @brief Parses a number by the RFC grammar, keeping its value when it is a 64-bit unsigned integer. */
+    /// Parses a number by the RFC grammar, keeping its value when it is a 64-bit unsigned integer.
     error_t parse_number(value_t &out) noexcept {
         out.kind = kind_t::number;
         bool const negative = peek() == '-';
@@ -153,7 +150,7 @@ class parser_t {
         return error_t::none;
     }
 
-    /** @brief Reads 4 hex digits of a `\u` escape at the cursor. */
+    /// Reads 4 hex digits of a `\u` escape at the cursor.
     error_t parse_hex4(std::uint32_t &code) noexcept {
         if (text_.size() - pos_ < 4) return error_t::invalid_escape;
         code = 0;
@@ -166,7 +163,7 @@ class parser_t {
         return error_t::none;
     }
 
-    /** @brief Parses an escape after its backslash, appending the character it names. */
+    /// Parses an escape after its backslash, appending the character it names.
     error_t parse_escape(std::string &out) {
         if (at_end()) return error_t::unexpected_end;
         char const c = text_[pos_++];
@@ -197,7 +194,7 @@ class parser_t {
         return error_t::none;
     }
 
-    /** @brief Checks one multi-byte UTF-8 sequence whose lead byte is under the cursor, and copies it. */
+    /// Checks one multi-byte UTF-8 sequence whose lead byte is under the cursor, and copies it.
     error_t parse_utf8(std::string &out) {
         auto const byte = [&](std::size_t i) { return std::uint8_t(text_[pos_ + i]); };
         std::uint8_t const lead = byte(0);
@@ -220,7 +217,7 @@ class parser_t {
         return error_t::none;
     }
 
-    /** @brief Parses a string whose opening quote is under the cursor, decoding it into `out`. */
+    /// Parses a string whose opening quote is under the cursor, decoding it into `out`.
     error_t parse_string(std::string &out) {
         ++pos_;
         while (true) {
@@ -248,7 +245,7 @@ class parser_t {
         }
     }
 
-    /** @brief Parses an array whose `[` is under the cursor. */
+    /// Parses an array whose `[` is under the cursor.
     error_t parse_array(value_t &out, std::size_t depth) {
         if (depth > limits_.max_depth) return error_t::too_deep;
         out.kind = kind_t::array;
@@ -269,7 +266,7 @@ class parser_t {
         }
     }
 
-    /** @brief Parses an object whose `{` is under the cursor, refusing duplicate keys. */
+    /// Parses an object whose `{` is under the cursor, refusing duplicate keys.
     error_t parse_object(value_t &out, std::size_t depth) {
         if (depth > limits_.max_depth) return error_t::too_deep;
         out.kind = kind_t::object;
@@ -298,7 +295,7 @@ class parser_t {
         return has_duplicates(out.keys) ? error_t::duplicate_key : error_t::none;
     }
 
-    /** @brief Whether two keys are equal: sorts pointers to them, then compares neighbours. */
+    /// Whether two keys are equal: sorts pointers to them, then compares neighbours.
     static bool has_duplicates(std::vector<std::string> const &keys) {
         if (keys.size() < 2) return false;
         std::vector<std::string const *> sorted(keys.size());
@@ -312,7 +309,7 @@ class parser_t {
 
 } // namespace
 
-/** @brief Parses a whole document with a fresh parser; see json.hpp. */
+/// Parses a whole document with a fresh parser; see json.hpp.
 error_t parse(std::string_view text, value_t &out, limits_t limits) {
     out = value_t{};
     parser_t parser(text, limits);

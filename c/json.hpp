@@ -1,13 +1,10 @@
-/**
- * @file json.hpp
- * @brief A small strict JSON (RFC 8259) parser into a tree of values, for safetensors headers.
- *
- * Strict: UTF-8 only (no BOM, no overlong forms, no encoded surrogates), every escape including `\uXXXX`
- * surrogate pairs (a lone surrogate is refused), no control characters inside strings, duplicate object
- * keys refused, a depth limit and a value-count limit, nothing after the value but JSON whitespace.
- * Numbers follow the RFC grammar; a number is kept as a value only when it is a non-negative integer
- * literal (no sign, fraction or exponent) that fits 64 bits, which is all a safetensors header needs.
- */
+// A small strict JSON (RFC 8259) parser into a tree of values, for safetensors headers.
+//
+// Strict: UTF-8 only (no BOM, no overlong forms, no encoded surrogates), every escape including `\uXXXX`
+// surrogate pairs (a lone surrogate is refused), no control characters inside strings, duplicate object
+// keys refused, a depth limit and a value-count limit, nothing after the value but JSON whitespace.
+// Numbers follow the RFC grammar; a number is kept as a value only when it is a non-negative integer
+// literal (no sign, fraction or exponent) that fits 64 bits, which is all a safetensors header needs.
 #ifndef UFORM_C_JSON_HPP
 #define UFORM_C_JSON_HPP
 
@@ -19,30 +16,30 @@
 
 namespace uform::json {
 
-/** @brief The kind of a JSON value. */
+/// The kind of a JSON value.
 enum class kind_t : std::uint8_t { null_, boolean, number, string, array, object };
 
-/** @brief One JSON value; arrays and objects own their children. */
+/// One JSON value; arrays and objects own their children.
 struct value_t {
     kind_t kind = kind_t::null_;
-    /** For `boolean`: its value. */
+    /// For `boolean`: its value.
     bool boolean = false;
-    /** For `number`: whether it is a non-negative integer literal that fits `integer`. */
+    /// For `number`: whether it is a non-negative integer literal that fits `integer`.
     bool is_integer = false;
-    /** For `number` with `is_integer`: the value. */
+    /// For `number` with `is_integer`: the value.
     std::uint64_t integer = 0;
-    /** For `string`: the decoded UTF-8 text. */
+    /// For `string`: the decoded UTF-8 text.
     std::string string;
-    /** For `array`: the elements; for `object`: the members' values, parallel to `keys`. */
+    /// For `array`: the elements; for `object`: the members' values, parallel to `keys`.
     std::vector<value_t> items;
-    /** For `object`: the members' keys in document order, all distinct. */
+    /// For `object`: the members' keys in document order, all distinct.
     std::vector<std::string> keys;
 
-    /** @brief The member named `key` of an object, or `nullptr` (also for a non-object). */
+    /// The member named `key` of an object, or `nullptr` (also for a non-object).
     value_t const *find(std::string_view key) const noexcept;
 };
 
-/** @brief Why a text is not accepted. */
+/// Why a text is not accepted.
 enum class error_t : std::uint8_t {
     none,
     empty,             // nothing but whitespace
@@ -60,18 +57,16 @@ enum class error_t : std::uint8_t {
     too_many_values,   // more values than the value limit
 };
 
-/** @brief Bounds on what a parse may build. */
+/// Bounds on what a parse may build.
 struct limits_t {
-    /** Nesting of arrays and objects; the root value is depth 1. */
+    /// Nesting of arrays and objects; the root value is depth 1.
     std::size_t max_depth = 64;
-    /** Values in all, the root included; keys do not count. */
+    /// Values in all, the root included; keys do not count.
     std::size_t max_values = std::size_t(1) << 20;
 };
 
-/**
- * @brief Parses `text` into `out`. Answers `error_t::none` on success; otherwise `out` is unspecified.
- * May throw `std::bad_alloc`; nothing else.
- */
+/// Parses `text` into `out`. Answers `error_t::none` on success; otherwise `out` is unspecified.
+/// May throw `std::bad_alloc`; nothing else.
 error_t parse(std::string_view text, value_t &out, limits_t limits = {});
 
 } // namespace uform::json

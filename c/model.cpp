@@ -1,11 +1,8 @@
-/**
- * @file model.cpp
- * @brief Loading checkpoints (from a path or a buffer, into RAM or VRAM), describing and freeing models.
- *
- * The ABI layer reads and validates the checkpoint's header itself (`checkpoint_read_*`), so every backend
- * refuses a broken checkpoint with the same statuses, then hands the validated header to the backend,
- * which loads the weights.
- */
+// Loading checkpoints (from a path or a buffer, into RAM or VRAM), describing and freeing models.
+//
+// The ABI layer reads and validates the checkpoint's header itself (`checkpoint_read_*`), so every backend
+// refuses a broken checkpoint with the same statuses, then hands the validated header to the backend,
+// which loads the weights.
 #include <cstring>
 
 #include "internal.hpp"
@@ -38,7 +35,7 @@ bool legal_quantization(uform_scalar_t const &scalar) noexcept {
     return bits == uform_scalar_auto_k || bits == uform_scalar_bf16_k || bits == uform_scalar_e4m3_k;
 }
 
-/** @brief What both residencies' loads share once their own arguments are checked. */
+/// What both residencies' loads share once their own arguments are checked.
 struct load_t {
     backend::model_load_t request;
     uform_executor_s *executor;
@@ -189,8 +186,8 @@ uform_status_t check_path(char const *path, std::size_t length, char const **mes
     return uform_status_ok_k;
 }
 
-/** @brief The buffer, or a non-null stand-in for an empty one: `load` reads a buffer when it is non-null, and
- *  an empty one is corrupt as a file that short is. */
+/// The buffer, or a non-null stand-in for an empty one: `load` reads a buffer when it is non-null, and
+/// an empty one is corrupt as a file that short is.
 void const *buffer_or_empty(void const *buffer) noexcept {
     static unsigned char const empty = 0;
     return buffer ? buffer : &empty;

@@ -1,10 +1,7 @@
-/**
- * @file names.cpp
- * @brief The name tables of every enumeration, `uform_scalar_bytes`, the version and the build flavor.
- *
- * The C tables own the names; Rust's `Display` and `FromStr` call these functions. Parsing is exact and
- * case-sensitive: `"shape-mismatch"`, never `"shape_mismatch"` or `" shape-mismatch"`.
- */
+// The name tables of every enumeration, `uform_scalar_bytes`, the version and the build flavor.
+//
+// The C tables own the names; Rust's `Display` and `FromStr` call these functions. Parsing is exact and
+// case-sensitive: `"shape-mismatch"`, never `"shape_mismatch"` or `" shape-mismatch"`.
 #include <cstring>
 #include <iterator>
 
@@ -119,7 +116,7 @@ uform_status_t uform_late_interaction_side_parse(char const *name, uform_late_in
 
 char const *uform_multimem_tier_name(uform_multimem_tier_t tier) { return name_of(multimem_tier_names, tier); }
 
-char const *uform_version(void) { return "0.1.0"; }
+char const *uform_version(void) { return UFORM_LIBRARY_VERSION; }
 
 char const *uform_build_flavor(void) { return uform::backend::flavor(); }
 

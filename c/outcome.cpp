@@ -1,13 +1,10 @@
-/**
- * @file outcome.cpp
- * @brief The outcome table of deferred calls: entries reused from a free list, grown in chunks to a
- * high-water mark and never moved or freed, so a handle stays safe to look at after its release.
- *
- * A handle encodes a slot and a generation; releasing an entry bumps its generation, so a stale handle
- * answers `invalid-argument` instead of reading another call's entry. Each entry holds the job of its
- * call (verb, holds and arguments), so a deferred call allocates nothing once the table has grown.
- * Waiting blocks on the entry's status word (`std::atomic::wait`), never spinning until completion.
- */
+// The outcome table of deferred calls: entries reused from a free list, grown in chunks to a
+// high-water mark and never moved or freed, so a handle stays safe to look at after its release.
+//
+// A handle encodes a slot and a generation; releasing an entry bumps its generation, so a stale handle
+// answers `invalid-argument` instead of reading another call's entry. Each entry holds the job of its
+// call (verb, holds and arguments), so a deferred call allocates nothing once the table has grown.
+// Waiting blocks on the entry's status word (`std::atomic::wait`), never spinning until completion.
 #include "internal.hpp"
 
 namespace uform {
@@ -52,7 +49,7 @@ uform_outcome_t encode(entry_t const *entry) noexcept {
     return reinterpret_cast<uform_outcome_t>(handle);
 }
 
-/** @brief The live entry a handle names, or `nullptr` for a null, unknown or stale handle. */
+/// The live entry a handle names, or `nullptr` for a null, unknown or stale handle.
 entry_t *decode(uform_outcome_t outcome) noexcept {
     std::uintptr_t const handle = reinterpret_cast<std::uintptr_t>(outcome);
     std::uintptr_t const slot_plus_one = handle & slot_mask_k;
@@ -78,7 +75,7 @@ void publish(entry_t *entry, uform_status_t status, char const *message) noexcep
     entry->status.notify_all();
 }
 
-/** @brief Waits for a call to be final, running it here when a local executor holds it. */
+/// Waits for a call to be final, running it here when a local executor holds it.
 uform_status_t settle(entry_t *entry, char const **message) noexcept {
     if (entry->status.load(std::memory_order_acquire) == uform_status_deferred_k) {
         uform_executor_s *executor = entry->job.holds.executor;
@@ -93,8 +90,8 @@ uform_status_t settle(entry_t *entry, char const **message) noexcept {
     return status;
 }
 
-/** @brief A call that is not final cannot become so while a handler of its own, or of a call holding its executor,
- *  waits on this thread. */
+/// A call that is not final cannot become so while a handler of its own, or of a call holding its executor,
+/// waits on this thread.
 uform_status_t refuse_waiting_inside_handler(entry_t *entry, char const **message) noexcept {
     if (entry->status.load(std::memory_order_acquire) != uform_status_deferred_k) return uform_status_ok_k;
     return refuse_inside_handler(holds_t{entry->job.holds.executor, nullptr, nullptr, nullptr}, &entry->job, message);

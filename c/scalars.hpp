@@ -1,13 +1,10 @@
-/**
- * @file scalars.hpp
- * @brief Conversions between F32 and every output scalar, rounding to nearest even, in standard C++.
- *
- * Shared by every backend: the stub, the RAM residency and the GPU residencies' host paths. The narrow
- * floats saturate as `types.h` says (`e4m3` at 448, `e5m2` at 57344); NaN stays NaN. `i8` is
- * `round(127 * x)` saturating at +-127; `b1` packs one sign bit per column (`x > 0`), least significant
- * bit first. The BF16 and E4M3 conversions are also the RAM kernels', bit-exact with PyTorch. Every function here
- * relies on the default floating-point environment (round to nearest).
- */
+// Conversions between F32 and every output scalar, rounding to nearest even, in standard C++.
+//
+// Shared by every backend: the stub, the RAM residency and the GPU residencies' host paths. The narrow
+// floats saturate as `types.h` says (`e4m3` at 448, `e5m2` at 57344); NaN stays NaN. `i8` is
+// `round(127 * x)` saturating at +-127; `b1` packs one sign bit per column (`x > 0`), least significant
+// bit first. The BF16 and E4M3 conversions are also the RAM kernels', bit-exact with PyTorch. Every function here
+// relies on the default floating-point environment (round to nearest).
 #ifndef UFORM_C_SCALARS_HPP
 #define UFORM_C_SCALARS_HPP
 
@@ -21,7 +18,7 @@
 
 namespace uform {
 
-/** @brief F32 to BF16 bits, rounding to nearest even; NaN stays a quiet NaN of the same sign. */
+/// F32 to BF16 bits, rounding to nearest even; NaN stays a quiet NaN of the same sign.
 constexpr std::uint16_t f32_to_bf16(float value) noexcept {
     std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return std::uint16_t((bits >> 16) | 0x0040u);
@@ -29,14 +26,14 @@ constexpr std::uint16_t f32_to_bf16(float value) noexcept {
     return std::uint16_t(bits >> 16);
 }
 
-/** @brief BF16 bits to F32, exactly. */
+/// BF16 bits to F32, exactly.
 constexpr float bf16_to_f32(std::uint16_t bits) noexcept { return std::bit_cast<float>(std::uint32_t(bits) << 16); }
 
-/** @brief `value` rounded to the nearest BF16 (ties to even), kept as F32: what every matrix product's inputs go
- *  through. */
+/// `value` rounded to the nearest BF16 (ties to even), kept as F32: what every matrix product's inputs go
+/// through.
 constexpr float round_bf16(float value) noexcept { return bf16_to_f32(f32_to_bf16(value)); }
 
-/** @brief F32 to IEEE binary16 bits, rounding to nearest even; overflow goes to infinity as IEEE says. */
+/// F32 to IEEE binary16 bits, rounding to nearest even; overflow goes to infinity as IEEE says.
 inline std::uint16_t f32_to_f16(float value) noexcept {
     // The scaling trick of Maratyszcza's FP16: the F32 adder does the rounding, subnormals included.
     float base = (std::fabs(value) * 0x1.0p+112f) * 0x1.0p-110f;
@@ -53,7 +50,7 @@ inline std::uint16_t f32_to_f16(float value) noexcept {
     return std::uint16_t((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
 }
 
-/** @brief IEEE binary16 bits to F32, exactly. */
+/// IEEE binary16 bits to F32, exactly.
 inline float f16_to_f32(std::uint16_t bits) noexcept {
     std::uint32_t const sign = std::uint32_t(bits & 0x8000u) << 16;
     std::uint32_t const exponent = (bits >> 10) & 0x1Fu;
@@ -68,10 +65,8 @@ inline float f16_to_f32(std::uint16_t bits) noexcept {
 
 namespace detail {
 
-/**
- * @brief F32 to an 8-bit float of `exponent_bits`/`mantissa_bits` with `bias`, rounding to nearest even and
- * saturating at the bit pattern `max_bits` (the largest finite value's magnitude bits).
- */
+/// F32 to an 8-bit float of `exponent_bits`/`mantissa_bits` with `bias`, rounding to nearest even and
+/// saturating at the bit pattern `max_bits` (the largest finite value's magnitude bits).
 inline std::uint8_t f32_to_fp8(float value, int mantissa_bits, int bias, std::uint32_t max_bits,
                                std::uint8_t nan_bits) noexcept {
     std::uint32_t const bits = std::bit_cast<std::uint32_t>(value);
@@ -116,10 +111,8 @@ inline float fp8_to_f32(std::uint8_t bits, int mantissa_bits, int bias) noexcept
 
 } // namespace detail
 
-/**
- * @brief F32 to OCP E4M3 (`float8_e4m3fn`) bits: nearest even, saturating at 448, NaN to 0x7F. Bit-exact with
- * `torch.Tensor.to(torch.float8_e4m3fn)` up to a magnitude of 464, past which PyTorch answers NaN.
- */
+/// F32 to OCP E4M3 (`float8_e4m3fn`) bits: nearest even, saturating at 448, NaN to 0x7F. Bit-exact with
+/// `torch.Tensor.to(torch.float8_e4m3fn)` up to a magnitude of 464, past which PyTorch answers NaN.
 constexpr std::uint8_t f32_to_e4m3(float value) noexcept {
     std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     std::uint32_t const sign = bits & 0x80000000u;
@@ -139,7 +132,7 @@ constexpr std::uint8_t f32_to_e4m3(float value) noexcept {
     return static_cast<std::uint8_t>(result | (sign >> 24));
 }
 
-/** @brief E4M3 bits to F32, exactly; 0x7F and 0xFF are NaN of their sign. */
+/// E4M3 bits to F32, exactly; 0x7F and 0xFF are NaN of their sign.
 constexpr float e4m3_to_f32(std::uint8_t byte) noexcept {
     std::uint32_t const sign = static_cast<std::uint32_t>(byte & 0x80u) << 24;
     std::uint32_t const exponent = (byte >> 3) & 0xFu, mantissa = byte & 0x7u;
@@ -150,10 +143,10 @@ constexpr float e4m3_to_f32(std::uint8_t byte) noexcept {
     return sign ? -magnitude : magnitude;
 }
 
-/** @brief F32 to OCP E5M2 bits: nearest even, saturating at 57344 (infinities too), NaN to 0x7E. */
+/// F32 to OCP E5M2 bits: nearest even, saturating at 57344 (infinities too), NaN to 0x7E.
 inline std::uint8_t f32_to_e5m2(float value) noexcept { return detail::f32_to_fp8(value, 2, 15, 0x7Bu, 0x7Eu); }
 
-/** @brief E5M2 bits to F32, exactly. */
+/// E5M2 bits to F32, exactly.
 inline float e5m2_to_f32(std::uint8_t bits) noexcept {
     if ((bits & 0x7Cu) == 0x7Cu)
         return (bits & 0x03u)
@@ -162,7 +155,7 @@ inline float e5m2_to_f32(std::uint8_t bits) noexcept {
     return detail::fp8_to_f32(bits, 2, 15);
 }
 
-/** @brief F32 to `round(127 * x)`, nearest even, saturating at +-127; NaN gives 0. */
+/// F32 to `round(127 * x)`, nearest even, saturating at +-127; NaN gives 0.
 inline std::int8_t f32_to_i8(float value) noexcept {
     if (!(value == value)) return 0;
     float const scaled = std::nearbyint(value * 127.0f);
@@ -171,10 +164,8 @@ inline std::int8_t f32_to_i8(float value) noexcept {
     return std::int8_t(scaled);
 }
 
-/**
- * @brief Converts `columns` F32 values into `scalar` at `destination`, which must hold
- * `uform_scalar_bytes(scalar, columns)` bytes. `auto` is treated as F32. Unaligned destinations are fine.
- */
+/// Converts `columns` F32 values into `scalar` at `destination`, which must hold
+/// `uform_scalar_bytes(scalar, columns)` bytes. `auto` is treated as F32. Unaligned destinations are fine.
 inline void convert_row(float const *source, std::size_t columns, uform_scalar_t scalar, void *destination) noexcept {
     auto *out = static_cast<unsigned char *>(destination);
     switch (scalar) {
@@ -212,7 +203,7 @@ inline void convert_row(float const *source, std::size_t columns, uform_scalar_t
     }
 }
 
-/** @brief Bytes of `columns` values of `scalar`, as `uform_scalar_bytes` answers; `SIZE_MAX` on overflow. */
+/// Bytes of `columns` values of `scalar`, as `uform_scalar_bytes` answers; `SIZE_MAX` on overflow.
 inline std::size_t scalar_bytes(uform_scalar_t const &scalar, std::size_t columns) noexcept {
     std::size_t width;
     static_assert(sizeof(uform_scalar_t) == sizeof(std::uint32_t));

@@ -1,18 +1,15 @@
-/**
- * @file train.cpp
- * @brief The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, and the
- * two verbs `step` and `save`.
- *
- * Mesh bootstrap, for a run of `host_domain_count` hosts over a directory every host sees:
- * - host 0 asks the backend for a fresh identity and publishes `<directory>/<job>.mesh` atomically (a
- *   temporary file renamed into place): a version line, the host count, the identity in hex, the GPU class;
- * - every host polls until that file appears (re-reading it each poll, so a stale file from an earlier run
- *   is followed by the fresh one), then publishes `<directory>/<job>.mesh.<index>` atomically with the
- *   identity it read and its device count;
- * - every host polls until all hosts' files carry the same identity, then joins through the backend.
- * Past `timeout_seconds` a host gives up with `timeout`. A one-host mesh writes nothing and returns at once.
- * Files are left in place; give each run a fresh job name.
- */
+// The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, and the
+// two verbs `step` and `save`.
+//
+// Mesh bootstrap, for a run of `host_domain_count` hosts over a directory every host sees:
+// - host 0 asks the backend for a fresh identity and publishes `<directory>/<job>.mesh` atomically (a
+//   temporary file renamed into place): a version line, the host count, the identity in hex, the GPU class;
+// - every host polls until that file appears (re-reading it each poll, so a stale file from an earlier run
+//   is followed by the fresh one), then publishes `<directory>/<job>.mesh.<index>` atomically with the
+//   identity it read and its device count;
+// - every host polls until all hosts' files carry the same identity, then joins through the backend.
+// Past `timeout_seconds` a host gives up with `timeout`. A one-host mesh writes nothing and returns at once.
+// Files are left in place; give each run a fresh job name.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -78,7 +75,7 @@ std::string hex_of(unsigned char const *bytes, std::size_t length) {
     return text;
 }
 
-/** @brief Reads a small file whole; `false` when it is absent or unreadable. */
+/// Reads a small file whole; `false` when it is absent or unreadable.
 bool read_small(std::string const &path, std::string &contents) {
     std::FILE *file = std::fopen(path.c_str(), "rb");
     if (!file) return false;
@@ -90,7 +87,7 @@ bool read_small(std::string const &path, std::string &contents) {
     return ok;
 }
 
-/** @brief Writes a small file through a temporary renamed into place. */
+/// Writes a small file through a temporary renamed into place.
 bool write_atomically(std::string const &path, std::string const &contents, std::size_t host) {
     std::string const temporary = path + ".tmp-" + std::to_string(host);
     std::FILE *file = std::fopen(temporary.c_str(), "wb");
@@ -102,7 +99,7 @@ bool write_atomically(std::string const &path, std::string const &contents, std:
     return ok;
 }
 
-/** @brief Splits `text` into its lines. */
+/// Splits `text` into its lines.
 std::vector<std::string> lines_of(std::string const &text) {
     std::vector<std::string> lines;
     std::size_t start = 0;
@@ -119,7 +116,7 @@ struct bootstrap_t {
     uform_gpu_class_t gpu_class;
 };
 
-/** @brief The file protocol: answers the identity, the class of the run, and each host's device count. */
+/// The file protocol: answers the identity, the class of the run, and each host's device count.
 uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[backend::mesh_identity_bytes_k],
                                uform_gpu_class_t &gpu_class, std::vector<std::size_t> &host_devices,
                                char const **message) {
@@ -170,9 +167,15 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
     }
 }
 
+/// Releases an executor a call acquired when the scope ends.
+struct executor_release_t {
+    uform_executor_s *executor;
+    ~executor_release_t() { executor_release(executor); }
+};
+
 bool finite_nonnegative(float value) noexcept { return std::isfinite(value) && value >= 0; }
 
-/** @brief Checks an edge set against a step of `items`. */
+/// Checks an edge set against a step of `items`.
 uform_status_t check_edges(uform_edges_t const &edges, std::size_t items, char const **message) noexcept {
     if (!edges.offsets && edges.offsets_count)
         return fail(message, uform_status_invalid_argument_k, "an edge set's offsets are null but counted");
@@ -224,6 +227,123 @@ uform_status_t check_training_executor(uform_executor_s const *executor, char co
     return uform_status_ok_k;
 }
 
+/// Checks a step's items: the contents tape, a known modality per item, and a path for each media item.
+uform_status_t check_step_items(uform_modality_t const *modalities, char const *contents, std::size_t contents_length,
+                                std::size_t const *contents_offsets, std::size_t contents_count,
+                                char const **message) noexcept {
+    if (uform_status_t status = check_tape(contents, contents_length, contents_offsets, contents_count,
+                                           UFORM_TAPE_MESSAGES("the contents tape"), message))
+        return status;
+    std::size_t const n = contents_offsets ? contents_count : 0;
+    if (n && !modalities)
+        return fail(message, uform_status_invalid_argument_k, "modalities are null but items counted");
+    for (std::size_t i = 0; i != n; ++i)
+        if (!known_enum(modalities[i], uform_modality_audio_k))
+            return fail(message, uform_status_invalid_argument_k, "unknown modality");
+    for (std::size_t i = 0; i != n; ++i)
+        if (modalities[i] != uform_modality_text_k) {
+            std::size_t const offsets[2] = {contents_offsets[i], contents_offsets[i + 1]};
+            std::size_t const relative[2] = {0, offsets[1] - offsets[0]};
+            if (uform_status_t status = check_paths(contents + offsets[0], relative, 1, message)) return status;
+        }
+    return uform_status_ok_k;
+}
+
+/// Checks what relates a step's `n` items: bags, edges and late-interaction sides.
+uform_status_t check_step_relations(uform_trainer_step_args_t const &a, std::size_t n, char const **message) noexcept {
+    if (!a.bags && a.bags_count) return fail(message, uform_status_invalid_argument_k, "bags are null but counted");
+    if (a.bags_count != 0 && a.bags_count != n)
+        return fail(message, uform_status_shape_mismatch_k, "bags are neither zero nor one per item");
+    for (uform_edges_t const *edges : {&a.relations.attract, &a.relations.repel, &a.relations.ignore})
+        if (uform_status_t status = check_edges(*edges, n, message)) return status;
+    if (!a.sides && a.sides_count) return fail(message, uform_status_invalid_argument_k, "sides are null but counted");
+    if (a.sides_count != 0 && a.sides_count != n)
+        return fail(message, uform_status_shape_mismatch_k, "sides are neither zero nor one per item");
+    for (std::size_t i = 0; i != a.sides_count; ++i)
+        if (!known_enum(a.sides[i], uform_late_interaction_side_document_k))
+            return fail(message, uform_status_invalid_argument_k, "unknown late-interaction side");
+    return uform_status_ok_k;
+}
+
+/// Checks a step's choices and their targets: zero or one per item, text items only, distinct bytes, and targets
+/// that are distributions over them.
+uform_status_t check_step_choices(uform_trainer_step_args_t const &a, uform_modality_t const *modalities, std::size_t n,
+                                  char const **message) noexcept {
+    if (uform_status_t status = check_tape(a.choices, a.choices_length, a.choices_offsets, a.choices_count,
+                                           UFORM_TAPE_MESSAGES("the choices tape"), message))
+        return status;
+    if (uform_status_t status =
+            check_tape(a.choice_targets, a.choice_targets_length, a.choice_targets_offsets, a.choice_targets_count,
+                       UFORM_TAPE_MESSAGES("the choice targets tape"), message))
+        return status;
+    std::size_t const choices = a.choices_offsets ? a.choices_count : 0;
+    std::size_t const targets = a.choice_targets_offsets ? a.choice_targets_count : 0;
+    if (choices != 0 && choices != n)
+        return fail(message, uform_status_shape_mismatch_k, "the choices tape is neither empty nor one per item");
+    if (targets != choices)
+        return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
+    for (std::size_t i = 0; i != choices; ++i)
+        if (a.choice_targets_offsets[i + 1] - a.choice_targets_offsets[i] !=
+            a.choices_offsets[i + 1] - a.choices_offsets[i])
+            return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
+    for (std::size_t i = 0; i != choices; ++i) {
+        std::size_t const begin = a.choices_offsets[i], end = a.choices_offsets[i + 1];
+        if (begin != end && modalities[i] != uform_modality_text_k)
+            return fail(message, uform_status_invalid_argument_k, "only text items take choices");
+        bool seen[256] = {};
+        for (std::size_t j = begin; j != end; ++j) {
+            auto const byte = static_cast<unsigned char>(a.choices[j]);
+            if (seen[byte]) return fail(message, uform_status_invalid_argument_k, "an item's choices repeat a byte");
+            seen[byte] = true;
+        }
+        double sum = 0;
+        for (std::size_t j = a.choice_targets_offsets[i]; j != a.choice_targets_offsets[i + 1]; ++j) {
+            if (!finite_nonnegative(a.choice_targets[j]))
+                return fail(message, uform_status_invalid_argument_k, "a choice target is negative or not finite");
+            sum += a.choice_targets[j];
+        }
+        if (begin != end && std::fabs(sum - 1.0) > 1e-3)
+            return fail(message, uform_status_invalid_argument_k, "an item's choice targets do not sum to one");
+    }
+
+    return uform_status_ok_k;
+}
+
+/// Checks a step's `n` items against the bounds its trainer's buffers were sized for, and its front-ends.
+uform_status_t check_step_bounds(uform_trainer_s const *trainer, uform_trainer_step_args_t const &a,
+                                 uform_modality_t const *modalities, std::size_t const *contents_offsets, std::size_t n,
+                                 char const **message) noexcept {
+    uform_batch_shape_t const &b = trainer->args.batch;
+    std::size_t const devices = trainer->devices.size();
+    if (n > b.max_segments_per_device * devices)
+        return fail(message, uform_status_limit_exceeded_k, "the step holds more items than the batch's bound");
+    std::size_t text_tokens = 0;
+    for (std::size_t i = 0; i != n; ++i)
+        if (modalities[i] == uform_modality_text_k) {
+            std::size_t const length = contents_offsets[i + 1] - contents_offsets[i];
+            if (length > b.max_columns_per_row)
+                return fail(message, uform_status_limit_exceeded_k, "a text is longer than a packed row");
+            text_tokens += length;
+        }
+    if (text_tokens > b.max_rows_per_device * b.max_columns_per_row * devices)
+        return fail(message, uform_status_limit_exceeded_k, "the step's texts exceed the packed rows");
+    if (a.bags_count) {
+        std::size_t distinct = 0;
+        for (std::size_t i = 0; i != n; ++i) {
+            bool first = true;
+            for (std::size_t j = 0; first && j != i; ++j) first = a.bags[j] != a.bags[i];
+            distinct += first;
+        }
+        if (distinct > b.max_bags_per_device * devices)
+            return fail(message, uform_status_limit_exceeded_k, "the step holds more bags than the batch's bound");
+    }
+    for (std::size_t i = 0; i != n; ++i)
+        if (!modality_built(trainer->geometry, modalities[i]))
+            return fail(message, uform_status_unsupported_k, "the trainer has no front-end for an item's modality");
+
+    return uform_status_ok_k;
+}
+
 struct step_params_t {
     uform_trainer_s *trainer;
     backend::trainer_step_t step;
@@ -263,6 +383,190 @@ struct save_params_t {
     }
 };
 
+/// Checks a trainer's configuration as passed: the checkpoint's path, the enumerators, and the rates, weights and
+/// ratios. Shared by every residency's trainer.
+uform_status_t check_trainer_config(uform_trainer_init_vram_args_t const &a, char const **message) noexcept {
+    if (!a.checkpoint && a.checkpoint_length)
+        return fail(message, uform_status_invalid_argument_k, "the checkpoint's path is null but has a length");
+    if (a.checkpoint && std::memchr(a.checkpoint, 0, a.checkpoint_length))
+        return fail(message, uform_status_invalid_argument_k, "the checkpoint's path holds a NUL byte");
+    if (!known_enum(a.objective, uform_objective_choices_k))
+        return fail(message, uform_status_invalid_argument_k, "unknown objective");
+    if (!known_enum(a.contrastive.form, uform_pair_loss_form_sigmoid_k))
+        return fail(message, uform_status_invalid_argument_k, "unknown pair-loss form");
+    if (!known_enum(a.contrastive.negatives, uform_negatives_mesh_and_hard_k))
+        return fail(message, uform_status_invalid_argument_k, "unknown negatives");
+    float const reals[] = {a.masking.ratio,
+                           a.masking.mean_span,
+                           a.masking.weight,
+                           a.contrastive.hard_negative_weight,
+                           a.contrastive.weight,
+                           a.late_interaction.weight,
+                           a.choices.weight,
+                           a.schedule.learning_rate,
+                           a.schedule.min_learning_rate,
+                           a.schedule.weight_decay,
+                           a.schedule.clip_norm,
+                           a.batch.video.fps};
+    for (float value : reals)
+        if (!finite_nonnegative(value))
+            return fail(message, uform_status_invalid_argument_k, "a rate, weight or ratio is negative or not finite");
+    if (a.masking.ratio >= 1) return fail(message, uform_status_invalid_argument_k, "the masking ratio is not below 1");
+    return uform_status_ok_k;
+}
+
+/// Fills the zero fields of a trainer's configuration with the defaults train.h documents, derived ones last.
+void resolve_trainer_defaults(uform_trainer_init_vram_args_t &a) noexcept {
+    if (!a.depth) a.depth = 12;
+    if (!a.hidden) a.hidden = 512;
+    if (!a.heads) a.heads = a.hidden / 64;
+    if (!a.ffn_hidden) a.ffn_hidden = a.hidden * 3;
+    if (!a.dimensions) a.dimensions = a.hidden;
+    uform_batch_shape_t &b = a.batch;
+    if (!b.max_rows_per_device) b.max_rows_per_device = 64;
+    if (!b.max_segments_per_device) b.max_segments_per_device = b.max_rows_per_device * 4;
+    if (!b.max_columns_per_row) b.max_columns_per_row = 1024;
+    if (!b.max_bags_per_device) b.max_bags_per_device = b.max_segments_per_device;
+    if (b.image.patch_side) {
+        if (!b.image.channels) b.image.channels = 3;
+    }
+    if (b.video.tubelet_frames) {
+        if (b.video.fps == 0) b.video.fps = 1;
+        if (!b.video.max_frames) b.video.max_frames = 16;
+        if (!b.video.max_patches_per_frame) b.video.max_patches_per_frame = 64;
+    }
+    if (b.audio.sample_rate) {
+        if (!b.audio.mel_bins) b.audio.mel_bins = 80;
+        if (!b.audio.frames_per_patch) b.audio.frames_per_patch = 4;
+        if (!b.audio.max_patches) b.audio.max_patches = 1500;
+    }
+    if (a.masking.ratio == 0) a.masking.ratio = 0.15f;
+    if (a.masking.mean_span == 0) a.masking.mean_span = 3;
+    if (a.masking.weight == 0) a.masking.weight = 1;
+    if (a.contrastive.hard_negative_weight == 0) a.contrastive.hard_negative_weight = 2;
+    if (a.contrastive.weight == 0) a.contrastive.weight = 1;
+    if (!a.late_interaction.token_width) a.late_interaction.token_width = 128;
+    if (a.late_interaction.weight == 0) a.late_interaction.weight = 1;
+    if (!a.choices.groups) a.choices.groups = 1;
+    if (a.choices.weight == 0) a.choices.weight = 1;
+    uform_schedule_t &s = a.schedule;
+    if (!s.steps) s.steps = 10000;
+    if (!s.warmup_steps) s.warmup_steps = s.steps / 100;
+    if (s.learning_rate == 0) s.learning_rate = 1e-3f;
+    if (s.min_learning_rate == 0) s.min_learning_rate = s.learning_rate / 100;
+    if (s.weight_decay == 0) s.weight_decay = 0.01f;
+    if (s.clip_norm == 0) s.clip_norm = 1;
+}
+
+/// The largest batch bound (rows, segments, columns, bags) and MLP width a configuration may ask for.
+constexpr std::size_t big_k = std::size_t(1) << 20;
+
+/// Checks a configuration once its defaults are resolved: the schedule's order, and the batch's bounds.
+uform_status_t check_resolved_config(uform_trainer_init_vram_args_t const &a, char const **message) noexcept {
+    uform_schedule_t const &s = a.schedule;
+    uform_batch_shape_t const &b = a.batch;
+    if (s.warmup_steps > s.steps)
+        return fail(message, uform_status_invalid_argument_k, "warm-up steps exceed the steps");
+    if (s.min_learning_rate > s.learning_rate)
+        return fail(message, uform_status_invalid_argument_k, "the final learning rate exceeds the peak");
+    if (b.max_rows_per_device > big_k || b.max_segments_per_device > big_k || b.max_columns_per_row > big_k ||
+        b.max_bags_per_device > big_k || a.late_interaction.token_width > 65536 || a.choices.groups > 65536)
+        return fail(message, uform_status_invalid_argument_k, "a batch bound or head width is out of range");
+    return uform_status_ok_k;
+}
+
+/// The geometry of a trainer seeded from its configuration (no checkpoint): MODEL.md's fixed fields, the rest
+/// from `a`.
+uform_status_t geometry_of_config(uform_trainer_init_vram_args_t const &a, geometry_t &g,
+                                  char const **message) noexcept {
+    uform_batch_shape_t const &b = a.batch;
+    if (a.heads == 0 || a.hidden % a.heads != 0 || (a.hidden / a.heads) % 2 != 0)
+        return fail(message, uform_status_invalid_argument_k, "heads must split hidden into even head widths");
+    if (a.depth > 1024 || a.hidden > 65536 || a.ffn_hidden > big_k || a.dimensions > 65536)
+        return fail(message, uform_status_invalid_argument_k, "a geometry field is out of range");
+    if (b.video.tubelet_frames && !b.image.patch_side)
+        return fail(message, uform_status_invalid_argument_k, "video needs the image front-end's patch side");
+    g.version = 1;
+    g.depth = a.depth;
+    g.hidden = a.hidden;
+    g.heads = a.heads;
+    g.head_dim = a.hidden / a.heads;
+    g.ffn_hidden = a.ffn_hidden;
+    g.norm_eps = 1e-6f;
+    g.rope_theta = 10000;
+    std::size_t const pairs = g.head_dim / 2;
+    g.rope_sections[0] = pairs / 4;
+    g.rope_sections[1] = (pairs - pairs / 4) / 2;
+    g.rope_sections[2] = pairs - g.rope_sections[0] - g.rope_sections[1];
+    g.dimensions = a.dimensions;
+    g.has_token_head = g.has_byte_head = true;
+    g.token_width = a.late_interaction.token_width;
+    g.choice_groups = a.choices.groups;
+    g.has_image = b.image.patch_side != 0;
+    g.has_video = b.video.tubelet_frames != 0;
+    g.has_audio = b.audio.sample_rate != 0;
+    if (g.has_image || g.has_video) {
+        g.image_patch_side = b.image.patch_side;
+        g.image_channels = b.image.channels;
+        g.image_max_patches = b.max_columns_per_row;
+        for (int i = 0; i != 3; ++i) g.image_mean[i] = g.image_std[i] = 0.5f;
+    }
+    if (g.has_video) {
+        g.video_tubelet_frames = b.video.tubelet_frames;
+        g.video_fps = b.video.fps;
+        g.video_max_frames = b.video.max_frames;
+        g.video_max_patches_per_frame = b.video.max_patches_per_frame;
+    }
+    if (g.has_audio) {
+        g.audio_sample_rate = b.audio.sample_rate;
+        g.audio_n_fft = 400;
+        g.audio_hop = 160;
+        g.audio_mel_bins = b.audio.mel_bins;
+        g.audio_frames_per_patch = b.audio.frames_per_patch;
+        g.audio_max_patches = b.audio.max_patches;
+    }
+    return uform_status_ok_k;
+}
+
+/// Resolves a trainer's configuration and geometry: checks what was passed, fills the defaults, checks what they
+/// give, then reads the starting checkpoint's header (`from_checkpoint`) or derives the geometry from `a`.
+uform_status_t resolve_trainer(uform_trainer_init_vram_args_t &a, geometry_t &g, checkpoint_t &start,
+                               char const **message) noexcept {
+    if (uform_status_t status = check_trainer_config(a, message)) return status;
+    resolve_trainer_defaults(a);
+    if (uform_status_t status = check_resolved_config(a, message)) return status;
+    if (a.checkpoint_length == 0) return geometry_of_config(a, g, message);
+    if (uform_status_t status = checkpoint_read_file(a.checkpoint, a.checkpoint_length, start, message)) return status;
+    g = start.geometry;
+    return uform_status_ok_k;
+}
+
+/// Makes a VRAM trainer of a resolved configuration on `executor`'s devices, holding the executor meanwhile.
+uform_status_t make_vram_trainer(uform_executor_s *executor, uform_trainer_init_vram_args_t const &a,
+                                 geometry_t const &g, checkpoint_t const *start, uform_trainer_t *trainer,
+                                 char const **message) noexcept {
+    if (uform_status_t status = executor_acquire(executor, true, message)) return status;
+    executor_release_t const release{executor};
+    try {
+        auto made = std::make_unique<uform_trainer_s>();
+        made->args = a;
+        made->geometry = g;
+        made->devices = executor->devices;
+        made->gpu_class = executor->gpu_class;
+        made->mesh = a.mesh;
+        made->world_devices = a.mesh ? a.mesh->description.world_devices : executor->devices.size();
+        backend::trainer_config_t config{
+            a, g, start, made->devices, made->gpu_class, a.mesh ? a.mesh->backend : nullptr, made->world_devices};
+        call_t call(executor, nullptr, uform_residency_vram_k, made->devices, nullptr, nullptr);
+        if (uform_status_t status = backend::trainer_init(config, call, made->backend, message)) return status;
+        if (a.mesh) a.mesh->references.fetch_add(1, std::memory_order_relaxed);
+        *trainer = made.release();
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory making a trainer");
+    }
+}
+
 } // namespace
 
 } // namespace uform
@@ -297,10 +601,7 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
                 return fail(message, uform_status_invalid_argument_k, "the job's name holds a slash or a NUL");
     }
     if (uform_status_t status = executor_acquire(executor, true, message)) return status;
-    struct release_t {
-        uform_executor_s *executor;
-        ~release_t() { executor_release(executor); }
-    } release{executor};
+    executor_release_t const release{executor};
 
     try {
         auto made = std::make_unique<uform_mesh_s>();
@@ -362,165 +663,10 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
         if (a.mesh->devices != executor->devices)
             return fail(message, uform_status_invalid_argument_k, "the mesh was joined over other devices");
     }
-    if (!a.checkpoint && a.checkpoint_length)
-        return fail(message, uform_status_invalid_argument_k, "the checkpoint's path is null but has a length");
-    if (a.checkpoint && std::memchr(a.checkpoint, 0, a.checkpoint_length))
-        return fail(message, uform_status_invalid_argument_k, "the checkpoint's path holds a NUL byte");
-    if (!known_enum(a.objective, uform_objective_choices_k))
-        return fail(message, uform_status_invalid_argument_k, "unknown objective");
-    if (!known_enum(a.contrastive.form, uform_pair_loss_form_sigmoid_k))
-        return fail(message, uform_status_invalid_argument_k, "unknown pair-loss form");
-    if (!known_enum(a.contrastive.negatives, uform_negatives_mesh_and_hard_k))
-        return fail(message, uform_status_invalid_argument_k, "unknown negatives");
-    float const reals[] = {a.masking.ratio,
-                           a.masking.mean_span,
-                           a.masking.weight,
-                           a.contrastive.hard_negative_weight,
-                           a.contrastive.weight,
-                           a.late_interaction.weight,
-                           a.choices.weight,
-                           a.schedule.learning_rate,
-                           a.schedule.min_learning_rate,
-                           a.schedule.weight_decay,
-                           a.schedule.clip_norm,
-                           a.batch.video.fps};
-    for (float value : reals)
-        if (!finite_nonnegative(value))
-            return fail(message, uform_status_invalid_argument_k, "a rate, weight or ratio is negative or not finite");
-    if (a.masking.ratio >= 1) return fail(message, uform_status_invalid_argument_k, "the masking ratio is not below 1");
-
-    // Derived defaults, as train.h documents them.
-    if (!a.depth) a.depth = 12;
-    if (!a.hidden) a.hidden = 512;
-    if (!a.heads) a.heads = a.hidden / 64;
-    if (!a.ffn_hidden) a.ffn_hidden = a.hidden * 3;
-    if (!a.dimensions) a.dimensions = a.hidden;
-    uform_batch_shape_t &b = a.batch;
-    if (!b.max_rows_per_device) b.max_rows_per_device = 64;
-    if (!b.max_segments_per_device) b.max_segments_per_device = b.max_rows_per_device * 4;
-    if (!b.max_columns_per_row) b.max_columns_per_row = 1024;
-    if (!b.max_bags_per_device) b.max_bags_per_device = b.max_segments_per_device;
-    if (b.image.patch_side) {
-        if (!b.image.channels) b.image.channels = 3;
-    }
-    if (b.video.tubelet_frames) {
-        if (b.video.fps == 0) b.video.fps = 1;
-        if (!b.video.max_frames) b.video.max_frames = 16;
-        if (!b.video.max_patches_per_frame) b.video.max_patches_per_frame = 64;
-    }
-    if (b.audio.sample_rate) {
-        if (!b.audio.mel_bins) b.audio.mel_bins = 80;
-        if (!b.audio.frames_per_patch) b.audio.frames_per_patch = 4;
-        if (!b.audio.max_patches) b.audio.max_patches = 1500;
-    }
-    if (a.masking.ratio == 0) a.masking.ratio = 0.15f;
-    if (a.masking.mean_span == 0) a.masking.mean_span = 3;
-    if (a.masking.weight == 0) a.masking.weight = 1;
-    if (a.contrastive.hard_negative_weight == 0) a.contrastive.hard_negative_weight = 2;
-    if (a.contrastive.weight == 0) a.contrastive.weight = 1;
-    if (!a.late_interaction.token_width) a.late_interaction.token_width = 128;
-    if (a.late_interaction.weight == 0) a.late_interaction.weight = 1;
-    if (!a.choices.groups) a.choices.groups = 1;
-    if (a.choices.weight == 0) a.choices.weight = 1;
-    uform_schedule_t &s = a.schedule;
-    if (!s.steps) s.steps = 10000;
-    if (!s.warmup_steps) s.warmup_steps = s.steps / 100;
-    if (s.learning_rate == 0) s.learning_rate = 1e-3f;
-    if (s.min_learning_rate == 0) s.min_learning_rate = s.learning_rate / 100;
-    if (s.weight_decay == 0) s.weight_decay = 0.01f;
-    if (s.clip_norm == 0) s.clip_norm = 1;
-    if (s.warmup_steps > s.steps)
-        return fail(message, uform_status_invalid_argument_k, "warm-up steps exceed the steps");
-    if (s.min_learning_rate > s.learning_rate)
-        return fail(message, uform_status_invalid_argument_k, "the final learning rate exceeds the peak");
-    constexpr std::size_t big_k = std::size_t(1) << 20;
-    if (b.max_rows_per_device > big_k || b.max_segments_per_device > big_k || b.max_columns_per_row > big_k ||
-        b.max_bags_per_device > big_k || a.late_interaction.token_width > 65536 || a.choices.groups > 65536)
-        return fail(message, uform_status_invalid_argument_k, "a batch bound or head width is out of range");
-
     geometry_t g{};
     checkpoint_t start;
-    bool const from_checkpoint = a.checkpoint_length != 0;
-    if (from_checkpoint) {
-        if (uform_status_t status = checkpoint_read_file(a.checkpoint, a.checkpoint_length, start, message))
-            return status;
-        g = start.geometry;
-    } else {
-        if (a.heads == 0 || a.hidden % a.heads != 0 || (a.hidden / a.heads) % 2 != 0)
-            return fail(message, uform_status_invalid_argument_k, "heads must split hidden into even head widths");
-        if (a.depth > 1024 || a.hidden > 65536 || a.ffn_hidden > big_k || a.dimensions > 65536)
-            return fail(message, uform_status_invalid_argument_k, "a geometry field is out of range");
-        if (b.video.tubelet_frames && !b.image.patch_side)
-            return fail(message, uform_status_invalid_argument_k, "video needs the image front-end's patch side");
-        g.version = 1;
-        g.depth = a.depth;
-        g.hidden = a.hidden;
-        g.heads = a.heads;
-        g.head_dim = a.hidden / a.heads;
-        g.ffn_hidden = a.ffn_hidden;
-        g.norm_eps = 1e-6f;
-        g.rope_theta = 10000;
-        std::size_t const pairs = g.head_dim / 2;
-        g.rope_sections[0] = pairs / 4;
-        g.rope_sections[1] = (pairs - pairs / 4) / 2;
-        g.rope_sections[2] = pairs - g.rope_sections[0] - g.rope_sections[1];
-        g.dimensions = a.dimensions;
-        g.has_token_head = g.has_byte_head = true;
-        g.token_width = a.late_interaction.token_width;
-        g.choice_groups = a.choices.groups;
-        g.has_image = b.image.patch_side != 0;
-        g.has_video = b.video.tubelet_frames != 0;
-        g.has_audio = b.audio.sample_rate != 0;
-        if (g.has_image || g.has_video) {
-            g.image_patch_side = b.image.patch_side;
-            g.image_channels = b.image.channels;
-            g.image_max_patches = b.max_columns_per_row;
-            for (int i = 0; i != 3; ++i) g.image_mean[i] = g.image_std[i] = 0.5f;
-        }
-        if (g.has_video) {
-            g.video_tubelet_frames = b.video.tubelet_frames;
-            g.video_fps = b.video.fps;
-            g.video_max_frames = b.video.max_frames;
-            g.video_max_patches_per_frame = b.video.max_patches_per_frame;
-        }
-        if (g.has_audio) {
-            g.audio_sample_rate = b.audio.sample_rate;
-            g.audio_n_fft = 400;
-            g.audio_hop = 160;
-            g.audio_mel_bins = b.audio.mel_bins;
-            g.audio_frames_per_patch = b.audio.frames_per_patch;
-            g.audio_max_patches = b.audio.max_patches;
-        }
-    }
-
-    if (uform_status_t status = executor_acquire(executor, true, message)) return status;
-    struct release_t {
-        uform_executor_s *executor;
-        ~release_t() { executor_release(executor); }
-    } release{executor};
-    try {
-        auto made = std::make_unique<uform_trainer_s>();
-        made->args = a;
-        made->geometry = g;
-        made->devices = executor->devices;
-        made->gpu_class = executor->gpu_class;
-        made->mesh = a.mesh;
-        made->world_devices = a.mesh ? a.mesh->description.world_devices : executor->devices.size();
-        backend::trainer_config_t config{a,
-                                         g,
-                                         from_checkpoint ? &start : nullptr,
-                                         made->devices,
-                                         made->gpu_class,
-                                         a.mesh ? a.mesh->backend : nullptr,
-                                         made->world_devices};
-        call_t call(executor, nullptr, uform_residency_vram_k, made->devices, nullptr, nullptr);
-        if (uform_status_t status = backend::trainer_init(config, call, made->backend, message)) return status;
-        if (a.mesh) a.mesh->references.fetch_add(1, std::memory_order_relaxed);
-        *trainer = made.release();
-        return uform_status_ok_k;
-    } catch (std::bad_alloc const &) {
-        return fail(message, uform_status_out_of_memory_k, "out of memory making a trainer");
-    }
+    if (uform_status_t status = resolve_trainer(a, g, start, message)) return status;
+    return make_vram_trainer(executor, a, g, a.checkpoint_length ? &start : nullptr, trainer, message);
 }
 
 uform_status_t uform_trainer_free(uform_trainer_t trainer) {
@@ -551,97 +697,13 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     uform_trainer_step_args_t const a = args ? *args : uform_trainer_step_args_t{};
     if (a.arena && !arena_valid(a.arena))
         return fail(message, uform_status_invalid_argument_k, "the arena is not a live arena");
-    if (uform_status_t status = check_tape(contents, contents_length, contents_offsets, contents_count,
-                                           UFORM_TAPE_MESSAGES("the contents tape"), message))
+    if (uform_status_t status =
+            check_step_items(modalities, contents, contents_length, contents_offsets, contents_count, message))
         return status;
     std::size_t const n = contents_offsets ? contents_count : 0;
-    if (n && !modalities)
-        return fail(message, uform_status_invalid_argument_k, "modalities are null but items counted");
-    for (std::size_t i = 0; i != n; ++i)
-        if (!known_enum(modalities[i], uform_modality_audio_k))
-            return fail(message, uform_status_invalid_argument_k, "unknown modality");
-    for (std::size_t i = 0; i != n; ++i)
-        if (modalities[i] != uform_modality_text_k) {
-            std::size_t const offsets[2] = {contents_offsets[i], contents_offsets[i + 1]};
-            std::size_t const relative[2] = {0, offsets[1] - offsets[0]};
-            if (uform_status_t status = check_paths(contents + offsets[0], relative, 1, message)) return status;
-        }
-    if (!a.bags && a.bags_count) return fail(message, uform_status_invalid_argument_k, "bags are null but counted");
-    if (a.bags_count != 0 && a.bags_count != n)
-        return fail(message, uform_status_shape_mismatch_k, "bags are neither zero nor one per item");
-    for (uform_edges_t const *edges : {&a.relations.attract, &a.relations.repel, &a.relations.ignore})
-        if (uform_status_t status = check_edges(*edges, n, message)) return status;
-    if (!a.sides && a.sides_count) return fail(message, uform_status_invalid_argument_k, "sides are null but counted");
-    if (a.sides_count != 0 && a.sides_count != n)
-        return fail(message, uform_status_shape_mismatch_k, "sides are neither zero nor one per item");
-    for (std::size_t i = 0; i != a.sides_count; ++i)
-        if (!known_enum(a.sides[i], uform_late_interaction_side_document_k))
-            return fail(message, uform_status_invalid_argument_k, "unknown late-interaction side");
-    if (uform_status_t status = check_tape(a.choices, a.choices_length, a.choices_offsets, a.choices_count,
-                                           UFORM_TAPE_MESSAGES("the choices tape"), message))
-        return status;
-    if (uform_status_t status =
-            check_tape(a.choice_targets, a.choice_targets_length, a.choice_targets_offsets, a.choice_targets_count,
-                       UFORM_TAPE_MESSAGES("the choice targets tape"), message))
-        return status;
-    std::size_t const choices = a.choices_offsets ? a.choices_count : 0;
-    std::size_t const targets = a.choice_targets_offsets ? a.choice_targets_count : 0;
-    if (choices != 0 && choices != n)
-        return fail(message, uform_status_shape_mismatch_k, "the choices tape is neither empty nor one per item");
-    if (targets != choices)
-        return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
-    for (std::size_t i = 0; i != choices; ++i)
-        if (a.choice_targets_offsets[i + 1] - a.choice_targets_offsets[i] !=
-            a.choices_offsets[i + 1] - a.choices_offsets[i])
-            return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
-    for (std::size_t i = 0; i != choices; ++i) {
-        std::size_t const begin = a.choices_offsets[i], end = a.choices_offsets[i + 1];
-        if (begin != end && modalities[i] != uform_modality_text_k)
-            return fail(message, uform_status_invalid_argument_k, "only text items take choices");
-        bool seen[256] = {};
-        for (std::size_t j = begin; j != end; ++j) {
-            auto const byte = static_cast<unsigned char>(a.choices[j]);
-            if (seen[byte]) return fail(message, uform_status_invalid_argument_k, "an item's choices repeat a byte");
-            seen[byte] = true;
-        }
-        double sum = 0;
-        for (std::size_t j = a.choice_targets_offsets[i]; j != a.choice_targets_offsets[i + 1]; ++j) {
-            if (!finite_nonnegative(a.choice_targets[j]))
-                return fail(message, uform_status_invalid_argument_k, "a choice target is negative or not finite");
-            sum += a.choice_targets[j];
-        }
-        if (begin != end && std::fabs(sum - 1.0) > 1e-3)
-            return fail(message, uform_status_invalid_argument_k, "an item's choice targets do not sum to one");
-    }
-
-    // Bounds of the batch, as the trainer's buffers were sized.
-    uform_batch_shape_t const &b = trainer->args.batch;
-    std::size_t const devices = trainer->devices.size();
-    if (n > b.max_segments_per_device * devices)
-        return fail(message, uform_status_limit_exceeded_k, "the step holds more items than the batch's bound");
-    std::size_t text_tokens = 0;
-    for (std::size_t i = 0; i != n; ++i)
-        if (modalities[i] == uform_modality_text_k) {
-            std::size_t const length = contents_offsets[i + 1] - contents_offsets[i];
-            if (length > b.max_columns_per_row)
-                return fail(message, uform_status_limit_exceeded_k, "a text is longer than a packed row");
-            text_tokens += length;
-        }
-    if (text_tokens > b.max_rows_per_device * b.max_columns_per_row * devices)
-        return fail(message, uform_status_limit_exceeded_k, "the step's texts exceed the packed rows");
-    if (a.bags_count) {
-        std::size_t distinct = 0;
-        for (std::size_t i = 0; i != n; ++i) {
-            bool first = true;
-            for (std::size_t j = 0; first && j != i; ++j) first = a.bags[j] != a.bags[i];
-            distinct += first;
-        }
-        if (distinct > b.max_bags_per_device * devices)
-            return fail(message, uform_status_limit_exceeded_k, "the step holds more bags than the batch's bound");
-    }
-    for (std::size_t i = 0; i != n; ++i)
-        if (!modality_built(trainer->geometry, modalities[i]))
-            return fail(message, uform_status_unsupported_k, "the trainer has no front-end for an item's modality");
+    if (uform_status_t status = check_step_relations(a, n, message)) return status;
+    if (uform_status_t status = check_step_choices(a, modalities, n, message)) return status;
+    if (uform_status_t status = check_step_bounds(trainer, a, modalities, contents_offsets, n, message)) return status;
 
     step_params_t p{};
     p.trainer = trainer;
@@ -654,8 +716,9 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     p.step.bags = {a.bags, a.bags ? a.bags_count : 0};
     p.step.relations = a.relations;
     p.step.sides = {a.sides, a.sides ? a.sides_count : 0};
-    p.step.choices = {a.choices, a.choices_offsets, choices};
-    p.step.choice_targets = {a.choice_targets, a.choice_targets_offsets, targets};
+    p.step.choices = {a.choices, a.choices_offsets, a.choices_offsets ? a.choices_count : 0};
+    p.step.choice_targets = {a.choice_targets, a.choice_targets_offsets,
+                             a.choice_targets_offsets ? a.choice_targets_count : 0};
     return dispatch(p, holds_t{executor, a.arena, nullptr, trainer}, outcome, message);
 }
 

@@ -1,12 +1,9 @@
-/**
- * @file workers.hpp
- * @brief The threads that run a call's parallel loops beside the thread running the call: one small interface,
- * implemented over ForkUnion 3 in the RAM build (workers_forkunion.cpp) and over the C++ standard library in
- * the stub (workers_std.cpp), chosen at build time by `UFORM_WITH_STUB`. See docs/decisions.md, "Executors".
- *
- * Worker 0 is whichever thread dispatches a loop; workers 1 up to `threads` are owned. One thread dispatches at
- * a time (the one holding the executor), and never from inside a loop body.
- */
+// The threads that run a call's parallel loops beside the thread running the call: one small interface,
+// implemented over ForkUnion 3 in the RAM build (workers_forkunion.cpp) and over the C++ standard library in
+// the stub (workers_std.cpp), chosen at build time by `UFORM_WITH_STUB`. See docs/decisions.md, "Executors".
+//
+// Worker 0 is whichever thread dispatches a loop; workers 1 up to `threads` are owned. One thread dispatches at
+// a time (the one holding the executor), and never from inside a loop body.
 #ifndef UFORM_C_WORKERS_HPP
 #define UFORM_C_WORKERS_HPP
 
@@ -18,28 +15,24 @@
 
 namespace uform {
 
-/** @brief Owned worker threads, opaque outside their implementation. */
+/// Owned worker threads, opaque outside their implementation.
 struct workers_t;
 
-/** @brief Runs first on every owned worker, before any loop: `start(context, worker)`, `worker` from 1. */
+/// Runs first on every owned worker, before any loop: `start(context, worker)`, `worker` from 1.
 using worker_start_t = void (*)(void const *context, std::size_t worker);
 
-/**
- * @brief Starts `threads` workers (at least one), each running `start` before its first loop, idle in the
- * sleeping mood; answers `nullptr` when memory ran out or the OS refused a thread.
- */
+/// Starts `threads` workers (at least one), each running `start` before its first loop, idle in the
+/// sleeping mood; answers `nullptr` when memory ran out or the OS refused a thread.
 workers_t *workers_start(std::size_t threads, worker_start_t start, void const *context) noexcept;
 
-/** @brief Joins the workers and frees them; no loop may be in flight. Ignores `nullptr`. */
+/// Joins the workers and frees them; no loop may be in flight. Ignores `nullptr`.
 void workers_stop(workers_t *workers) noexcept;
 
-/**
- * @brief Runs `body(context, index, worker)` for every `index` below `count` across the owned workers and the
- * calling thread (worker 0), returning when all are done. Allocates nothing.
- */
+/// Runs `body(context, index, worker)` for every `index` below `count` across the owned workers and the
+/// calling thread (worker 0), returning when all are done. Allocates nothing.
 void workers_for_n(workers_t &workers, std::size_t count, parallel_body_t body, void *context) noexcept;
 
-/** @brief What idle workers do until the next loop: spin, or sleep. Called by the dispatching side only. */
+/// What idle workers do until the next loop: spin, or sleep. Called by the dispatching side only.
 void workers_idle(workers_t &workers, uform_mood_t mood) noexcept;
 
 } // namespace uform

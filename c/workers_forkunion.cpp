@@ -1,9 +1,6 @@
-/**
- * @file workers_forkunion.cpp
- * @brief `workers_t` over ForkUnion 3's `flat_pool`, in every build but the stub: the calling thread is the
- * pool's thread 0, loops are `for_n_dynamic`, and the sleeping mood is ForkUnion's `sleep`, which the next
- * dispatch ends, so it is set again once a call is over.
- */
+// `workers_t` over ForkUnion 3's `flat_pool`, in every build but the stub: the calling thread is the
+// pool's thread 0, loops are `for_n_dynamic`, and the sleeping mood is ForkUnion's `sleep`, which the next
+// dispatch ends, so it is set again once a call is over.
 #if !UFORM_WITH_STUB
 
 #include <new>
@@ -16,14 +13,14 @@ namespace uform {
 
 namespace fu = ashvardanian::forkunion;
 
-/** @brief ForkUnion's pool of `threads + 1` (thread 0 is the dispatcher), and whether it was put to sleep. */
+/// ForkUnion's pool of `threads + 1` (thread 0 is the dispatcher), and whether it was put to sleep.
 struct workers_t {
     fu::flat_pool_t pool;
     bool chilling = false; // the pool was put to sleep and no dispatch has woken it since
 };
 
 namespace {
-/** How long a sleeping worker naps between looks for work: the longest a call waits for its first loop. */
+/// How long a sleeping worker naps between looks for work: the longest a call waits for its first loop.
 constexpr std::size_t nap_microseconds_k = 1000;
 } // namespace
 

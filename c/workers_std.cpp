@@ -1,10 +1,7 @@
-/**
- * @file workers_std.cpp
- * @brief `workers_t` over the C++ standard library, for the stub, which links nothing else: owned threads
- * sleep on a condition variable, and after a `spinning` drain first spin (yielding) for a while on each
- * wake-up. A loop's indices are claimed from one shared counter by the calling thread and every worker that
- * wakes before it is done.
- */
+// `workers_t` over the C++ standard library, for the stub, which links nothing else: owned threads
+// sleep on a condition variable, and after a `spinning` drain first spin (yielding) for a while on each
+// wake-up. A loop's indices are claimed from one shared counter by the calling thread and every worker that
+// wakes before it is done.
 #if UFORM_WITH_STUB
 
 #include <atomic>
@@ -19,7 +16,7 @@
 
 namespace uform {
 
-/** @brief The owned threads, and the one loop they share at a time. */
+/// The owned threads, and the one loop they share at a time.
 struct workers_t {
     std::vector<std::thread> threads;
     std::mutex mutex;
@@ -75,7 +72,7 @@ void worker_main(workers_t *workers, std::size_t worker, worker_start_t start, v
     }
 }
 
-/** @brief Posts the stop, wakes every worker, and joins those that started. */
+/// Posts the stop, wakes every worker, and joins those that started.
 void join_all(workers_t &workers) noexcept {
     {
         std::lock_guard lock(workers.mutex);

@@ -6,14 +6,11 @@
 # probes, language standard, flags). Nothing here ever downloads anything.
 #
 # Where the trees come from, first match wins:
-#   1. -DUFORM_NUMKONG_SOURCE_DIR=, -DUFORM_STRINGZILLA_SOURCE_DIR=, -DUFORM_FORKUNION_SOURCE_DIR=
-#      (`build.rs` passes these; each names a crate's root, the folder holding its Cargo.toml).
-#   2. `cargo metadata --offline --locked --format-version 1` run in this source tree, when `cargo` is on
-#      PATH: dirname(manifest_path) of each package. It answers only once every package of the lock is in
-#      Cargo's cache, even other platforms' ones that `cargo build` never downloads: `cargo fetch` puts them
-#      all there (scripts/setup.sh runs it).
-#   3. The version Cargo.lock pins, unpacked in Cargo's registry: $CARGO_HOME/registry/src/*/<crate>-<version>
-#      (what `cargo fetch` or any earlier build left there).
+#   1. -DUFORM_NUMKONG_SOURCE_DIR=, -DUFORM_STRINGZILLA_SOURCE_DIR=, -DUFORM_FORKUNION_SOURCE_DIR=, each
+#      naming a crate's root, the folder holding its Cargo.toml. `build.rs` always passes these: it asks
+#      `cargo metadata`, the one search for the trees Cargo resolved.
+#   2. For a standalone CMake build, the version Cargo.lock pins, unpacked in Cargo's registry:
+#      $CARGO_HOME/registry/src/*/<crate>-<version> (what `cargo fetch` or any earlier build left there).
 #
 # Each tree exposes, besides its OBJECT library `uform_<dep>`, the usage requirements (include folders and
 # the defines its headers must see, identical to the ones its sources were compiled with) as the OBJECT
@@ -49,67 +46,6 @@ function(_uform_crate_version dir out)
         endif()
     endif()
     set(${out} "${version}" PARENT_SCOPE)
-endfunction()
-
-# Runs `cargo metadata` once and fills UFORM_<DEP>_SOURCE_DIR (non-cache, this configure only) for every
-# crate whose cache variable is empty. Leaves a reason in `_uform_cargo_failure` when it cannot.
-function(_uform_crates_from_cargo)
-    find_program(UFORM_CARGO_EXECUTABLE NAMES cargo HINTS "$ENV{CARGO_HOME}/bin" "$ENV{HOME}/.cargo/bin")
-    if(NOT UFORM_CARGO_EXECUTABLE)
-        set(_uform_cargo_failure "`cargo` is not on PATH" PARENT_SCOPE)
-        return()
-    endif()
-    execute_process(
-        COMMAND "${UFORM_CARGO_EXECUTABLE}" metadata --offline --locked --format-version 1
-        WORKING_DIRECTORY "${PROJECT_SOURCE_DIR}"
-        OUTPUT_VARIABLE json
-        ERROR_VARIABLE error
-        RESULT_VARIABLE status)
-    if(NOT status EQUAL 0)
-        string(STRIP "${error}" error)
-        set(_uform_cargo_failure "`cargo metadata --offline --locked` failed in ${PROJECT_SOURCE_DIR}:\n${error}"
-            PARENT_SCOPE)
-        return()
-    endif()
-    # `string(JSON)` reparses the whole document on every call, and the workspace's metadata grows with the
-    # generator's dependencies, so first find each wanted package's index with one regex pass: every package
-    # object carries exactly one "manifest_path" key, after its "name" and "version" keys (cargo serializes
-    # fields in declaration order; dependency and target objects never carry "version" right after "name").
-    # The index is then checked with string(JSON), so a change of layout fails loudly instead of silently.
-    string(JSON count LENGTH "${json}" packages)
-    foreach(crate IN LISTS _uform_crates)
-        set(var "UFORM_${_uform_${crate}_var}_SOURCE_DIR")
-        if(${var})
-            continue()
-        endif()
-        string(FIND "${json}" "\"name\":\"${crate}\",\"version\":\"" position)
-        set(index -1)
-        if(position GREATER -1)
-            string(SUBSTRING "${json}" 0 ${position} before)
-            string(REGEX MATCHALL "\"manifest_path\":" seen "${before}")
-            list(LENGTH seen index)
-            string(JSON name ERROR_VARIABLE json_error GET "${json}" packages ${index} name)
-            if(json_error OR NOT name STREQUAL crate)
-                set(index -1)
-            endif()
-        endif()
-        if(index EQUAL -1)
-            # Slow but layout-proof fallback: walk the packages.
-            math(EXPR last "${count} - 1")
-            foreach(i RANGE ${last})
-                string(JSON name GET "${json}" packages ${i} name)
-                if(name STREQUAL crate)
-                    set(index ${i})
-                    break()
-                endif()
-            endforeach()
-        endif()
-        if(index GREATER -1)
-            string(JSON manifest GET "${json}" packages ${index} manifest_path)
-            cmake_path(GET manifest PARENT_PATH root)
-            set(${var} "${root}" PARENT_SCOPE)
-        endif()
-    endforeach()
 endfunction()
 
 # Fills UFORM_<DEP>_SOURCE_DIR (non-cache) for every crate still unknown from the version Cargo.lock pins and
@@ -152,14 +88,12 @@ function(uform_locate_crates)
             set(missing TRUE)
         endif()
     endforeach()
-    set(_uform_cargo_failure "")
     if(missing)
-        _uform_crates_from_cargo()
         _uform_crates_from_registry()
     endif()
     set(how_to_fix
-        "Either let Cargo unpack them (`cargo fetch` in ${PROJECT_SOURCE_DIR}, then configure again with `cargo` "
-        "on PATH), or pass -DUFORM_NUMKONG_SOURCE_DIR=, -DUFORM_STRINGZILLA_SOURCE_DIR= and "
+        "Either let Cargo unpack them (`cargo fetch` in ${PROJECT_SOURCE_DIR}, then configure again), or pass "
+        "-DUFORM_NUMKONG_SOURCE_DIR=, -DUFORM_STRINGZILLA_SOURCE_DIR= and "
         "-DUFORM_FORKUNION_SOURCE_DIR= naming the crates' roots (for example "
         "~/.cargo/registry/src/*/numkong-7.8.*), or configure the stand-in with -DUFORM_STUB=ON, which needs none.")
     string(JOIN "" how_to_fix ${how_to_fix})
@@ -167,14 +101,8 @@ function(uform_locate_crates)
         set(var "UFORM_${_uform_${crate}_var}_SOURCE_DIR")
         set(dir "${${var}}")
         if(NOT dir)
-            set(reason "")
-            if(_uform_cargo_failure)
-                set(reason " (${_uform_cargo_failure})")
-            else()
-                set(reason " (Cargo.lock does not name it)")
-            endif()
             message(FATAL_ERROR "The RAM build needs the ${crate} ${_uform_${crate}_series}.x sources, which were not "
-                "found${reason}.\n${how_to_fix}")
+                "found in Cargo's registry at the version Cargo.lock pins.\n${how_to_fix}")
         endif()
         cmake_path(ABSOLUTE_PATH dir NORMALIZE)
         string(REGEX REPLACE "/$" "" dir "${dir}")

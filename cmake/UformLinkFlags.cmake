@@ -37,14 +37,6 @@ function(uform_system_link_flags out)
         list(APPEND flags ${UFORM_MEDIA_LDFLAGS})
     endif()
 
-    if(UFORM_CUDA)
-        # The static CUDA runtime; cuda/ extends this list (cuBLASLt, NCCL) with the libraries it adds.
-        list(APPEND flags "-L${CUDAToolkit_LIBRARY_DIR}" -lcudart_static -lrt)
-        if(CMAKE_DL_LIBS)
-            list(APPEND flags -l${CMAKE_DL_LIBS})
-        endif()
-    endif()
-
     uform_cxx_runtime_libraries(runtime)
     foreach(library IN LISTS runtime)
         list(APPEND flags -l${library})

@@ -1,8 +1,5 @@
-/**
- * @file stub.cpp
- * @brief The stub backend: simulated hardware, models that keep only their checkpoint's geometry, and the
- * encoding verbs answering deterministic rows (see rows.hpp and docs/internal-interfaces.md, "The stub").
- */
+// The stub backend: simulated hardware, models that keep only their checkpoint's geometry, and the
+// encoding verbs answering deterministic rows (see rows.hpp and docs/internal-interfaces.md, "The stub").
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +26,7 @@ namespace {
 
 using namespace uform::stub;
 
-/** @brief A count from the environment: its decimal value when set and below `limit`, else `fallback`. */
+/// A count from the environment: its decimal value when set and below `limit`, else `fallback`.
 std::size_t environment_count(char const *name, std::size_t fallback, std::size_t limit) noexcept {
     char const *text = std::getenv(name);
     if (!text || !*text) return fallback;
@@ -61,7 +58,7 @@ bool architecture_has(uform_cpu_class_t cpu_class) noexcept {
     }
 }
 
-/** @brief What the first pass learned about one item. */
+/// What the first pass learned about one item.
 struct item_t {
     std::uint64_t seed;
     std::uint64_t tokens;
@@ -71,11 +68,9 @@ struct item_t {
     bool truncated;
 };
 
-/**
- * @brief Encodes `count` items: `prepare(i, item)` fills each item's seed and tokens (in parallel), then the
- * rows of every surface asked for are generated and converted into the arena. Answers the items through
- * `items` for the caller's stats, and the first item that failed through the nullable `failed_item`.
- */
+/// Encodes `count` items: `prepare(i, item)` fills each item's seed and tokens (in parallel), then the
+/// rows of every surface asked for are generated and converted into the arena. Answers the items through
+/// `items` for the caller's stats, and the first item that failed through the nullable `failed_item`.
 template <typename prepare_type_>
 uform_status_t encode_items(model_t const &model, call_t &call, std::size_t count, encode_request_t request,
                             uform_encoded_t &encoded, prepare_type_ &&prepare, item_t const *&items,
@@ -153,7 +148,7 @@ uform_status_t encode_items(model_t const &model, call_t &call, std::size_t coun
     return uform_status_ok_k;
 }
 
-/** @brief Reads a media file of a path tape into an item: its seed, and its length through `length`. */
+/// Reads a media file of a path tape into an item: its seed, and its length through `length`.
 bool digest_item(tape_view_t<char> const &paths, std::size_t i, uform_modality_t modality, item_t &item,
                  std::uint64_t &length) noexcept {
     char path[max_path_bytes_k + 1];

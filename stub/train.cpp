@@ -1,8 +1,5 @@
-/**
- * @file train.cpp
- * @brief The stub's trainer and mesh: steps score deterministic embeddings with real losses, so their stats
- * mean something; saves write a valid checkpoint of the trainer's geometry (zero weights, unit norms).
- */
+// The stub's trainer and mesh: steps score deterministic embeddings with real losses, so their stats
+// mean something; saves write a valid checkpoint of the trainer's geometry (zero weights, unit norms).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -44,7 +41,7 @@ using namespace uform::stub;
 constexpr std::size_t late_tokens_k = 16; // token vectors per item the stub's MaxSim looks at
 constexpr double scale_k = 1.0 / 0.07;    // InfoNCE's initial learned temperature
 
-/** @brief The weight of the edge `from -> to`, or zero when the set has none. */
+/// The weight of the edge `from -> to`, or zero when the set has none.
 float edge_weight(uform_edges_t const &edges, std::size_t from, std::size_t to) noexcept {
     if (!edges.offsets_count) return 0;
     for (std::size_t e = edges.offsets[from]; e != edges.offsets[from + 1]; ++e)
@@ -85,6 +82,215 @@ void fill_tensor(void *, tensor_plan_t const &plan, std::byte *bytes) noexcept {
     }
 }
 
+/// One step's items as the losses read them: their bags, their positives and their embeddings.
+struct step_items_t {
+    trainer_t &trainer;
+    trainer_step_t const &step;
+    std::size_t n, dims;
+    float lambda; // how far an item's rows are pulled toward its bag's direction
+
+    std::size_t bag_of(std::size_t i) const noexcept { return step.bags.empty() ? i : step.bags[i]; }
+    /// Whether `j` is a positive of `i` (the same bag, or attracted), with its weight.
+    bool positive(std::size_t i, std::size_t j, float &weight) const noexcept {
+        float const attract = edge_weight(step.relations.attract, i, j);
+        weight = attract > 0 ? attract : 1.0f;
+        return bag_of(i) == bag_of(j) || attract > 0;
+    }
+    /// The dot product of the embeddings of `i` and `j`.
+    double similarity(std::size_t i, std::size_t j) const noexcept {
+        std::vector<float> const &e = trainer.embeddings;
+        double sum = 0;
+        for (std::size_t c = 0; c != dims; ++c) sum += double(e[i * dims + c]) * e[j * dims + c];
+        return sum;
+    }
+};
+
+/// One loss term of a step, and whether the batch had anything to score it on.
+struct loss_t {
+    float value = 0;
+    bool present = false;
+};
+
+/// Reads each item's seed and token count into the trainer, reading media files as the encoders do; adds the
+/// tokens to `tokens`.
+uform_status_t read_items(step_items_t const &s, std::size_t &tokens, char const **message) noexcept {
+    geometry_t const &g = s.trainer.geometry;
+    for (std::size_t i = 0; i != s.n; ++i) {
+        std::span<char const> const bytes = s.step.contents.item(i);
+        uform_modality_t const modality = s.step.modalities[i];
+        std::size_t count = 0;
+        std::uint64_t seed;
+        if (modality == uform_modality_text_k) {
+            seed = fnv1a(item_seed(modality), bytes.data(), bytes.size());
+            count = bytes.size();
+        } else {
+            char path[max_path_bytes_k + 1];
+            path_terminated(bytes.data(), bytes.size(), path);
+            file_digest_t const digest = digest_file(path, item_seed(modality));
+            if (digest.status) return fail(message, digest.status, digest_message(digest.status));
+            seed = digest.hash;
+            if (modality == uform_modality_image_k) count = g.image_max_patches;
+            else if (modality == uform_modality_video_k) count = g.video_max_patches_per_frame;
+            else count = audio_shape(g, digest.length > 44 ? (digest.length - 44) / 2 : 0, g.audio_max_patches).patches;
+        }
+        s.trainer.seeds[i] = seed;
+        s.trainer.tokens[i] = count;
+        tokens += count;
+    }
+    return uform_status_ok_k;
+}
+
+/// Fills each item's embedding: its own row, pulled toward its bag's direction as steps go by.
+void place_embeddings(step_items_t const &s) noexcept {
+    trainer_t &t = s.trainer;
+    for (std::size_t i = 0; i != s.n; ++i) {
+        float *row = t.embeddings.data() + i * s.dims;
+        fill_row(t.seeds[i] ^ t.seed, surface_embedding_k, 0, s.dims, true, row);
+        fill_row(fnv1a_u64(t.seed, s.bag_of(i)), surface_bag_k, 0, s.dims, true, t.direction.data());
+        add_scaled_unit(row, s.dims, t.direction.data(), s.lambda);
+    }
+}
+
+/// The pair loss over every ordered pair of items, as the trainer's contrastive settings shape it.
+loss_t contrastive_loss(step_items_t const &s) noexcept {
+    uform_contrastive_t const &c = s.trainer.args.contrastive;
+    double total = 0;
+    std::size_t counted = 0;
+    for (std::size_t i = 0; i != s.n; ++i) {
+        double positives = 0, negatives = 0, pairs = 0;
+        bool any = false;
+        for (std::size_t j = 0; j != s.n; ++j) {
+            if (j == i || linked(s.step.relations.ignore, i, j)) continue;
+            float weight;
+            bool const hard = edge_weight(s.step.relations.repel, i, j) > 0;
+            double const logit = scale_k * s.similarity(i, j);
+            if (s.positive(i, j, weight) && !hard) {
+                any = true;
+                if (c.form == uform_pair_loss_form_info_nce_k) positives += weight * std::exp(logit);
+                else pairs += weight * std::log1p(std::exp(-(10.0 * s.similarity(i, j) - 10.0))), ++counted;
+                continue;
+            }
+            if (c.negatives == uform_negatives_hard_k && !hard) continue;
+            double const h = hard ? c.hard_negative_weight : 1.0;
+            if (c.form == uform_pair_loss_form_info_nce_k) negatives += h * std::exp(logit);
+            else pairs += h * std::log1p(std::exp(10.0 * s.similarity(i, j) - 10.0)), ++counted;
+        }
+        if (c.form == uform_pair_loss_form_info_nce_k) {
+            if (any) total += -std::log(positives / (positives + negatives)), ++counted;
+        } else total += pairs;
+    }
+    if (!counted) return {};
+    return {float(total / double(counted)), true};
+}
+
+/// A stand-in for the masked-byte loss: the cross-entropy of a uniform byte guess, shrinking as steps go by,
+/// present when any text item is nonempty.
+loss_t masking_loss(step_items_t const &s) noexcept {
+    bool present = false;
+    for (std::size_t i = 0; i != s.n; ++i)
+        present |= s.step.modalities[i] == uform_modality_text_k && s.step.contents.item_size(i) != 0;
+    if (!present) return {};
+    return {float(std::log(256.0) / (1.0 + double(s.trainer.step) / 1000.0)), true};
+}
+
+/// The late-interaction loss: each query's MaxSim against every document, as InfoNCE over the documents.
+loss_t late_interaction_loss(step_items_t const &s) noexcept {
+    trainer_t &t = s.trainer;
+    std::size_t const width = t.geometry.token_width;
+    auto vectors = [&](std::size_t item, float *out) {
+        std::size_t const count = std::min(t.tokens[item], late_tokens_k);
+        fill_row(fnv1a_u64(t.seed, s.bag_of(item)), surface_bag_k, 1, width, true, t.direction.data());
+        for (std::size_t k = 0; k != count; ++k) {
+            fill_row(t.seeds[item] ^ t.seed, surface_token_vector_k, k, width, true, out + k * width);
+            add_scaled_unit(out + k * width, width, t.direction.data(), s.lambda);
+        }
+        return count;
+    };
+    double total = 0;
+    std::size_t counted = 0;
+    for (std::size_t q = 0; q != s.n; ++q) {
+        if (s.step.sides[q] != uform_late_interaction_side_query_k) continue;
+        std::size_t const query_tokens = vectors(q, t.queries.data());
+        if (!query_tokens) continue;
+        double positives = 0, all = 0;
+        bool any = false;
+        for (std::size_t d = 0; d != s.n; ++d) {
+            if (d == q || s.step.sides[d] != uform_late_interaction_side_document_k) continue;
+            std::size_t const document_tokens = vectors(d, t.documents.data());
+            double score = 0;
+            for (std::size_t k = 0; k != query_tokens && document_tokens; ++k) {
+                double best = -1e30;
+                for (std::size_t u = 0; u != document_tokens; ++u) {
+                    double dot = 0;
+                    for (std::size_t w = 0; w != width; ++w)
+                        dot += double(t.queries[k * width + w]) * t.documents[u * width + w];
+                    best = std::max(best, dot);
+                }
+                score += best / double(query_tokens);
+            }
+            double const weight = std::exp(scale_k * score);
+            all += weight;
+            float unused;
+            if (s.positive(q, d, unused)) positives += weight, any = true;
+        }
+        if (any) total += -std::log(positives / all), ++counted;
+    }
+    if (!counted) return {};
+    return {float(total / double(counted)), true};
+}
+
+/// The choices loss: the cross-entropy of each text's targets against its legal bytes' softmax.
+loss_t choices_loss(step_items_t const &s) noexcept {
+    double total = 0;
+    std::size_t counted = 0;
+    for (std::size_t i = 0; i != s.n; ++i) {
+        std::span<char const> const legal = s.step.choices.item(i);
+        if (legal.empty()) continue;
+        std::span<char const> const text = s.step.contents.item(i);
+        std::uint64_t const seed = fnv1a(item_seed(uform_modality_text_k), text.data(), text.size());
+        double peak = -1e30, sum = 0;
+        for (char byte : legal) peak = std::max(peak, double(choice_logit(seed, static_cast<unsigned char>(byte))));
+        for (char byte : legal) sum += std::exp(double(choice_logit(seed, static_cast<unsigned char>(byte))) - peak);
+        std::span<float const> const targets = s.step.choice_targets.item(i);
+        for (std::size_t j = 0; j != legal.size(); ++j) {
+            double const log_p =
+                double(choice_logit(seed, static_cast<unsigned char>(legal[j]))) - peak - std::log(sum);
+            total -= double(targets[j]) * log_p;
+        }
+        ++counted;
+    }
+    if (!counted) return {};
+    return {float(total / double(counted)), true};
+}
+
+/// A step's loss terms.
+struct step_losses_t {
+    loss_t masking, contrastive, late, choosing;
+};
+
+/// Fills a step's stats from its loss terms, weighted as the trainer's arguments say.
+void fill_stats(trainer_t const &trainer, step_losses_t const &losses, std::size_t items, std::size_t tokens,
+                uform_trainer_step_stats_t &stats) noexcept {
+    uform_trainer_init_vram_args_t const &a = trainer.args;
+    auto const &[masking, contrastive, late, choosing] = losses;
+    float const weighted[4] = {masking.present ? a.masking.weight * masking.value : 0,
+                               contrastive.present ? a.contrastive.weight * contrastive.value : 0,
+                               late.present ? a.late_interaction.weight * late.value : 0,
+                               choosing.present ? a.choices.weight * choosing.value : 0};
+    double norm = 0;
+    for (float term : weighted) norm += double(term) * term;
+    stats.step = trainer.step;
+    stats.loss = weighted[0] + weighted[1] + weighted[2] + weighted[3];
+    stats.masking_loss = masking.value;
+    stats.contrastive_loss = contrastive.value;
+    stats.late_interaction_loss = late.value;
+    stats.choices_loss = choosing.value;
+    stats.gradient_norm = float(0.5 * std::sqrt(norm));
+    stats.learning_rate = learning_rate(a.schedule, trainer.step);
+    stats.items = items;
+    stats.tokens = tokens;
+}
+
 } // namespace
 
 uform_status_t trainer_init(trainer_config_t const &config, call_t &, trainer_t *&trainer,
@@ -119,189 +325,28 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
     geometry_t const &g = trainer.geometry;
     std::size_t const n = step.contents.count, dims = g.dimensions;
     uform_objective_t const objective = trainer.args.objective;
+    bool const joint = objective == uform_objective_joint_k;
     float const lambda = float(2.0 * double(trainer.step) / (double(trainer.step) + 50.0));
+    step_items_t const items{trainer, step, n, dims, lambda};
 
-    // Items: their seeds and token counts, reading media files as the encoders do.
     std::size_t tokens = 0;
-    for (std::size_t i = 0; i != n; ++i) {
-        std::span<char const> const bytes = step.contents.item(i);
-        uform_modality_t const modality = step.modalities[i];
-        std::size_t count = 0;
-        std::uint64_t seed;
-        if (modality == uform_modality_text_k) {
-            seed = fnv1a(item_seed(modality), bytes.data(), bytes.size());
-            count = bytes.size();
-        } else {
-            char path[max_path_bytes_k + 1];
-            path_terminated(bytes.data(), bytes.size(), path);
-            file_digest_t const digest = digest_file(path, item_seed(modality));
-            if (digest.status) return fail(message, digest.status, digest_message(digest.status));
-            seed = digest.hash;
-            if (modality == uform_modality_image_k) count = g.image_max_patches;
-            else if (modality == uform_modality_video_k) count = g.video_max_patches_per_frame;
-            else count = audio_shape(g, digest.length > 44 ? (digest.length - 44) / 2 : 0, g.audio_max_patches).patches;
-        }
-        trainer.seeds[i] = seed;
-        trainer.tokens[i] = count;
-        tokens += count;
-    }
-    auto bag_of = [&](std::size_t i) { return step.bags.empty() ? i : step.bags[i]; };
-    auto positive = [&](std::size_t i, std::size_t j, float &weight) {
-        float const attract = edge_weight(step.relations.attract, i, j);
-        weight = attract > 0 ? attract : 1.0f;
-        return bag_of(i) == bag_of(j) || attract > 0;
-    };
-
-    // Embeddings: each item's own row, pulled toward its bag's direction as steps go by.
-    std::vector<float> &e = trainer.embeddings;
-    std::vector<float> &direction = trainer.direction;
-    for (std::size_t i = 0; i != n; ++i) {
-        float *row = e.data() + i * dims;
-        fill_row(trainer.seeds[i] ^ trainer.seed, surface_embedding_k, 0, dims, true, row);
-        fill_row(fnv1a_u64(trainer.seed, bag_of(i)), surface_bag_k, 0, dims, true, direction.data());
-        add_scaled_unit(row, dims, direction.data(), lambda);
-    }
-    auto similarity = [&](std::size_t i, std::size_t j) {
-        double sum = 0;
-        for (std::size_t c = 0; c != dims; ++c) sum += double(e[i * dims + c]) * e[j * dims + c];
-        return sum;
-    };
-
-    float contrastive = 0, masking = 0, late = 0, choosing = 0;
-    bool has_contrastive = false, has_masking = false, has_late = false, has_choices = false;
-    uform_contrastive_t const &c = trainer.args.contrastive;
-    if ((objective == uform_objective_joint_k || objective == uform_objective_contrastive_k) && n >= 2) {
-        double total = 0;
-        std::size_t counted = 0;
-        for (std::size_t i = 0; i != n; ++i) {
-            double positives = 0, negatives = 0, pairs = 0;
-            bool any = false;
-            for (std::size_t j = 0; j != n; ++j) {
-                if (j == i || linked(step.relations.ignore, i, j)) continue;
-                float weight;
-                bool const hard = edge_weight(step.relations.repel, i, j) > 0;
-                double const logit = scale_k * similarity(i, j);
-                if (positive(i, j, weight) && !hard) {
-                    any = true;
-                    if (c.form == uform_pair_loss_form_info_nce_k) positives += weight * std::exp(logit);
-                    else pairs += weight * std::log1p(std::exp(-(10.0 * similarity(i, j) - 10.0))), ++counted;
-                    continue;
-                }
-                if (c.negatives == uform_negatives_hard_k && !hard) continue;
-                double const h = hard ? c.hard_negative_weight : 1.0;
-                if (c.form == uform_pair_loss_form_info_nce_k) negatives += h * std::exp(logit);
-                else pairs += h * std::log1p(std::exp(10.0 * similarity(i, j) - 10.0)), ++counted;
-            }
-            if (c.form == uform_pair_loss_form_info_nce_k) {
-                if (any) total += -std::log(positives / (positives + negatives)), ++counted;
-            } else total += pairs;
-        }
-        if (counted) {
-            contrastive = float(total / double(counted));
-            has_contrastive = true;
-        }
-    }
-    if (objective == uform_objective_joint_k || objective == uform_objective_masking_k) {
-        for (std::size_t i = 0; i != n; ++i)
-            has_masking |= step.modalities[i] == uform_modality_text_k && step.contents.item_size(i) != 0;
-        // A stand-in: the cross-entropy of a uniform byte guess, shrinking as steps go by.
-        if (has_masking) masking = float(std::log(256.0) / (1.0 + double(trainer.step) / 1000.0));
-    }
-    if ((objective == uform_objective_joint_k || objective == uform_objective_late_interaction_k) &&
-        !step.sides.empty() && g.token_width) {
-        std::size_t const width = g.token_width;
-        auto vectors = [&](std::size_t item, float *out) {
-            std::size_t const count = std::min(trainer.tokens[item], late_tokens_k);
-            fill_row(fnv1a_u64(trainer.seed, bag_of(item)), surface_bag_k, 1, width, true, direction.data());
-            for (std::size_t t = 0; t != count; ++t) {
-                fill_row(trainer.seeds[item] ^ trainer.seed, surface_token_vector_k, t, width, true, out + t * width);
-                add_scaled_unit(out + t * width, width, direction.data(), lambda);
-            }
-            return count;
-        };
-        double total = 0;
-        std::size_t counted = 0;
-        for (std::size_t q = 0; q != n; ++q) {
-            if (step.sides[q] != uform_late_interaction_side_query_k) continue;
-            std::size_t const query_tokens = vectors(q, trainer.queries.data());
-            if (!query_tokens) continue;
-            double positives = 0, all = 0;
-            bool any = false;
-            for (std::size_t d = 0; d != n; ++d) {
-                if (d == q || step.sides[d] != uform_late_interaction_side_document_k) continue;
-                std::size_t const document_tokens = vectors(d, trainer.documents.data());
-                double score = 0;
-                for (std::size_t t = 0; t != query_tokens && document_tokens; ++t) {
-                    double best = -1e30;
-                    for (std::size_t u = 0; u != document_tokens; ++u) {
-                        double dot = 0;
-                        for (std::size_t k = 0; k != width; ++k)
-                            dot += double(trainer.queries[t * width + k]) * trainer.documents[u * width + k];
-                        best = std::max(best, dot);
-                    }
-                    score += best / double(query_tokens);
-                }
-                double const weight = std::exp(scale_k * score);
-                all += weight;
-                float unused;
-                if (positive(q, d, unused)) positives += weight, any = true;
-            }
-            if (any) total += -std::log(positives / all), ++counted;
-        }
-        if (counted) {
-            late = float(total / double(counted));
-            has_late = true;
-        }
-    }
-    if ((objective == uform_objective_joint_k || objective == uform_objective_choices_k) && step.choices.count) {
-        double total = 0;
-        std::size_t counted = 0;
-        for (std::size_t i = 0; i != n; ++i) {
-            std::span<char const> const legal = step.choices.item(i);
-            if (legal.empty()) continue;
-            std::span<char const> const text = step.contents.item(i);
-            std::uint64_t const seed = fnv1a(item_seed(uform_modality_text_k), text.data(), text.size());
-            double peak = -1e30, sum = 0;
-            for (char byte : legal) peak = std::max(peak, double(choice_logit(seed, static_cast<unsigned char>(byte))));
-            for (char byte : legal)
-                sum += std::exp(double(choice_logit(seed, static_cast<unsigned char>(byte))) - peak);
-            std::span<float const> const targets = step.choice_targets.item(i);
-            for (std::size_t j = 0; j != legal.size(); ++j) {
-                double const log_p =
-                    double(choice_logit(seed, static_cast<unsigned char>(legal[j]))) - peak - std::log(sum);
-                total -= double(targets[j]) * log_p;
-            }
-            ++counted;
-        }
-        if (counted) {
-            choosing = float(total / double(counted));
-            has_choices = true;
-        }
-    }
+    if (uform_status_t status = read_items(items, tokens, message)) return status;
+    place_embeddings(items);
+    step_losses_t losses;
+    if ((joint || objective == uform_objective_contrastive_k) && n >= 2) losses.contrastive = contrastive_loss(items);
+    if (joint || objective == uform_objective_masking_k) losses.masking = masking_loss(items);
+    if ((joint || objective == uform_objective_late_interaction_k) && !step.sides.empty() && g.token_width)
+        losses.late = late_interaction_loss(items);
+    if ((joint || objective == uform_objective_choices_k) && step.choices.count) losses.choosing = choices_loss(items);
 
     if (call.report(1, 1)) return fail(message, uform_status_cancelled_k, "a progress handler stopped the step");
 
     if (call.has_arena()) {
         if (!call.allocate_rows(embeddings, n, n, dims, uform_scalar_f32_k, false))
             return fail(message, uform_status_out_of_memory_k, "out of memory for the step's embeddings");
-        if (n) std::memcpy(embeddings.data, e.data(), n * dims * sizeof(float));
+        if (n) std::memcpy(embeddings.data, trainer.embeddings.data(), n * dims * sizeof(float));
     }
-    uform_trainer_init_vram_args_t const &a = trainer.args;
-    float const weighted[4] = {
-        has_masking ? a.masking.weight * masking : 0, has_contrastive ? a.contrastive.weight * contrastive : 0,
-        has_late ? a.late_interaction.weight * late : 0, has_choices ? a.choices.weight * choosing : 0};
-    double norm = 0;
-    for (float term : weighted) norm += double(term) * term;
-    stats.step = trainer.step;
-    stats.loss = weighted[0] + weighted[1] + weighted[2] + weighted[3];
-    stats.masking_loss = masking;
-    stats.contrastive_loss = contrastive;
-    stats.late_interaction_loss = late;
-    stats.choices_loss = choosing;
-    stats.gradient_norm = float(0.5 * std::sqrt(norm));
-    stats.learning_rate = learning_rate(a.schedule, trainer.step);
-    stats.items = n;
-    stats.tokens = tokens;
+    fill_stats(trainer, losses, n, tokens, stats);
     ++trainer.step;
     return uform_status_ok_k;
 }

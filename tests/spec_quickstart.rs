@@ -70,3 +70,15 @@ fn the_build_is_the_stub() {
     assert_eq!(uform::build_flavor(), "stub");
     assert!(!uform::version().is_empty());
 }
+
+#[test]
+fn the_version_is_cargo_tomls() {
+    assert_eq!(uform::version(), env!("CARGO_PKG_VERSION"));
+    let part = |text: &str| text.parse::<u32>().unwrap();
+    let header = (
+        part(env!("CARGO_PKG_VERSION_MAJOR")),
+        part(env!("CARGO_PKG_VERSION_MINOR")),
+        part(env!("CARGO_PKG_VERSION_PATCH")),
+    );
+    assert_eq!(uform::HEADER_VERSION, header);
+}

@@ -18,12 +18,10 @@ struct staged_t {
     std::size_t offset;
 };
 
-/**
- * Reserves the call's scratch as `[staging | prefix | activations]`, points the staged surfaces into it, prepares,
- * and runs the forward. The activations' size comes first from a dry run of the forward on an empty borrowed block
- * (it sizes its plan, asks for that much and stops), so the scratch is reserved once: a steady loop of same-shaped
- * calls reserves the same bytes and allocates nothing after the first.
- */
+/// Reserves the call's scratch as `[staging | prefix | activations]`, points the staged surfaces into it, prepares,
+/// and runs the forward. The activations' size comes first from a dry run of the forward on an empty borrowed block
+/// (it sizes its plan, asks for that much and stops), so the scratch is reserved once: a steady loop of same-shaped
+/// calls reserves the same bytes and allocates nothing after the first.
 uform_status_t run_forward(backend::model_t const &model, call_t &call, encode_job_t const &job,
                            trunk_outputs_t &outputs, staged_t const *staged, std::size_t staged_count,
                            std::size_t staging, char const **message) noexcept {

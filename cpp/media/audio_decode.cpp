@@ -31,13 +31,13 @@ class resampler_t {
     uform_status_t open(std::size_t from, std::size_t to, char const **message) noexcept {
         if (from == to) return uform_status_ok_k;
         if (from > INT_MAX || to > INT_MAX)
-            return media_fail(message, uform_status_invalid_argument_k, "a sample rate is too large to resample");
+            return fail(message, uform_status_invalid_argument_k, "a sample rate is too large to resample");
         AVChannelLayout mono{};
         av_channel_layout_default(&mono, 1);
         if (swr_alloc_set_opts2(&context_, &mono, AV_SAMPLE_FMT_FLT, int(to), &mono, AV_SAMPLE_FMT_FLT, int(from), 0,
                                 nullptr) < 0 ||
             swr_init(context_) < 0)
-            return media_fail(message, uform_status_invalid_argument_k, "libswresample refuses the sample rates");
+            return fail(message, uform_status_invalid_argument_k, "libswresample refuses the sample rates");
         return uform_status_ok_k;
     }
 
@@ -49,15 +49,15 @@ class resampler_t {
             return uform_status_ok_k;
         }
         if (count > INT_MAX / 4)
-            return media_fail(message, uform_status_limit_exceeded_k, "a recording is too long to resample at once");
+            return fail(message, uform_status_limit_exceeded_k, "a recording is too long to resample at once");
         int const room = swr_get_out_samples(context_, int(count));
-        if (room < 0) return media_fail(message, uform_status_invalid_argument_k, "libswresample failed");
+        if (room < 0) return fail(message, uform_status_invalid_argument_k, "libswresample failed");
         std::size_t const at = out.size();
         out.resize(at + std::size_t(room));
         auto *target = reinterpret_cast<std::uint8_t *>(out.data() + at);
         auto const *source = reinterpret_cast<std::uint8_t const *>(samples);
         int const made = swr_convert(context_, &target, room, count ? &source : nullptr, int(count));
-        if (made < 0) return media_fail(message, uform_status_invalid_argument_k, "libswresample failed");
+        if (made < 0) return fail(message, uform_status_invalid_argument_k, "libswresample failed");
         out.resize(at + std::size_t(made));
         return uform_status_ok_k;
     }
@@ -90,7 +90,7 @@ float sample_at(AVFrame const *frame, int channels, int c, std::size_t i) noexce
 /// Averages a decoded frame's channels into `mono`, refusing non-finite samples and magnitudes beyond 2^32.
 uform_status_t average_channels(AVFrame const *frame, std::vector<float> &mono, char const **message) noexcept {
     int const channels = frame->ch_layout.nb_channels;
-    if (channels <= 0) return media_fail(message, uform_status_corrupt_k, "an audio frame has no channels");
+    if (channels <= 0) return fail(message, uform_status_corrupt_k, "an audio frame has no channels");
     std::size_t const count = std::size_t(frame->nb_samples);
     mono.resize(count);
     for (std::size_t i = 0; i != count; ++i) {
@@ -98,7 +98,7 @@ uform_status_t average_channels(AVFrame const *frame, std::vector<float> &mono, 
         for (int c = 0; c != channels; ++c) sum += sample_at(frame, channels, c, i);
         mono[i] = sum / float(channels);
         if (!(std::fabs(mono[i]) <= max_sample_magnitude_k))
-            return media_fail(message, uform_status_corrupt_k, "a recording holds NaN, infinite or huge samples");
+            return fail(message, uform_status_corrupt_k, "a recording holds NaN, infinite or huge samples");
     }
     return uform_status_ok_k;
 }
@@ -127,15 +127,15 @@ uform_status_t resample_mono(float const *samples, std::size_t count, std::size_
     if (uform_status_t status = resampler.open(from, to, message)) return status;
     std::size_t const capacity = resampled_capacity(count, from, to);
     if (capacity > INT_MAX || count > INT_MAX)
-        return media_fail(message, uform_status_limit_exceeded_k, "a recording is too long to resample at once");
+        return fail(message, uform_status_limit_exceeded_k, "a recording is too long to resample at once");
     SwrContext *context = resampler.context();
     auto *target = reinterpret_cast<std::uint8_t *>(out);
     auto const *source = reinterpret_cast<std::uint8_t const *>(samples);
     int const made = context ? swr_convert(context, &target, int(capacity), &source, int(count)) : 0;
-    if (made < 0) return media_fail(message, uform_status_invalid_argument_k, "libswresample failed");
+    if (made < 0) return fail(message, uform_status_invalid_argument_k, "libswresample failed");
     target += std::size_t(made) * sizeof(float);
     int const flushed = context ? swr_convert(context, &target, int(capacity) - made, nullptr, 0) : 0;
-    if (flushed < 0) return media_fail(message, uform_status_invalid_argument_k, "libswresample failed");
+    if (flushed < 0) return fail(message, uform_status_invalid_argument_k, "libswresample failed");
     produced = std::size_t(made) + std::size_t(flushed);
     if (context == nullptr) std::memcpy(out, samples, count * sizeof(float)), produced = count;
     if (count != 0 && produced == 0) out[0] = 0.0f, produced = 1; // capacity holds at least 64
@@ -153,7 +153,7 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t
     if (uform_status_t status = open_decoder(stream->codecpar, 0, decoder, message)) return status;
     owned_t<AVPacket> packet(av_packet_alloc());
     owned_t<AVFrame> frame(av_frame_alloc());
-    if (!packet || !frame) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    if (!packet || !frame) return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     try {
         mono.clear();
         std::vector<float> chunk;
@@ -167,12 +167,12 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t
                 if (error == AVERROR(EAGAIN) || error == AVERROR_EOF) return uform_status_ok_k;
                 if (error < 0) return decode_failure(error, message);
                 if (frame->sample_rate <= 0 || (source_rate != 0 && frame->sample_rate != source_rate))
-                    return media_fail(message, uform_status_unsupported_k, "a recording changes its sample rate");
+                    return fail(message, uform_status_unsupported_k, "a recording changes its sample rate");
                 if (source_rate == 0) {
                     source_rate = frame->sample_rate;
                     if (!sample_rate_accepted(std::size_t(source_rate)))
-                        return media_fail(message, uform_status_unsupported_k,
-                                          "a recording's sample rate is outside 1 kHz to 384 kHz");
+                        return fail(message, uform_status_unsupported_k,
+                                    "a recording's sample rate is outside 1 kHz to 384 kHz");
                     if (uform_status_t status = resampler.open(std::size_t(source_rate), rate, message)) return status;
                 }
                 if (uform_status_t status = average_channels(frame.get(), chunk, message)) return status;
@@ -200,9 +200,9 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t
         seconds = source_rate ? double(source_samples) / double(source_rate) : 0.0;
         if (source_samples != 0 && mono.empty()) mono.push_back(0.0f); // a nonempty recording is never an empty item
         if (cut_short(container.get(), stream, seconds))
-            return media_fail(message, uform_status_corrupt_k, "a recording is shorter than its header says");
+            return fail(message, uform_status_corrupt_k, "a recording is shorter than its header says");
     } catch (...) {
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     }
     return uform_status_ok_k;
 }

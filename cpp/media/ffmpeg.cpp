@@ -43,19 +43,19 @@ quiet_t::~quiet_t() { --quiet_depth; }
 
 uform_status_t open_failure(int error, char const **message) noexcept {
     if (error == AVERROR(ENOENT) || error == AVERROR(ENOTDIR))
-        return media_fail(message, uform_status_not_found_k, "a media file does not exist");
+        return fail(message, uform_status_not_found_k, "a media file does not exist");
     if (error == AVERROR(EACCES) || error == AVERROR(EISDIR) || error == AVERROR(EIO) || error == AVERROR(EPERM))
-        return media_fail(message, uform_status_io_k, "a media file could not be opened or read");
-    if (error == AVERROR(ENOMEM)) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
-    return media_fail(message, uform_status_corrupt_k, "a media file is not in a format FFmpeg recognises");
+        return fail(message, uform_status_io_k, "a media file could not be opened or read");
+    if (error == AVERROR(ENOMEM)) return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    return fail(message, uform_status_corrupt_k, "a media file is not in a format FFmpeg recognises");
 }
 
 uform_status_t check_media_file(char const *path, char const **message) noexcept {
     struct stat status{};
     if (::stat(path, &status) != 0) return open_failure(AVERROR(errno), message);
     if (!S_ISREG(status.st_mode))
-        return media_fail(message, uform_status_io_k, "a media file is not a readable regular file");
-    if (status.st_size == 0) return media_fail(message, uform_status_corrupt_k, "a media file is empty");
+        return fail(message, uform_status_io_k, "a media file is not a readable regular file");
+    if (status.st_size == 0) return fail(message, uform_status_corrupt_k, "a media file is empty");
     if (::access(path, R_OK) != 0) return open_failure(AVERROR(errno), message);
     return uform_status_ok_k;
 }
@@ -70,23 +70,23 @@ uform_status_t open_stream(char const *path, AVMediaType type, owned_t<AVFormatC
         av_dict_set(&options, "format_whitelist", type == AVMEDIA_TYPE_VIDEO ? video_formats_k : audio_formats_k, 0) <
             0) {
         av_dict_free(&options);
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     }
     AVFormatContext *opened = nullptr;
     int const error = avformat_open_input(&opened, url.get(), nullptr, &options);
     av_dict_free(&options);
     if (error == AVERROR(EINVAL))
-        return media_fail(message, uform_status_corrupt_k,
-                          type == AVMEDIA_TYPE_VIDEO ? "a media file is not an MP4 or WebM clip"
-                                                     : "a media file is not a WAV, FLAC, MP3 or Opus recording");
+        return fail(message, uform_status_corrupt_k,
+                    type == AVMEDIA_TYPE_VIDEO ? "a media file is not an MP4 or WebM clip"
+                                               : "a media file is not a WAV, FLAC, MP3 or Opus recording");
     if (error < 0) return open_failure(error, message);
     container.reset(opened);
     if (int error = avformat_find_stream_info(opened, nullptr); error < 0) return decode_failure(error, message);
     stream = av_find_best_stream(opened, type, -1, -1, nullptr, 0);
     if (stream == AVERROR_STREAM_NOT_FOUND)
-        return media_fail(message, uform_status_unsupported_k,
-                          type == AVMEDIA_TYPE_VIDEO ? "a media file has no video stream"
-                                                     : "a media file has no audio stream");
+        return fail(message, uform_status_unsupported_k,
+                    type == AVMEDIA_TYPE_VIDEO ? "a media file has no video stream"
+                                               : "a media file has no audio stream");
     if (stream < 0) return decode_failure(stream, message);
     return uform_status_ok_k;
 }
@@ -102,20 +102,20 @@ bool cut_short(AVFormatContext const *container, AVStream const *stream, double 
 }
 
 uform_status_t decode_failure(int error, char const **message) noexcept {
-    if (error == AVERROR(EIO)) return media_fail(message, uform_status_io_k, "a media file could not be read");
-    if (error == AVERROR(ENOMEM)) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    if (error == AVERROR(EIO)) return fail(message, uform_status_io_k, "a media file could not be read");
+    if (error == AVERROR(ENOMEM)) return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     if (error == AVERROR_DECODER_NOT_FOUND || error == AVERROR_PATCHWELCOME)
-        return media_fail(message, uform_status_unsupported_k, "a media file uses a codec this build cannot decode");
-    return media_fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
+        return fail(message, uform_status_unsupported_k, "a media file uses a codec this build cannot decode");
+    return fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
 }
 
 uform_status_t open_decoder(AVCodecParameters const *parameters, std::size_t max_pixels, owned_t<AVCodecContext> &out,
                             char const **message) noexcept {
     AVCodec const *codec = avcodec_find_decoder(parameters->codec_id);
     if (codec == nullptr)
-        return media_fail(message, uform_status_unsupported_k, "a media file uses a codec this build cannot decode");
+        return fail(message, uform_status_unsupported_k, "a media file uses a codec this build cannot decode");
     out.reset(avcodec_alloc_context3(codec));
-    if (!out) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    if (!out) return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     if (int error = avcodec_parameters_to_context(out.get(), parameters); error < 0)
         return decode_failure(error, message);
     out->thread_count = 1;
@@ -178,21 +178,20 @@ uform_status_t picture_to_rgb(AVFrame const *frame, std::uint8_t *rgb, char cons
     SwsContext *scaler = sws_getContext(frame->width, frame->height, format, frame->width, frame->height,
                                         AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
     if (scaler == nullptr)
-        return media_fail(message, uform_status_unsupported_k, "a picture's pixel format cannot be converted to RGB");
+        return fail(message, uform_status_unsupported_k, "a picture's pixel format cannot be converted to RGB");
     // swscale's vector paths write whole blocks past a row's end, so it fills rows padded to 64 bytes in a buffer of
     // its allocator's, which are then copied out tight.
     std::size_t const row_bytes = width * 3, padded = (row_bytes + 63) / 64 * 64;
     owned_t<std::uint8_t> converted{static_cast<std::uint8_t *>(av_malloc(padded * height + 64))};
     if (!converted) {
         sws_freeContext(scaler);
-        return media_fail(message, uform_status_out_of_memory_k, "no memory to convert a picture to RGB");
+        return fail(message, uform_status_out_of_memory_k, "no memory to convert a picture to RGB");
     }
     std::uint8_t *planes[4] = {converted.get(), nullptr, nullptr, nullptr};
     int const strides[4] = {int(padded), 0, 0, 0};
     int const rows = sws_scale(scaler, frame->data, frame->linesize, 0, frame->height, planes, strides);
     sws_freeContext(scaler);
-    if (rows != frame->height)
-        return media_fail(message, uform_status_corrupt_k, "a picture could not be converted to RGB");
+    if (rows != frame->height) return fail(message, uform_status_corrupt_k, "a picture could not be converted to RGB");
     for (std::size_t y = 0; y != height; ++y) std::memcpy(rgb + y * row_bytes, converted.get() + y * padded, row_bytes);
     return uform_status_ok_k;
 }

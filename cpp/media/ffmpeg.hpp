@@ -13,6 +13,8 @@ extern "C" {
 
 #include "uform/types.h"
 
+#include "../../c/fail.hpp"
+
 namespace uform::media {
 
 /// Frees an FFmpeg object through its own release function.
@@ -28,12 +30,6 @@ struct ffmpeg_free_t {
 /// An owned FFmpeg object.
 template <typename object_type_>
 using owned_t = std::unique_ptr<object_type_, ffmpeg_free_t>;
-
-/// Writes `text` through a nullable message out-pointer and answers `status`.
-inline uform_status_t media_fail(char const **message, uform_status_t status, char const *text) noexcept {
-    if (message != nullptr) *message = text;
-    return status;
-}
 
 /// While one lives on a thread, what FFmpeg logs from that thread is dropped: the library prints nothing. The first
 /// one installs FFmpeg's log callback (which hands other threads' lines to FFmpeg's default, stderr), unless the

@@ -100,11 +100,11 @@ uform_status_t decode_packet(AVPacket *packet, std::size_t max_pixels, rgb_image
     bool animated = false;
     image_format_t const format = sniff(packet->data, std::size_t(packet->size), width, height, animated);
     if (format == image_format_t::none)
-        return media_fail(message, uform_status_corrupt_k, "an image file is not a JPEG, PNG or WebP");
-    if (width == 0 || height == 0) return media_fail(message, uform_status_corrupt_k, "an image has a zero size");
-    if (animated) return media_fail(message, uform_status_unsupported_k, "an animated WebP is not an image");
+        return fail(message, uform_status_corrupt_k, "an image file is not a JPEG, PNG or WebP");
+    if (width == 0 || height == 0) return fail(message, uform_status_corrupt_k, "an image has a zero size");
+    if (animated) return fail(message, uform_status_unsupported_k, "an animated WebP is not an image");
     if (height > max_pixels / width)
-        return media_fail(message, uform_status_limit_exceeded_k, "an image has more pixels than max_pixels");
+        return fail(message, uform_status_limit_exceeded_k, "an image has more pixels than max_pixels");
 
     AVCodecParameters parameters{};
     parameters.codec_type = AVMEDIA_TYPE_VIDEO;
@@ -112,20 +112,20 @@ uform_status_t decode_packet(AVPacket *packet, std::size_t max_pixels, rgb_image
     owned_t<AVCodecContext> decoder;
     if (uform_status_t status = open_decoder(&parameters, max_pixels, decoder, message)) return status;
     owned_t<AVFrame> frame(av_frame_alloc());
-    if (!frame) return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    if (!frame) return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     int error = avcodec_send_packet(decoder.get(), packet);
     if (error >= 0) error = avcodec_send_packet(decoder.get(), nullptr);
     if (error >= 0 || error == AVERROR_EOF) error = avcodec_receive_frame(decoder.get(), frame.get());
     if (error < 0) return decode_failure(error, message);
     if (frame->decode_error_flags != 0 || (frame->flags & AV_FRAME_FLAG_CORRUPT) != 0)
-        return media_fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
+        return fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
     if (frame->width <= 0 || frame->height <= 0 || std::size_t(frame->height) > max_pixels / std::size_t(frame->width))
-        return media_fail(message, uform_status_corrupt_k, "an image decodes to another size than its header's");
+        return fail(message, uform_status_corrupt_k, "an image decodes to another size than its header's");
     try {
         image.height = std::size_t(frame->height), image.width = std::size_t(frame->width);
         image.pixels.resize(image.height * image.width * 3);
     } catch (...) {
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     }
     return picture_to_rgb(frame.get(), image.pixels.data(), message);
 }
@@ -136,10 +136,10 @@ uform_status_t decode_image_bytes(std::uint8_t const *bytes, std::size_t length,
                                   rgb_image_t &image, char const **message) noexcept {
     quiet_t const quiet;
     if (length > std::size_t(INT_MAX) - AV_INPUT_BUFFER_PADDING_SIZE)
-        return media_fail(message, uform_status_limit_exceeded_k, "an image file is larger than 2 GiB");
+        return fail(message, uform_status_limit_exceeded_k, "an image file is larger than 2 GiB");
     owned_t<AVPacket> packet(av_packet_alloc());
     if (!packet || av_new_packet(packet.get(), int(length)) < 0)
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     if (length != 0) std::memcpy(packet->data, bytes, length);
     return decode_packet(packet.get(), max_pixels, image, message);
 }
@@ -155,19 +155,19 @@ uform_status_t decode_image_file(char const *path, std::size_t max_pixels, rgb_i
     } const closer{descriptor};
     struct stat status{};
     if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode))
-        return media_fail(message, uform_status_io_k, "a media file is not a readable regular file");
+        return fail(message, uform_status_io_k, "a media file is not a readable regular file");
     auto const length = std::size_t(status.st_size);
-    if (length == 0) return media_fail(message, uform_status_corrupt_k, "a media file is empty");
+    if (length == 0) return fail(message, uform_status_corrupt_k, "a media file is empty");
     if (length > std::size_t(INT_MAX) - AV_INPUT_BUFFER_PADDING_SIZE)
-        return media_fail(message, uform_status_limit_exceeded_k, "an image file is larger than 2 GiB");
+        return fail(message, uform_status_limit_exceeded_k, "an image file is larger than 2 GiB");
     owned_t<AVPacket> packet(av_packet_alloc());
     if (!packet || av_new_packet(packet.get(), int(length)) < 0)
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     for (std::size_t done = 0; done != length;) {
         ssize_t const got = ::read(descriptor, packet->data + done, length - done);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return media_fail(message, uform_status_io_k, "a media file could not be read");
-        if (got == 0) return media_fail(message, uform_status_io_k, "a media file shrank while it was read");
+        if (got < 0) return fail(message, uform_status_io_k, "a media file could not be read");
+        if (got == 0) return fail(message, uform_status_io_k, "a media file shrank while it was read");
         done += std::size_t(got);
     }
     return decode_packet(packet.get(), max_pixels, image, message);

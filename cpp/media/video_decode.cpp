@@ -24,7 +24,7 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
                                  frame_sink_t sink, char const **message) noexcept {
     quiet_t const quiet;
     if (!(fps > 0) || max_frames == 0)
-        return media_fail(message, uform_status_unsupported_k, "the model's video front-end samples no frames");
+        return fail(message, uform_status_unsupported_k, "the model's video front-end samples no frames");
     owned_t<AVFormatContext> container;
     int index = -1;
     if (uform_status_t status = open_stream(path, AVMEDIA_TYPE_VIDEO, container, index, message)) return status;
@@ -32,13 +32,13 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
     AVCodecParameters const *parameters = stream->codecpar;
     if (parameters->width > 0 && parameters->height > 0 &&
         std::size_t(parameters->height) > max_pixels / std::size_t(parameters->width))
-        return media_fail(message, uform_status_limit_exceeded_k, "a video frame has more pixels than allowed");
+        return fail(message, uform_status_limit_exceeded_k, "a video frame has more pixels than allowed");
     owned_t<AVCodecContext> decoder;
     if (uform_status_t status = open_decoder(parameters, max_pixels, decoder, message)) return status;
     owned_t<AVPacket> packet(av_packet_alloc());
     owned_t<AVFrame> incoming(av_frame_alloc()), held(av_frame_alloc()), first(av_frame_alloc());
     if (!packet || !incoming || !held || !first)
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
 
     double const unit = av_q2d(stream->time_base);
     std::int64_t const start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
@@ -51,7 +51,7 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
     auto keep = [&]() -> uform_status_t {
         image.height = std::size_t(held->height), image.width = std::size_t(held->width);
         if (image.height == 0 || image.width == 0 || image.height > max_pixels / image.width)
-            return media_fail(message, uform_status_corrupt_k, "a video frame has a bad size");
+            return fail(message, uform_status_corrupt_k, "a video frame has a bad size");
         image.pixels.resize(image.height * image.width * 3);
         ++k;
         if (uform_status_t status = picture_to_rgb(held.get(), image.pixels.data(), message)) return status;
@@ -63,7 +63,7 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
             if (error == AVERROR(EAGAIN) || error == AVERROR_EOF) return uform_status_ok_k;
             if (error < 0) return decode_failure(error, message);
             if (incoming->decode_error_flags != 0 || (incoming->flags & AV_FRAME_FLAG_CORRUPT) != 0)
-                return media_fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
+                return fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
             std::int64_t const pts = incoming->best_effort_timestamp;
             double const time = pts == AV_NOPTS_VALUE ? end : double(pts - start) * unit;
             std::int64_t const ticks = frame_ticks(incoming.get());
@@ -99,9 +99,9 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
                 return decode_failure(error, message);
             if (uform_status_t status = drain()) return status;
             if (cut_short(container.get(), stream, end))
-                return media_fail(message, uform_status_corrupt_k, "a clip is shorter than its header says");
+                return fail(message, uform_status_corrupt_k, "a clip is shorter than its header says");
         }
-        if (!any) return media_fail(message, uform_status_corrupt_k, "a video stream decodes to no frames");
+        if (!any) return fail(message, uform_status_corrupt_k, "a video stream decodes to no frames");
         // The last frame serves the sampling times left inside the clip; a clip shorter than one interval gives its
         // first frame.
         while (k != max_frames && sample_time() < end)
@@ -112,7 +112,7 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
             if (uform_status_t status = keep()) return status;
         }
     } catch (...) {
-        return media_fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     }
     return uform_status_ok_k;
 }

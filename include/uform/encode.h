@@ -32,12 +32,7 @@
  * writes it when the args name a stats struct, so a batch that fails says which item did. A
  * deferred call with a `NULL` executor runs at once on the calling thread, its outcome final on return.
  *
- * Annotations for the Rust generator (`@uform ...` lines in doc comments):
- * - `@uform verb TRAIT` marks a verb written once for every receiver into the trait `TRAIT`;
- * - `@uform tape NAME` marks the four parameters `NAME`, `NAME_length`, `NAME_offsets`, `NAME_count` as one
- *   input tape (`@uform tape NAME paths` when its items are paths);
- * - `@uform per-item NAME` marks a pointer holding one value per item of the first tape;
- * - `@uform result NAME` marks the out-pointer of the views the verb answers.
+ * The `@uform` lines are the Rust generator's annotations (tools/uform-gen/README.md, "Annotations").
  */
 #ifndef UFORM_ENCODE_H
 #define UFORM_ENCODE_H

@@ -11,18 +11,13 @@
  * message through its nullable last parameter; every enumeration has `uform_<enum>_name` and (but for the
  * multimem tier) `uform_<enum>_parse`; every argument struct's all-zero value is its documented default.
  *
- * The Rust binding is generated from these headers. Its generator reads `@uform` annotations in the doc
- * comments: `@uform enum` (with `skip=NAME` to leave an enumerator out, `print-only` for no parse),
- * `@uform flags`, `@uform rust=NAME` on an enumerator to spell its Rust name, `@uform config NAME` on an
- * argument struct (Rust `NAMEConfig`), `@uform path LENGTH` and `@uform str LENGTH` on a pointer field or
- * parameter with its length, `@uform bytes LENGTH` on a `void const *` field with its length (Rust
- * `&[u8]`), `@uform slice POINTER COUNT` on a function filling a caller's array, and the verb annotations
- * described in `encode.h`. A pointer field followed by a field of the same name plus
- * `_count` forms one slice; `progress` with `progress_context` forms one handler.
+ * The Rust binding is generated from these headers by `tools/uform-gen`, which reads `@uform` annotations in
+ * the doc comments: tools/uform-gen/README.md ("Annotations") documents them.
  */
 #ifndef UFORM_H
 #define UFORM_H
 
+/* The three version macros are written by `cargo run -p uform-gen` from Cargo.toml's version: edit that. */
 /** @brief The major version of the C ABI: bumped on any incompatible change. */
 #define UFORM_VERSION_MAJOR 0
 /** @brief The minor version of the C ABI: bumped when symbols are added. */

@@ -1,7 +1,4 @@
-/**
- * @file headers.cpp
- * @brief Every public header included as C++, each alone and twice, then the umbrella; a few symbols used.
- */
+// Every public header included as C++, each alone and twice, then the umbrella; a few symbols used.
 #include <uform/types.h>
 #include <uform/types.h>
 #include <uform/model.h>

@@ -192,6 +192,8 @@ static void version(void) {
     if (text) {
         CHECK(sscanf(text, "%u.%u.%u%c", &major, &minor, &patch, &tail) == 3);
         CHECK(uform_version() == text || strcmp(uform_version(), text) == 0);
+        /* Built from the same tree as these headers: both say Cargo.toml's version. */
+        CHECK(major == UFORM_VERSION_MAJOR && minor == UFORM_VERSION_MINOR && patch == UFORM_VERSION_PATCH);
     }
     CHECK(flavor != NULL && flavor[0] != '\0');
     if (flavor) {

@@ -1,15 +1,12 @@
-/**
- * @file allocations_test.cpp
- * @brief The allocation rules of the ABI layer: a steady loop of same-shaped blocking calls allocates nothing
- * after its first call, deferred calls reuse their outcome entries, and refusals allocate nothing at all.
- *
- * Every `operator new` (and, on glibc builds without a sanitizer, `malloc`, `calloc`, `realloc`) is replaced
- * by a counting one; the library's arenas, scratch and outcome table all allocate through them.
- * Prints "N passed, M failed" and exits nonzero on a failure. Links the stub archive:
- *     clang++-22 -std=c++23 -Iinclude tests/unit/allocations_test.cpp build/stub/libuform_static.a -pthread
- * and runs from the repository root, or with `UFORM_TEST_DATA` naming the directory of tiny.safetensors.
- * Under ThreadSanitizer, whose runtime defines `operator new` itself, it checks everything but the counts.
- */
+// The allocation rules of the ABI layer: a steady loop of same-shaped blocking calls allocates nothing
+// after its first call, deferred calls reuse their outcome entries, and refusals allocate nothing at all.
+//
+// Every `operator new` (and, on glibc builds without a sanitizer, `malloc`, `calloc`, `realloc`) is replaced
+// by a counting one; the library's arenas, scratch and outcome table all allocate through them.
+// Prints "N passed, M failed" and exits nonzero on a failure. Links the stub archive:
+//     clang++-22 -std=c++23 -Iinclude tests/unit/allocations_test.cpp build/stub/libuform_static.a -pthread
+// and runs from the repository root, or with `UFORM_TEST_DATA` naming the directory of tiny.safetensors.
+// Under ThreadSanitizer, whose runtime defines `operator new` itself, it checks everything but the counts.
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
@@ -145,7 +142,7 @@ bool check(bool ok, char const *what, int line) {
 }
 #define CHECK(condition) check((condition), #condition, __LINE__)
 
-/** @brief Allocations made by `body`, run once. */
+/// Allocations made by `body`, run once.
 template <typename body_type_>
 std::size_t allocations_of(body_type_ &&body) {
     std::size_t const before = allocations.load(std::memory_order_relaxed);
@@ -153,7 +150,7 @@ std::size_t allocations_of(body_type_ &&body) {
     return allocations.load(std::memory_order_relaxed) - before;
 }
 
-/** @brief Checks that `body` allocates nothing across `rounds` runs, printing how much it did otherwise. */
+/// Checks that `body` allocates nothing across `rounds` runs, printing how much it did otherwise.
 template <typename body_type_>
 void check_steady(char const *what, int rounds, body_type_ &&body, int line) {
     std::size_t const made = allocations_of([&] {
@@ -172,7 +169,7 @@ std::string tiny_path() {
     return std::string(directory && *directory ? directory : "tests/data") + "/tiny.safetensors";
 }
 
-/** @brief Steady loops of every verb that reads no files, on one receiver. */
+/// Steady loops of every verb that reads no files, on one receiver.
 void steady_verbs(uform_model_t model, uform_executor_t executor, uform_arena_t arena, char const *receiver) {
     uform_encoded_t encoded{};
     uform_text_encode_stats_t stats{};
@@ -239,7 +236,7 @@ void steady_verbs(uform_model_t model, uform_executor_t executor, uform_arena_t 
     check_steady(what.c_str(), 20, [&] { CHECK(samples_call() == uform_status_ok_k); }, __LINE__);
 }
 
-/** @brief Deferred calls reuse their outcome entries: after the table grew, submitting allocates nothing. */
+/// Deferred calls reuse their outcome entries: after the table grew, submitting allocates nothing.
 void steady_deferred(uform_model_t model, uform_executor_t executor, uform_arena_t arena, char const *receiver) {
     uform_encoded_t encoded{};
     auto submit_wait_release = [&] {
@@ -255,7 +252,7 @@ void steady_deferred(uform_model_t model, uform_executor_t executor, uform_arena
     check_steady(what.c_str(), 30, submit_wait_release, __LINE__);
 }
 
-/** @brief Refusals allocate nothing, whatever they refuse. */
+/// Refusals allocate nothing, whatever they refuse.
 void refusals(uform_model_t model, uform_executor_t local, uform_arena_t arena) {
     uform_encoded_t encoded{};
     std::size_t const falling[] = {0, 14, 10, 45, 46};

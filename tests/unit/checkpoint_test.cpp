@@ -1,13 +1,10 @@
-/**
- * @file checkpoint_test.cpp
- * @brief Unit tests of the JSON parser and the checkpoint validator (c/json.*, c/checkpoint.*).
- *
- * Builds tiny-geometry headers in memory (MODEL.md, "The tiny geometry"), valid and broken one way at a
- * time, and asserts the exact status of each. Prints "N passed, M failed" and exits nonzero on a failure.
- * Build: clang++-22 -std=c++23 -fsanitize=address,undefined -Iinclude -Ic c/checkpoint.cpp c/json.cpp
- *        tests/unit/checkpoint_test.cpp
- * Also reads $UFORM_TEST_DATA/tiny.safetensors (default tests/data/, from the repository root) if it exists.
- */
+// Unit tests of the JSON parser and the checkpoint validator (c/json.*, c/checkpoint.*).
+//
+// Builds tiny-geometry headers in memory (MODEL.md, "The tiny geometry"), valid and broken one way at a
+// time, and asserts the exact status of each. Prints "N passed, M failed" and exits nonzero on a failure.
+// Build: clang++-22 -std=c++23 -fsanitize=address,undefined -Iinclude -Ic c/checkpoint.cpp c/json.cpp
+//        tests/unit/checkpoint_test.cpp
+// Also reads $UFORM_TEST_DATA/tiny.safetensors (default tests/data/, from the repository root) if it exists.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -31,7 +28,7 @@ using namespace std::string_view_literals;
 
 int passed = 0, failed = 0;
 
-/** @brief Counts one assertion, printing it when it fails. */
+/// Counts one assertion, printing it when it fails.
 void check(bool ok, std::string_view what, int line) {
     if (ok) {
         ++passed;
@@ -46,7 +43,7 @@ void check(bool ok, std::string_view what, int line) {
 
 // region: building headers
 
-/** @brief One tensor of a header under construction; offsets are laid out unless overridden. */
+/// One tensor of a header under construction; offsets are laid out unless overridden.
 struct tensor_t {
     std::string name;
     std::string dtype;
@@ -56,13 +53,13 @@ struct tensor_t {
     std::string extra;                                              // appended inside the entry, e.g. ,"x":1
 };
 
-/** @brief A header under construction: ordered metadata and tensors. */
+/// A header under construction: ordered metadata and tensors.
 struct spec_t {
     std::vector<std::pair<std::string, std::string>> metadata;
     std::vector<tensor_t> tensors;
     bool with_metadata = true;
 
-    /** @brief Sets (or adds) a metadata key. */
+    /// Sets (or adds) a metadata key.
     spec_t &set(std::string const &key, std::string const &value) {
         for (auto &[k, v] : metadata)
             if (k == key) {
@@ -72,24 +69,24 @@ struct spec_t {
         metadata.emplace_back(key, value);
         return *this;
     }
-    /** @brief Removes a metadata key. */
+    /// Removes a metadata key.
     spec_t &unset(std::string const &key) {
         std::erase_if(metadata, [&](auto const &kv) { return kv.first == key; });
         return *this;
     }
-    /** @brief The tensor named `name` (which must exist). */
+    /// The tensor named `name` (which must exist).
     tensor_t &tensor(std::string const &name) {
         for (tensor_t &t : tensors)
             if (t.name == name) return t;
         std::printf("test bug: no tensor %s\n", name.c_str());
         std::abort();
     }
-    /** @brief Removes a tensor. */
+    /// Removes a tensor.
     spec_t &drop(std::string const &name) {
         std::erase_if(tensors, [&](tensor_t const &t) { return t.name == name; });
         return *this;
     }
-    /** @brief Removes every metadata key and tensor whose name starts with `prefix`. */
+    /// Removes every metadata key and tensor whose name starts with `prefix`.
     spec_t &drop_prefix(std::string const &meta_prefix, std::vector<std::string> const &names) {
         std::erase_if(metadata, [&](auto const &kv) { return kv.first.starts_with(meta_prefix); });
         for (auto const &n : names) drop(n);
@@ -97,7 +94,7 @@ struct spec_t {
     }
 };
 
-/** @brief Bytes per element of a safetensors dtype name (0 for unknown names). */
+/// Bytes per element of a safetensors dtype name (0 for unknown names).
 std::uint64_t dtype_bytes(std::string_view dtype) {
     if (dtype == "BF16" || dtype == "F16" || dtype == "I16") return 2;
     if (dtype == "F32" || dtype == "I32") return 4;
@@ -106,7 +103,7 @@ std::uint64_t dtype_bytes(std::string_view dtype) {
     return 2;
 }
 
-/** @brief The tiny geometry of MODEL.md with every modality and head. */
+/// The tiny geometry of MODEL.md with every modality and head.
 spec_t tiny() {
     spec_t s;
     s.metadata = {
@@ -171,7 +168,7 @@ std::vector<std::string> const image_tensors = {"embed.image.weight", "embed.ima
 std::vector<std::string> const video_tensors = {"embed.video.weight", "embed.video.bias"};
 std::vector<std::string> const audio_tensors = {"embed.audio.weight", "embed.audio.bias", "frontend.audio.mel_filters"};
 
-/** @brief Quotes a string for JSON, escaping quotes only: a backslash in `text` starts a JSON escape. */
+/// Quotes a string for JSON, escaping quotes only: a backslash in `text` starts a JSON escape.
 std::string quote(std::string_view text) {
     std::string out = "\"";
     for (char c : text) {
@@ -181,15 +178,15 @@ std::string quote(std::string_view text) {
     return out + "\"";
 }
 
-/** @brief A rendered header: its JSON and the size of the data section its offsets need. */
+/// A rendered header: its JSON and the size of the data section its offsets need.
 struct header_t {
     std::string json;
     std::uint64_t data_size = 0;
-    /** @brief The file size of a checkpoint with this header and its data section. */
+    /// The file size of a checkpoint with this header and its data section.
     std::uint64_t file_size() const { return 8 + json.size() + data_size; }
 };
 
-/** @brief Renders a spec as safetensors JSON, laying tensors out back to back, padded with spaces to 8. */
+/// Renders a spec as safetensors JSON, laying tensors out back to back, padded with spaces to 8.
 header_t render(spec_t const &s) {
     header_t h;
     std::string &j = h.json;
@@ -228,7 +225,7 @@ header_t render(spec_t const &s) {
     return h;
 }
 
-/** @brief A whole checkpoint file in memory: the length prefix, the header and a zeroed data section. */
+/// A whole checkpoint file in memory: the length prefix, the header and a zeroed data section.
 std::string file_bytes(header_t const &h) {
     std::string out(8, '\0');
     std::uint64_t const n = h.json.size();
@@ -242,7 +239,7 @@ std::string file_bytes(header_t const &h) {
 
 // region: running
 
-/** @brief Parses `json` for a file of `file_size` bytes; asserts the status, a message on failure, `out` kept. */
+/// Parses `json` for a file of `file_size` bytes; asserts the status, a message on failure, `out` kept.
 uform::checkpoint_t expect_parse(uform_status_t want, std::string_view json, std::uint64_t file_size,
                                  std::string const &label, char const *want_message = nullptr) {
     uform::checkpoint_t c{};
@@ -260,14 +257,14 @@ uform::checkpoint_t expect_parse(uform_status_t want, std::string_view json, std
     return c;
 }
 
-/** @brief Renders `s` and expects `want` from parsing it with a matching file size. */
+/// Renders `s` and expects `want` from parsing it with a matching file size.
 uform::checkpoint_t expect_spec(uform_status_t want, spec_t const &s, std::string const &label,
                                 char const *want_message = nullptr) {
     header_t const h = render(s);
     return expect_parse(want, h.json, h.file_size(), label, want_message);
 }
 
-/** @brief Expects `want` from `checkpoint_read_buffer` over `bytes`. */
+/// Expects `want` from `checkpoint_read_buffer` over `bytes`.
 void expect_buffer(uform_status_t want, std::string const &bytes, std::string const &label) {
     uform::checkpoint_t c{};
     char const *message = nullptr;
@@ -277,7 +274,7 @@ void expect_buffer(uform_status_t want, std::string const &bytes, std::string co
           __LINE__);
 }
 
-/** @brief Expects `want` from `checkpoint_read_file` over `path`. */
+/// Expects `want` from `checkpoint_read_file` over `path`.
 uform::checkpoint_t expect_file(uform_status_t want, std::string_view path, std::string const &label) {
     uform::checkpoint_t c{};
     char const *message = nullptr;
@@ -288,7 +285,7 @@ uform::checkpoint_t expect_file(uform_status_t want, std::string_view path, std:
     return c;
 }
 
-/** @brief A little-endian length prefix followed by `rest`. */
+/// A little-endian length prefix followed by `rest`.
 std::string prefixed(std::uint64_t length, std::string_view rest) {
     std::string out(8, '\0');
     for (int i = 0; i != 8; ++i) out[std::size_t(i)] = char((length >> (8 * i)) & 0xFF);
@@ -305,7 +302,7 @@ constexpr uform_status_t invalid = uform_status_invalid_argument_k;
 
 // region: JSON
 
-/** @brief Parses `text` as JSON and expects `want`. */
+/// Parses `text` as JSON and expects `want`.
 void expect_json(uform::json::error_t want, std::string_view text, uform::json::limits_t limits = {}) {
     uform::json::value_t v;
     uform::json::error_t const got = uform::json::parse(text, v, limits);
@@ -315,7 +312,7 @@ void expect_json(uform::json::error_t want, std::string_view text, uform::json::
           __LINE__);
 }
 
-/** @brief The JSON parser on its own: grammar, escapes, UTF-8, numbers, limits. */
+/// The JSON parser on its own: grammar, escapes, UTF-8, numbers, limits.
 void test_json() {
     using uform::json::error_t;
     using uform::json::kind_t;
@@ -411,7 +408,7 @@ void test_json() {
 
 // region: checkpoints
 
-/** @brief Valid headers: the full tiny geometry and its legal variations. */
+/// Valid headers: the full tiny geometry and its legal variations.
 void test_valid() {
     uform::checkpoint_t c = expect_spec(ok, tiny(), "tiny");
     uform::geometry_t const &g = c.geometry;
@@ -534,7 +531,7 @@ void test_valid() {
     CHECK(c.tensors.size() == 25 && c.file_size == bytes.size());
 }
 
-/** @brief The 8-byte prefix and the bounds of the header length. */
+/// The 8-byte prefix and the bounds of the header length.
 void test_prefix() {
     header_t const h = render(tiny());
     std::string const bytes = file_bytes(h);
@@ -561,7 +558,7 @@ void test_prefix() {
     expect_parse(corrupt, "{}", 0, "checkpoint_parse of a zero-byte file");
 }
 
-/** @brief Headers that are not JSON, or not the JSON safetensors expects at the top. */
+/// Headers that are not JSON, or not the JSON safetensors expects at the top.
 void test_json_headers() {
     header_t const h = render(tiny());
     auto const bad = [&](std::string const &json, std::string const &label) {
@@ -592,7 +589,7 @@ void test_json_headers() {
                  "checkpoint: the header JSON has a duplicate key");
 }
 
-/** @brief `__metadata__`, `format`, `uform.version` and unknown keys. */
+/// `__metadata__`, `format`, `uform.version` and unknown keys.
 void test_metadata() {
     spec_t none = tiny();
     none.with_metadata = false;
@@ -622,7 +619,7 @@ void test_metadata() {
     expect_parse(corrupt, string_meta, 1000, "__metadata__ is a string");
 }
 
-/** @brief Every geometry key: missing, malformed, out of range, inconsistent. */
+/// Every geometry key: missing, malformed, out of range, inconsistent.
 void test_geometry() {
     char const *trunk[] = {"uform.depth",
                            "uform.hidden",
@@ -784,7 +781,7 @@ void test_geometry() {
     expect_spec(corrupt, spec_t(tiny()).set("uform.choice.groups", "0"), "temperatures with zero groups");
 }
 
-/** @brief Every tensor: missing, wrong dtype, wrong shape; then entries, offsets, overlaps and extras. */
+/// Every tensor: missing, wrong dtype, wrong shape; then entries, offsets, overlaps and extras.
 void test_tensors() {
     spec_t const base = tiny();
     for (tensor_t const &t : base.tensors) {
@@ -916,7 +913,7 @@ void test_tensors() {
                  "checkpoint: a tensor's data lies past the end of the file");
 }
 
-/** @brief `checkpoint_read_file`: paths, missing files, directories, short files. */
+/// `checkpoint_read_file`: paths, missing files, directories, short files.
 void test_files() {
     std::filesystem::path const dir = std::filesystem::temp_directory_path() / "uform_checkpoint_test";
     std::filesystem::create_directories(dir);

@@ -1,12 +1,9 @@
-/**
- * @file executor_test.cpp
- * @brief The RAM executor's threads in the RAM build: the width zero threads take, every owned thread (the loop
- * workers and the host thread of deferred calls) configured by NumKong before it computes, loops spread over
- * distinct threads with the calling one as worker 0, nested loops staying on their worker, and loops after
- * drains in each mood.
- *
- * Prints "N passed, M failed" and exits nonzero on a failure. Links the RAM archive; ctest builds it.
- */
+// The RAM executor's threads in the RAM build: the width zero threads take, every owned thread (the loop
+// workers and the host thread of deferred calls) configured by NumKong before it computes, loops spread over
+// distinct threads with the calling one as worker 0, nested loops staying on their worker, and loops after
+// drains in each mood.
+//
+// Prints "N passed, M failed" and exits nonzero on a failure. Links the RAM archive; ctest builds it.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,7 +28,7 @@ void check(bool ok, char const *what, int line) {
 }
 #define CHECK(condition) check((condition), #condition, __LINE__)
 
-/** What one loop index saw: its worker, its thread, and that thread's NumKong configuration. */
+/// What one loop index saw: its worker, its thread, and that thread's NumKong configuration.
 struct seen_t {
     std::size_t worker = SIZE_MAX;
     std::thread::id thread;
@@ -39,10 +36,8 @@ struct seen_t {
     bool nested_on_same_worker = false;
 };
 
-/**
- * Runs a loop of `width` indices whose bodies wait for one another, so that each runs on its own thread, and
- * answers what each saw. Each body also runs a nested loop, which must stay on its worker and thread.
- */
+/// Runs a loop of `width` indices whose bodies wait for one another, so that each runs on its own thread, and
+/// answers what each saw. Each body also runs a nested loop, which must stay on its worker and thread.
 std::vector<seen_t> spread(uform::call_t &call) {
     std::size_t const width = call.width();
     std::vector<seen_t> seen(width);
@@ -64,7 +59,7 @@ std::vector<seen_t> spread(uform::call_t &call) {
     return seen;
 }
 
-/** Checks that a spread loop ran on `width` distinct, configured threads, worker 0 on `dispatcher`. */
+/// Checks that a spread loop ran on `width` distinct, configured threads, worker 0 on `dispatcher`.
 void check_spread(std::vector<seen_t> const &seen, std::thread::id dispatcher, bool dispatcher_configured) {
     std::vector<bool> workers(seen.size(), false);
     for (seen_t const &one : seen) {
@@ -80,7 +75,7 @@ void check_spread(std::vector<seen_t> const &seen, std::thread::id dispatcher, b
     }
 }
 
-/** The parameters of a deferred job that spreads a loop from the executor's host thread. */
+/// The parameters of a deferred job that spreads a loop from the executor's host thread.
 struct host_seen_t {
     std::thread::id thread;
     std::uint64_t configuration = 0;
@@ -135,9 +130,24 @@ void check_executor(uform_executor_t executor, std::size_t threads) {
     }
 }
 
+/// Checks that arena memory is 256-byte aligned, as c/call.hpp promises, in the first block and past it.
+void check_arena_alignment() {
+    uform_arena_t arena = nullptr;
+    CHECK(uform_arena_init(nullptr, &arena, nullptr) == uform_status_ok_k);
+    if (!arena) return;
+    uform::arena_rewind(arena);
+    for (std::size_t bytes : {std::size_t(1), std::size_t(3), std::size_t(100), std::size_t(70000), std::size_t(0)}) {
+        void *pointer = uform::arena_allocate(arena, bytes);
+        CHECK(pointer != nullptr && reinterpret_cast<std::uintptr_t>(pointer) % 256 == 0);
+    }
+    uform_arena_free(arena);
+}
+
 } // namespace
 
 int main() {
+    check_arena_alignment();
+
     uform_executor_t executor = nullptr;
 
     // Zero threads take 7/8 of the cores, at least one.

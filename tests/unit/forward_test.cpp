@@ -1,16 +1,13 @@
-/**
- * @file forward_test.cpp
- * @brief Unit tests of the RAM residency's compute core (cpp/): scalar conversions, E4M3 blocks, the GEMM of every
- * CPU class against a naive loop, and the text forward on tests/data/tiny.safetensors: packed batches against items
- * one by one, the serial class against the dispatched one, E4M3 against BF16, and the PyTorch goldens of
- * tests/data/goldens/ under MODEL.md's "How agreement is measured".
- *
- * Prints "N passed, M failed" and exits nonzero on a failure. Reads $UFORM_TEST_DATA (default tests/data, from the
- * repository root). Build: every .cpp of cpp/ and cpp/kernels/, c/checkpoint.cpp and c/json.cpp, and NumKong's objects
- * with the defines the RAM build gives them:
- *   clang++-22 -std=c++23 -O2 -Iinclude -I. -isystem <numkong>/include <NK_* defines> tests/unit/forward_test.cpp
- *       <those sources> <numkong objects> -lpthread
- */
+// Unit tests of the RAM residency's compute core (cpp/): scalar conversions, E4M3 blocks, the GEMM of every
+// CPU class against a naive loop, and the text forward on tests/data/tiny.safetensors: packed batches against items
+// one by one, the serial class against the dispatched one, E4M3 against BF16, and the PyTorch goldens of
+// tests/data/goldens/ under MODEL.md's "How agreement is measured".
+//
+// Prints "N passed, M failed" and exits nonzero on a failure. Reads $UFORM_TEST_DATA (default tests/data, from the
+// repository root). Build: every .cpp of cpp/ and cpp/kernels/, c/checkpoint.cpp and c/json.cpp, and NumKong's objects
+// with the defines the RAM build gives them:
+//   clang++-22 -std=c++23 -O2 -Iinclude -I. -isystem <numkong>/include <NK_* defines> tests/unit/forward_test.cpp
+//       <those sources> <numkong objects> -lpthread
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -46,7 +43,7 @@ using namespace uform::ram;
 
 int passed = 0, failed = 0;
 
-/** @brief Counts one assertion, printing it when it fails. */
+/// Counts one assertion, printing it when it fails.
 void check(bool ok, std::string const &what, int line) {
     if (ok) {
         ++passed;
@@ -59,7 +56,7 @@ void check(bool ok, std::string const &what, int line) {
 #define CHECK(cond) check((cond), #cond, __LINE__)
 #define CHECK_LABEL(cond, label) check((cond), std::string(label) + ": " #cond, __LINE__)
 
-/** @brief The test data folder. */
+/// The test data folder.
 std::string data_dir() {
     char const *dir = std::getenv("UFORM_TEST_DATA");
     return dir != nullptr && *dir != 0 ? dir : "tests/data";
@@ -67,7 +64,7 @@ std::string data_dir() {
 
 // region: a two-thread parallel_for, as the executor's ForkUnion pool will provide
 
-/** @brief Runs tasks on the calling thread and one helper, pulling indices from a shared counter. */
+/// Runs tasks on the calling thread and one helper, pulling indices from a shared counter.
 void two_threads(void *, std::size_t count, void *fn_context, task_fn_t fn) noexcept {
     std::atomic<std::size_t> next{0};
     auto work = [&](std::size_t thread) {
@@ -83,7 +80,7 @@ parallel_t const pair_parallel{2, nullptr, two_threads};
 
 // region: comparisons
 
-/** @brief Cosine of two vectors, in F64; 1 when both are zero. */
+/// Cosine of two vectors, in F64; 1 when both are zero.
 double cosine(float const *a, float const *b, std::size_t n) {
     double ab = 0, aa = 0, bb = 0;
     for (std::size_t i = 0; i != n; ++i)
@@ -92,7 +89,7 @@ double cosine(float const *a, float const *b, std::size_t n) {
     return ab / std::sqrt(aa * bb);
 }
 
-/** @brief The agreement of two blocks of rows: worst row cosine, relative Frobenius error, max abs difference. */
+/// The agreement of two blocks of rows: worst row cosine, relative Frobenius error, max abs difference.
 struct agreement_t {
     double worst_cosine = 1, relative_frobenius = 0, max_abs = 0;
 };
@@ -117,7 +114,7 @@ agreement_t agree(float const *a, std::size_t a_stride, float const *b, std::siz
 
 // region: scalar conversions and E4M3 blocks
 
-/** @brief BF16 rounding to nearest even, and E4M3 bytes as torch.float8_e4m3fn computes them. */
+/// BF16 rounding to nearest even, and E4M3 bytes as torch.float8_e4m3fn computes them.
 void test_scalars() {
     CHECK(round_bf16(1.0f) == 1.0f);
     CHECK(round_bf16(1.0f + 0x1p-8f) == 1.0f);                      // tie to even (down)
@@ -169,7 +166,7 @@ void test_scalars() {
 
 // region: the GEMM of every class against a naive loop
 
-/** @brief The CPU classes this machine can run, serial first. */
+/// The CPU classes this machine can run, serial first.
 std::vector<uform_cpu_class_t> available_classes() {
     std::vector<uform_cpu_class_t> classes{uform_cpu_class_serial_k};
     for (uform_cpu_class_t c : {uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k})
@@ -177,12 +174,12 @@ std::vector<uform_cpu_class_t> available_classes() {
     return classes;
 }
 
-/** @brief Multiplies `rows` rows of A (`lda` apart) by BF16 `W[columns x depth]` into C (`ldc` apart). */
+/// Multiplies `rows` rows of A (`lda` apart) by BF16 `W[columns x depth]` into C (`ldc` apart).
 using product_t =
     std::function<void(float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w, std::size_t columns,
                        std::size_t depth, float *c, std::size_t ldc, unsigned flags)>;
 
-/** @brief One product of given shape and flags against an F64 loop over the BF16-rounded inputs. */
+/// One product of given shape and flags against an F64 loop over the BF16-rounded inputs.
 void check_product(product_t const &product, std::string const &name, std::size_t rows, std::size_t depth,
                    std::size_t columns, unsigned flags, std::mt19937 &random, bool aliasing = false) {
     std::normal_distribution<float> normal;
@@ -219,7 +216,7 @@ void check_product(product_t const &product, std::string const &name, std::size_
     CHECK_LABEL(untouched, label);
 }
 
-/** @brief The F32 driver of `kernels` on `parallel`'s threads. */
+/// The F32 driver of `kernels` on `parallel`'s threads.
 product_t f32_product(kernels_t const &kernels, parallel_t const &parallel) {
     return [&kernels, &parallel](float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w,
                                  std::size_t columns, std::size_t depth, float *c, std::size_t ldc, unsigned flags) {
@@ -230,7 +227,7 @@ product_t f32_product(kernels_t const &kernels, parallel_t const &parallel) {
     };
 }
 
-/** @brief The AMX path of a linear on `parallel`'s threads. */
+/// The AMX path of a linear on `parallel`'s threads.
 product_t amx_product(parallel_t const &parallel) {
     return [&parallel](float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w, std::size_t columns,
                        std::size_t depth, float *c, std::size_t ldc, unsigned flags) {
@@ -241,7 +238,7 @@ product_t amx_product(parallel_t const &parallel) {
     };
 }
 
-/** @brief Edge shapes (partial micro tiles and panels, depth blocks), every flag, one and two threads. */
+/// Edge shapes (partial micro tiles and panels, depth blocks), every flag, one and two threads.
 void test_gemm() {
     std::mt19937 random(7);
     std::vector<std::pair<std::string, product_t>> paths;
@@ -291,7 +288,7 @@ void test_gemm() {
 
 // region: the model
 
-/** @brief A loaded model: the checkpoint's header, its mapping, the weights. */
+/// A loaded model: the checkpoint's header, its mapping, the weights.
 struct model_t {
     checkpoint_t checkpoint;
     mapped_file_t file;
@@ -299,7 +296,7 @@ struct model_t {
     bool ok = false;
 };
 
-/** @brief Loads tiny.safetensors as `cpu_class`, in BF16 or E4M3. */
+/// Loads tiny.safetensors as `cpu_class`, in BF16 or E4M3.
 void load(model_t &model, uform_cpu_class_t cpu_class, bool e4m3, parallel_t const &parallel = serial_parallel) {
     std::string const path = data_dir() + "/tiny.safetensors";
     char const *message = nullptr;
@@ -319,7 +316,7 @@ void load(model_t &model, uform_cpu_class_t cpu_class, bool e4m3, parallel_t con
     model.ok = status == uform_status_ok_k;
 }
 
-/** @brief Texts and their packed tape. */
+/// Texts and their packed tape.
 struct texts_t {
     std::vector<std::uint8_t> bytes;
     std::vector<std::size_t> offsets{0};
@@ -332,14 +329,14 @@ struct texts_t {
     token_batch_t batch(bool choose) const { return {bytes.data(), offsets.data(), count(), choose}; }
 };
 
-/** @brief Every surface of one forward, as F32 rows. */
+/// Every surface of one forward, as F32 rows.
 struct encoded_t {
     std::vector<float> states, token_vectors, embeddings, logits;
     std::size_t tokens = 0;
     uform_status_t status = uform_status_internal_k;
 };
 
-/** @brief Runs the forward with every surface the model has (logits only when `choose`). */
+/// Runs the forward with every surface the model has (logits only when `choose`).
 encoded_t encode(model_weights_t const &weights, token_batch_t const &batch, scratch_t &scratch,
                  parallel_t const &parallel = serial_parallel, bool all = true) {
     geometry_t const &geometry = weights.geometry;
@@ -362,7 +359,7 @@ encoded_t encode(model_weights_t const &weights, token_batch_t const &batch, scr
     return encoded;
 }
 
-/** @brief Deterministic printable text of `length` bytes. */
+/// Deterministic printable text of `length` bytes.
 std::string lcg_text(std::size_t length, std::uint64_t seed) {
     std::string text(length, ' ');
     for (char &c : text) {
@@ -372,7 +369,7 @@ std::string lcg_text(std::size_t length, std::uint64_t seed) {
     return text;
 }
 
-/** @brief Empty, one byte, and up to 2 KiB, with UTF-8. */
+/// Empty, one byte, and up to 2 KiB, with UTF-8.
 texts_t varied_texts() {
     texts_t texts;
     texts.add("");
@@ -388,7 +385,7 @@ texts_t varied_texts() {
     return texts;
 }
 
-/** @brief A packed batch equals its items one by one within 1e-3, on one and on two threads. */
+/// A packed batch equals its items one by one within 1e-3, on one and on two threads.
 void test_batch_equals_items(model_weights_t const &weights) {
     texts_t const texts = varied_texts();
     geometry_t const &geometry = weights.geometry;
@@ -437,7 +434,7 @@ void test_batch_equals_items(model_weights_t const &weights) {
     CHECK(scratch.allocations() == allocations);
 }
 
-/** @brief Two models agree under MODEL.md's rules: rows' cosine, relative Frobenius, embeddings' cosine. */
+/// Two models agree under MODEL.md's rules: rows' cosine, relative Frobenius, embeddings' cosine.
 void check_models_agree(model_weights_t const &a, model_weights_t const &b, double row_cosine, double frobenius,
                         double embedding_cosine, std::string const &label) {
     texts_t const texts = varied_texts();
@@ -462,7 +459,7 @@ void check_models_agree(model_weights_t const &a, model_weights_t const &b, doub
 
 // region: the goldens
 
-/** @brief A safetensors file read whole, with typed access to its tensors. */
+/// A safetensors file read whole, with typed access to its tensors.
 struct safetensors_t {
     std::vector<char> bytes;
     json::value_t header;
@@ -480,7 +477,7 @@ struct safetensors_t {
         data = 8 + length;
         ok = json::parse(std::string_view(bytes.data() + 8, length), header) == json::error_t::none;
     }
-    /** @brief The tensor `name` as `value_t` values (its dtype must have that size). */
+    /// The tensor `name` as `value_t` values (its dtype must have that size).
     template <typename value_t>
     std::vector<value_t> get(std::string_view name) const {
         json::value_t const *entry = header.find(name);
@@ -493,7 +490,7 @@ struct safetensors_t {
     }
 };
 
-/** @brief text_encode against text.safetensors: states, token vectors, embeddings. */
+/// text_encode against text.safetensors: states, token vectors, embeddings.
 void test_text_golden(model_weights_t const &weights, std::string const &label) {
     safetensors_t const golden(data_dir() + "/goldens/text.safetensors");
     CHECK_LABEL(golden.ok, "goldens/text.safetensors");
@@ -541,7 +538,7 @@ void test_text_golden(model_weights_t const &weights, std::string const &label) 
     CHECK_LABEL(empty_zero, text);
 }
 
-/** @brief text_choose against choose.safetensors: the logits at CHOOSE, each group's temperature, the softmax. */
+/// text_choose against choose.safetensors: the logits at CHOOSE, each group's temperature, the softmax.
 void test_choose_golden(model_weights_t const &weights, std::string const &label) {
     safetensors_t const golden(data_dir() + "/goldens/choose.safetensors");
     CHECK_LABEL(golden.ok, "goldens/choose.safetensors");

@@ -1,11 +1,8 @@
-/**
- * @file resample_test.cpp
- * @brief `media::resampling_reach`: resampling only the input it names gives the same first outputs, bit for bit, as
- * resampling the whole clip (libswresample's flush changes the last outputs it makes, so the reach must leave room
- * for its filter), from every kind of rate to the model's 16 kHz.
- *
- * Prints "N passed, M failed" and exits nonzero on a failure. RAM build only (it includes cpp/).
- */
+// `media::resampling_reach`: resampling only the input it names gives the same first outputs, bit for bit, as
+// resampling the whole clip (libswresample's flush changes the last outputs it makes, so the reach must leave room
+// for its filter), from every kind of rate to the model's 16 kHz.
+//
+// Prints "N passed, M failed" and exits nonzero on a failure. RAM build only (it includes cpp/).
 #include <cmath>
 #include <cstdio>
 #include <string>

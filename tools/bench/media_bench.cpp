@@ -1,20 +1,17 @@
-/**
- * @file media_bench.cpp
- * @brief The RAM residency's file verbs, decoding included, through the public C API alone: images per second over
- * a batch of JPEG files and seconds of audio per second over a batch of WAV or MP3 recordings, each batch one call
- * asking for F32 embeddings. Prints the median wall-clock and process CPU time of the calls. Not a test: the CMake
- * target `uform_media_bench` builds it in the RAM configuration, and tools/bench/media_compare.py writes its inputs
- * and runs it beside a PyTorch pipeline.
- *
- *   uform_media_bench --model small.safetensors --media build/bench/media [--only images,wav,mp3] [--images 16]
- *                     [--clips 8] [--threads 1,2] [--repeats 5] [--json] [--embeddings DIR]
- *
- * The media folder holds `image_00.jpg`, `image_01.jpg`, ... and `clip_00.wav`, `clip_00.mp3`, ...; the first
- * `--images` and `--clips` of them make the batches. Each case runs once per thread count: one thread is the calling
- * thread (a `NULL` executor); N threads are a RAM executor owning N - 1 threads, whose loops the calling thread
- * joins. `--embeddings DIR` writes each case's embeddings, as computed on the first thread count, to
- * `DIR/<case>.f32` (row-major F32, `dimensions` columns), for a comparison with other pipelines.
- */
+// The RAM residency's file verbs, decoding included, through the public C API alone: images per second over
+// a batch of JPEG files and seconds of audio per second over a batch of WAV or MP3 recordings, each batch one call
+// asking for F32 embeddings. Prints the median wall-clock and process CPU time of the calls. Not a test: the CMake
+// target `uform_media_bench` builds it in the RAM configuration, and tools/bench/media_compare.py writes its inputs
+// and runs it beside a PyTorch pipeline.
+//
+//   uform_media_bench --model small.safetensors --media build/bench/media [--only images,wav,mp3] [--images 16]
+//                     [--clips 8] [--threads 1,2] [--repeats 5] [--json] [--embeddings DIR]
+//
+// The media folder holds `image_00.jpg`, `image_01.jpg`, ... and `clip_00.wav`, `clip_00.mp3`, ...; the first
+// `--images` and `--clips` of them make the batches. Each case runs once per thread count: one thread is the calling
+// thread (a `NULL` executor); N threads are a RAM executor owning N - 1 threads, whose loops the calling thread
+// joins. `--embeddings DIR` writes each case's embeddings, as computed on the first thread count, to
+// `DIR/<case>.f32` (row-major F32, `dimensions` columns), for a comparison with other pipelines.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -33,14 +30,14 @@ namespace {
 
 using namespace uform::bench;
 
-/** @brief Seconds of CPU time of the whole process, every thread's. */
+/// Seconds of CPU time of the whole process, every thread's.
 double process_cpu_now() {
     timespec now;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
     return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
 }
 
-/** @brief What the command line chose. */
+/// What the command line chose.
 struct options_t {
     std::string model, media, embeddings;
     std::vector<std::string> only{"images", "wav", "mp3"};
@@ -49,27 +46,27 @@ struct options_t {
     bool json = false;
 };
 
-/** @brief A tape of paths, as the file verbs take it. */
+/// A tape of paths, as the file verbs take it.
 struct paths_t {
     std::string data;
     std::vector<std::size_t> offsets{0};
 
-    /** @brief Appends `path`. */
+    /// Appends `path`.
     void add(std::string const &path) {
         data += path;
         offsets.push_back(data.size());
     }
-    /** @brief Paths in the tape. */
+    /// Paths in the tape.
     std::size_t count() const { return offsets.size() - 1; }
 };
 
-/** @brief What one call of a case did, from its verb's stats. */
+/// What one call of a case did, from its verb's stats.
 struct call_stats_t {
     std::size_t tokens = 0;
     double audio_seconds = 0;
 };
 
-/** @brief One call of the verb of case `name` (`images`, `wav` or `mp3`) on `paths`, F32 embeddings into `arena`. */
+/// One call of the verb of case `name` (`images`, `wav` or `mp3`) on `paths`, F32 embeddings into `arena`.
 uform_status_t encode(std::string const &name, uform_model_t model, uform_executor_t executor, paths_t const &paths,
                       uform_arena_t arena, uform_encoded_t &encoded, call_stats_t &stats, char const **message) {
     if (name == "images") {
@@ -95,7 +92,7 @@ uform_status_t encode(std::string const &name, uform_model_t model, uform_execut
     return status;
 }
 
-/** @brief Writes the F32 `rows` to `path`, packed; false with a message on standard error on failure. */
+/// Writes the F32 `rows` to `path`, packed; false with a message on standard error on failure.
 bool write_embeddings(std::string const &path, uform_rows_t const &rows) {
     std::FILE *file = std::fopen(path.c_str(), "wb");
     bool written = file != nullptr;
@@ -107,7 +104,7 @@ bool write_embeddings(std::string const &path, uform_rows_t const &rows) {
     return written;
 }
 
-/** @brief Times case `name` on `threads` threads: a warm-up call, then the median of `repeats` calls. */
+/// Times case `name` on `threads` threads: a warm-up call, then the median of `repeats` calls.
 bool bench_case(options_t const &options, uform_model_t model, std::string const &name, std::size_t threads,
                 bool keep_embeddings) {
     bool const images = name == "images";
@@ -167,7 +164,7 @@ bool bench_case(options_t const &options, uform_model_t model, std::string const
     return true;
 }
 
-/** @brief Parses the command line; false with a message on standard error for an unknown or missing flag. */
+/// Parses the command line; false with a message on standard error for an unknown or missing flag.
 bool parse(int argc, char **argv, options_t &options) {
     for (int i = 1; i < argc; ++i) {
         std::string const flag = argv[i];

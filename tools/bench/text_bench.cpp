@@ -1,25 +1,22 @@
-/**
- * @file text_bench.cpp
- * @brief The RAM residency's compute core against the machine's F32 ceiling: an FMA-loop peak, the GEMM alone on
- * 2048 x 512 x 2048 (ours, and NumKong's packed f32 and bf16 kernels for reference), and the text forward on the tiny
- * geometry (8 texts x 64 bytes and one 16-byte text) and the small one (32 texts x 256 bytes). Prints medians of
- * wall-clock time, and of the thread's CPU time for one-thread runs (which a busy machine distorts less). Not a test:
- * the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/compare.py runs it beside
- * PyTorch and ONNX Runtime.
- *
- *   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32] [--repeats 15] [--json]
- *               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
- *
- * Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
- * their share of it (of its CPU-time rate, summed over the threads); the GEMM also reports `gemm_paired`, the median
- * share with a short ceiling measured just before each call, which a machine whose load drifts distorts less.
- * `--classes` picks the CPU classes of the forward runs: `native` (AMX tiles where the OS grants them) and `f32` (the
- * AVX-512 F32 FMA path). `--json` prints one JSON object per line instead of text; the last one, `rss`, holds the
- * process's peak resident set. Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch, so
- * other frameworks can feed the same ones.
- *
- * The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
- */
+// The RAM residency's compute core against the machine's F32 ceiling: an FMA-loop peak, the GEMM alone on
+// 2048 x 512 x 2048 (ours, and NumKong's packed f32 and bf16 kernels for reference), and the text forward on the tiny
+// geometry (8 texts x 64 bytes and one 16-byte text) and the small one (32 texts x 256 bytes). Prints medians of
+// wall-clock time, and of the thread's CPU time for one-thread runs (which a busy machine distorts less). Not a test:
+// the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/compare.py runs it beside
+// PyTorch and ONNX Runtime.
+//
+//   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32] [--repeats 15] [--json]
+//               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
+//
+// Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
+// their share of it (of its CPU-time rate, summed over the threads); the GEMM also reports `gemm_paired`, the median
+// share with a short ceiling measured just before each call, which a machine whose load drifts distorts less.
+// `--classes` picks the CPU classes of the forward runs: `native` (AMX tiles where the OS grants them) and `f32` (the
+// AVX-512 F32 FMA path). `--json` prints one JSON object per line instead of text; the last one, `rss`, holds the
+// process's peak resident set. Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch, so
+// other frameworks can feed the same ones.
+//
+// The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -60,14 +57,14 @@ namespace fu = ashvardanian::forkunion;
 
 // region: clocks and medians
 
-/** @brief Seconds of the calling thread's CPU time. */
+/// Seconds of the calling thread's CPU time.
 double cpu_now() {
     timespec now;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
     return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
 }
 
-/** @brief Median wall and CPU seconds of `repeats` runs of `body` after one warm-up run. */
+/// Median wall and CPU seconds of `repeats` runs of `body` after one warm-up run.
 template <typename body_t>
 std::pair<double, double> time_median(std::size_t repeats, body_t &&body) {
     body();
@@ -83,7 +80,7 @@ std::pair<double, double> time_median(std::size_t repeats, body_t &&body) {
 
 // region: the two-thread pool
 
-/** @brief A ForkUnion pool behind the core's `parallel_t` hook, as the executor will wire it. */
+/// A ForkUnion pool behind the core's `parallel_t` hook, as the executor will wire it.
 struct pool_t {
     fu::flat_pool_t pool;
     parallel_t parallel;
@@ -97,7 +94,7 @@ struct pool_t {
         }
         cpu_class_configure_thread(uform_cpu_class_auto_k);
     }
-    /** @brief Uneven tasks (attention of varied items), so dynamic scheduling. */
+    /// Uneven tasks (attention of varied items), so dynamic scheduling.
     static void for_n(void *context, std::size_t count, void *fn_context, task_fn_t fn) noexcept {
         static_cast<pool_t *>(context)->pool.for_n_dynamic(
             count, [=](fu::prong_t prong) noexcept { fn(fn_context, prong.task, prong.thread); });
@@ -106,7 +103,7 @@ struct pool_t {
 
 // region: the command line
 
-/** @brief What the command line chose. */
+/// What the command line chose.
 struct options_t {
     std::string tiny = "tests/data/tiny.safetensors", small;
     std::size_t repeats = 15;
@@ -115,14 +112,14 @@ struct options_t {
     std::vector<std::string> classes{"native", "f32"};
     bool json = false;
 
-    /** @brief Whether `part` was chosen. */
+    /// Whether `part` was chosen.
     bool runs(char const *part) const { return std::find(only.begin(), only.end(), part) != only.end(); }
 };
 
 // region: the FMA ceiling
 
 #if defined(__x86_64__)
-/** @brief GFLOP/s of 12 independent chains of 16-lane F32 FMAs (AVX-512), over the thread's CPU time. */
+/// GFLOP/s of 12 independent chains of 16-lane F32 FMAs (AVX-512), over the thread's CPU time.
 __attribute__((target("avx512f"))) double fma_peak_thread(std::size_t iterations, double &wall) {
     __m512 chains[12];
     for (int i = 0; i != 12; ++i) chains[i] = _mm512_set1_ps(0.001f * float(i));
@@ -141,8 +138,8 @@ __attribute__((target("avx512f"))) double fma_peak_thread(std::size_t iterations
 }
 #endif
 
-/** @brief The F32 FMA ceiling in GFLOP/s on `threads` threads: per-thread CPU-time rates summed, and wall-clock.
- * With a `pool` of as many threads, its own threads run the loop (no thread is started, none left spinning). */
+/// The F32 FMA ceiling in GFLOP/s on `threads` threads: per-thread CPU-time rates summed, and wall-clock.
+/// With a `pool` of as many threads, its own threads run the loop (no thread is started, none left spinning).
 std::pair<double, double> fma_peak(std::size_t threads, std::size_t iterations = 50'000'000, pool_t *pool = nullptr) {
 #if defined(__x86_64__)
     if (!cpu_class_available(uform_cpu_class_intel_skylake_k)) return {0, 0};
@@ -167,9 +164,9 @@ std::pair<double, double> fma_peak(std::size_t threads, std::size_t iterations =
 
 // region: the GEMM alone
 
-/** @brief The median over `repeats` of one call's GFLOP/s as a percentage of the FMA ceiling measured just before it
- * (about 10 ms of FMAs) on the threads of the `pool` that runs the call, so both see the same load from the
- * machine's other tenants and start on the same cores. */
+/// The median over `repeats` of one call's GFLOP/s as a percentage of the FMA ceiling measured just before it
+/// (about 10 ms of FMAs) on the threads of the `pool` that runs the call, so both see the same load from the
+/// machine's other tenants and start on the same cores.
 template <typename body_t>
 double paired_percent(std::size_t repeats, pool_t &pool, double flops, body_t &&body) {
     body();
@@ -184,7 +181,7 @@ double paired_percent(std::size_t repeats, pool_t &pool, double flops, body_t &&
     return median(percents);
 }
 
-/** @brief Prints one GEMM measurement of `flops` per call. */
+/// Prints one GEMM measurement of `flops` per call.
 void report_gemm(options_t const &options, char const *kernel, std::size_t threads, double flops, double wall,
                  double cpu, double peak) {
     record_t("gemm")
@@ -196,7 +193,7 @@ void report_gemm(options_t const &options, char const *kernel, std::size_t threa
         .print(options.json);
 }
 
-/** @brief Our F32 FMA and AMX GEMMs on each thread count, NumKong's packed f32 and bf16 kernels on one thread. */
+/// Our F32 FMA and AMX GEMMs on each thread count, NumKong's packed f32 and bf16 kernels on one thread.
 void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, std::size_t columns,
                 std::vector<double> const &peaks) {
     std::mt19937 random(1);
@@ -263,14 +260,14 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
 
 // region: the text forward
 
-/** @brief A loaded model. */
+/// A loaded model.
 struct model_t {
     checkpoint_t checkpoint;
     mapped_file_t file;
     model_weights_t weights;
 };
 
-/** @brief Loads a checkpoint for `cpu_class`; false with a message on standard error on failure. */
+/// Loads a checkpoint for `cpu_class`; false with a message on standard error on failure.
 bool load(std::string const &path, model_t &model, parallel_t const &parallel, uform_cpu_class_t cpu_class) {
     char const *message = "";
     if (checkpoint_read_file(path.data(), path.size(), model.checkpoint, &message) != uform_status_ok_k ||
@@ -290,7 +287,7 @@ bool load(std::string const &path, model_t &model, parallel_t const &parallel, u
     return true;
 }
 
-/** @brief SplitMix64's output for `index`: the texts' source of bytes, easy to repeat in any language. */
+/// SplitMix64's output for `index`: the texts' source of bytes, easy to repeat in any language.
 std::uint64_t splitmix64(std::uint64_t index) {
     std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -298,7 +295,7 @@ std::uint64_t splitmix64(std::uint64_t index) {
     return z ^ (z >> 31);
 }
 
-/** @brief `count` printable texts of `length` bytes, packed: byte k is `32 + splitmix64(k) % 95`. */
+/// `count` printable texts of `length` bytes, packed: byte k is `32 + splitmix64(k) % 95`.
 void make_texts(std::size_t count, std::size_t length, std::vector<std::uint8_t> &bytes,
                 std::vector<std::size_t> &offsets) {
     bytes.resize(count * length);
@@ -307,7 +304,7 @@ void make_texts(std::size_t count, std::size_t length, std::vector<std::uint8_t>
     for (std::size_t i = 0; i <= count; ++i) offsets[i] = i * length;
 }
 
-/** @brief Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak. */
+/// Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak.
 void bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
                    char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,
                    std::size_t repeats, double peak) {
@@ -345,7 +342,7 @@ void bench_forward(options_t const &options, model_weights_t const &weights, cha
         .print(options.json);
 }
 
-/** @brief Parses the command line; false with a message on standard error for an unknown flag. */
+/// Parses the command line; false with a message on standard error for an unknown flag.
 bool parse(int argc, char **argv, options_t &options) {
     for (int i = 1; i < argc; ++i) {
         std::string const flag = argv[i];

@@ -6,11 +6,14 @@
 //! 2. The generator parses `rust/sys.rs` with `syn`, reads the `@uform` annotations the doc comments carry,
 //!    and writes the safe layer into `rust/generated/{types,model,encode,train}.rs`.
 //!
+//! 3. Before both, the version macros of `uform.h` are written from Cargo.toml's (`version`).
+//!
 //! Only the generator needs libclang; the crate compiles the checked-in output.
 
 pub mod emit;
 pub mod ir;
 pub mod names;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 

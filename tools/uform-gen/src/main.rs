@@ -1,8 +1,8 @@
-//! `cargo run -p uform-gen [-- --check] [--include DIR] [--out DIR]`: regenerates `rust/sys.rs` and
-//! `rust/generated/*.rs` from `include/uform/*.h`, or, with `--check`, exits non-zero when the checked-in
-//! output is stale.
+//! `cargo run -p uform-gen [-- --check] [--include DIR] [--out DIR]`: writes the version macros of
+//! `uform.h` from Cargo.toml's version, regenerates `rust/sys.rs` and `rust/generated/*.rs` from
+//! `include/uform/*.h`, or, with `--check`, exits non-zero when any of them is stale.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -18,7 +18,8 @@ fn main() -> ExitCode {
             "--out" => out = args.next().map(PathBuf::from).unwrap_or(out),
             "-h" | "--help" => {
                 println!("usage: uform-gen [--check] [--include DIR] [--out DIR]");
-                println!("  regenerates DIR/sys.rs and DIR/generated/*.rs (default: rust/) from include/uform/*.h;");
+                println!("  writes uform.h's version macros from Cargo.toml's version, and regenerates DIR/sys.rs and");
+                println!("  DIR/generated/*.rs (default: rust/) from include/uform/*.h;");
                 println!("  --check exits 1, writing nothing, when the checked-in output differs from the headers'.");
                 return ExitCode::SUCCESS;
             }
@@ -41,6 +42,15 @@ fn main() -> ExitCode {
             }
         }
     }
+    let mut stale = Vec::new();
+    match version_macros(&root.join("Cargo.toml"), &include.join("uform.h"), check) {
+        Ok(Some(path)) => stale.push(path),
+        Ok(None) => {}
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(2);
+        }
+    }
     let files = match uform_gen::generate(&include) {
         Ok(files) => files,
         Err(error) => {
@@ -48,7 +58,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut stale = Vec::new();
     for file in &files {
         let path = out.join(&file.path);
         let current = std::fs::read_to_string(&path).unwrap_or_default();
@@ -84,4 +93,28 @@ fn main() -> ExitCode {
         println!("uform-gen: the generated layer is up to date");
     }
     ExitCode::SUCCESS
+}
+
+/// Writes the version macros of `header` (`uform.h`) from `manifest`'s version; with `check`, writes nothing and
+/// answers the header's path when it is stale.
+fn version_macros(manifest: &Path, header: &Path, check: bool) -> Result<Option<PathBuf>, String> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path)
+            .map_err(|error| format!("uform-gen: cannot read `{}`: {error}", path.display()))
+    };
+    let current = read(header)?;
+    let wanted = uform_gen::version::with_version(
+        &current,
+        uform_gen::version::package_version(&read(manifest)?)?,
+    )?;
+    if wanted == current {
+        return Ok(None);
+    }
+    if check {
+        return Ok(Some(header.to_path_buf()));
+    }
+    std::fs::write(header, &wanted)
+        .map_err(|error| format!("uform-gen: cannot write `{}`: {error}", header.display()))?;
+    println!("uform-gen: wrote {}", header.display());
+    Ok(None)
 }
