@@ -205,6 +205,10 @@ fn each_bad_input_class() -> Result<()> {
             )),
         ),
         (
+            "a text past max_bytes",
+            outcome(model.text_encode(&["x".repeat(16_385)], e, Scalar::F32, &mut arena)),
+        ),
+        (
             "one height per item",
             outcome(model.image_encode_pixels(
                 &[pixels.as_slice()],
