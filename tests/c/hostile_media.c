@@ -202,10 +202,14 @@ static void short_clips(void) {
     CHECK_SIZE(tokens, 1);
 }
 
-/** Recordings at rates outside 1 kHz to 384 kHz, and hours of silence, which cost only the budget. */
+/** Recordings at rates outside 1 kHz to 384 kHz, a few samples at another rate (one patch, as in short_clips),
+ * and hours of silence, which cost only the budget. */
 static void file_rates(void) {
     float embedding[dimensions_k];
     size_t tokens = 0, truncated = 0;
+    CHECK(write_wav16(scratch_path("short.wav"), 44100, 10, quiet_then_loud));
+    CHECK_OK(audio_file(scratch_path("short.wav"), embedding, &tokens, NULL));
+    CHECK_SIZE(tokens, 1);
     CHECK(write_wav16(scratch_path("slow.wav"), 500, 100, silence));
     CHECK_STATUS(audio_file(scratch_path("slow.wav"), embedding, NULL, NULL), uform_status_unsupported_k);
     CHECK(write_wav16(scratch_path("fast.wav"), 400000, 100, silence));
@@ -293,8 +297,8 @@ int main(void) {
     printf("peak RSS %.1f MiB\n", peak_rss_mib());
     CHECK(peak_rss_mib() < 300.0);
     {
-        static char const *const made[] = {"head.wav",  "long.wav",  "slow.wav",   "fast.wav",
-                                           "hours.wav", "list.m3u8", "stderr.txt", "list.ffconcat"};
+        static char const *const made[] = {"head.wav",  "long.wav",  "slow.wav",   "fast.wav",     "hours.wav",
+                                           "short.wav", "list.m3u8", "stderr.txt", "list.ffconcat"};
         size_t i;
         for (i = 0; i != sizeof(made) / sizeof(made[0]); ++i) unlink(scratch_path(made[i]));
         rmdir(scratch);
