@@ -163,14 +163,13 @@ std::size_t image_work_bytes(std::size_t width, std::size_t out_height, std::siz
 }
 
 /// Resizes one RGB image to `grid.rows * p x grid.columns * p` and writes its normalised patch vectors, `stride`
-/// floats apart, and (when `positions` is not null) their `(0, row, column)` positions, row-major over the grid.
+/// floats apart, row-major over the grid.
 /// Along each row, then along each column, on the float values of the 8-bit pixels: each input row is resized along
 /// its width and added, weighted, to the output rows whose taps cover it (in input order, as a gather would), a
 /// block of output columns at a time: as many as the cache holds the row weights of (all of them, but for images
 /// thousands of times wider than their grid).
 void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t height, std::size_t width,
-                   image_grid_t grid, std::byte *work, float *patches, std::size_t stride,
-                   std::uint32_t *positions) noexcept {
+                   image_grid_t grid, std::byte *work, float *patches, std::size_t stride) noexcept {
     std::size_t const p = g.image_patch_side, out_height = grid.rows * p, out_width = grid.columns * p;
     auto *row = reinterpret_cast<float *>(work); // [out_width x 3]: one input row resized along its width
     work += scratch_bytes(out_width * 3);
@@ -218,16 +217,39 @@ void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t 
                         float const resized = float(sums[((r * p + py) * out_width + column * p + px) * 3 + c]);
                         patch[(py * p + px) * 3 + c] = (resized / 255.0f - g.image_mean[c]) / g.image_std[c];
                     }
-            if (positions == nullptr) continue;
-            positions[token * 3 + 0] = 0;
-            positions[token * 3 + 1] = std::uint32_t(r);
-            positions[token * 3 + 2] = std::uint32_t(column);
         }
 }
 
-/// What the image front-end reads per item: the RGB bytes and the size of each image.
+/// Writes the `(time, row, column)` positions of a grid's cells, row-major.
+void grid_positions(image_grid_t grid, std::size_t time, std::uint32_t *positions) noexcept {
+    for (std::size_t cell = 0; cell != grid.rows * grid.columns; ++cell) {
+        positions[cell * 3 + 0] = std::uint32_t(time);
+        positions[cell * 3 + 1] = std::uint32_t(cell / grid.columns);
+        positions[cell * 3 + 2] = std::uint32_t(cell % grid.columns);
+    }
+}
+
+/// Resizes a decoded image to `grid` and appends its patch vectors to `vectors`, growing `work` as it needs: what a
+/// file verb keeps of a picture once it is decoded, so that a batch never holds its pictures.
+uform_status_t append_patches(geometry_t const &g, media::rgb_image_t const &image, image_grid_t grid,
+                              std::vector<float> &vectors, std::vector<std::byte> &work,
+                              char const **message) noexcept {
+    std::size_t const p = g.image_patch_side, floats = grid.rows * grid.columns * p * p * 3, at = vectors.size();
+    try {
+        work.resize(std::max(work.size(), image_work_bytes(image.width, grid.rows * p, grid.columns * p)));
+        vectors.resize(at + floats);
+    } catch (...) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
+    }
+    image_patches(g, image.pixels.data(), image.height, image.width, grid, work.data(), vectors.data() + at, p * p * 3);
+    return uform_status_ok_k;
+}
+
+/// What the image front-end reads per item: the size of each image and either its RGB bytes, resized in the
+/// trunk's prepare step (pixels), or its patch vectors, resized as it was decoded (files).
 struct images_t {
     std::uint8_t const **pixels = nullptr;
+    float const **vectors = nullptr;
     std::size_t const *heights = nullptr, *widths = nullptr;
     std::size_t count = 0;
 };
@@ -251,9 +273,12 @@ uform_status_t prepare_images(void *context, std::byte *prefix, ram::token_batch
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
         image_grid_t const grid = image_grid(images.heights[i], images.widths[i], g.image_patch_side, job.max_patches);
         std::size_t const token = batch.offsets[i];
-        image_patches(g, images.pixels[i], images.heights[i], images.widths[i], grid,
-                      prefix + job.layout.work + worker * job.layout.work_slot, patches + token * input, input,
-                      positions + token * 3);
+        if (images.vectors != nullptr)
+            std::memcpy(patches + token * input, images.vectors[i], grid.rows * grid.columns * input * sizeof(float));
+        else
+            image_patches(g, images.pixels[i], images.heights[i], images.widths[i], grid,
+                          prefix + job.layout.work + worker * job.layout.work_slot, patches + token * input, input);
+        grid_positions(grid, 0, positions + token * 3);
     });
     embed_patches(*job.model, job.model->image, *job.call, prefix, job.layout, job.tokens);
     complete_batch(batch, prefix, job.layout, g.hidden, true);
@@ -281,8 +306,9 @@ uform_status_t encode_images(model_t const &model, call_t &call, images_t const 
     for (std::size_t i = 0; i != count; ++i) {
         image_grid_t const grid = image_grid(images.heights[i], images.widths[i], g.image_patch_side, max_patches);
         offsets[i + 1] = offsets[i] + grid.rows * grid.columns;
-        work = std::max(work, image_work_bytes(images.widths[i], grid.rows * g.image_patch_side,
-                                               grid.columns * g.image_patch_side));
+        if (images.vectors == nullptr)
+            work = std::max(work, image_work_bytes(images.widths[i], grid.rows * g.image_patch_side,
+                                                   grid.columns * g.image_patch_side));
         pixel_count += images.heights[i] * images.widths[i];
     }
     std::size_t const tokens = offsets[count];
@@ -342,19 +368,10 @@ struct clip_t {
 /// A `media::frame_sink_t` into a `clip_t`: resizes the frame to the clip's grid and appends its patch vectors.
 uform_status_t keep_frame(void *context, media::rgb_image_t const &frame, char const **message) noexcept {
     clip_t &clip = *static_cast<clip_t *>(context);
-    geometry_t const &g = *clip.geometry;
-    std::size_t const p = g.image_patch_side, input = p * p * 3;
-    if (clip.frames == 0) clip.grid = image_grid(frame.height, frame.width, p, clip.max_patches);
-    std::size_t const cells = clip.grid.rows * clip.grid.columns;
-    try {
-        clip.work.resize(
-            std::max(clip.work.size(), image_work_bytes(frame.width, clip.grid.rows * p, clip.grid.columns * p)));
-        clip.patches.resize((clip.frames + 1) * cells * input);
-    } catch (...) {
-        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
-    }
-    image_patches(g, frame.pixels.data(), frame.height, frame.width, clip.grid, clip.work.data(),
-                  clip.patches.data() + clip.frames * cells * input, input, nullptr);
+    if (clip.frames == 0)
+        clip.grid = image_grid(frame.height, frame.width, clip.geometry->image_patch_side, clip.max_patches);
+    if (uform_status_t status = append_patches(*clip.geometry, frame, clip.grid, clip.patches, clip.work, message))
+        return status;
     ++clip.frames;
     return uform_status_ok_k;
 }
@@ -388,11 +405,7 @@ uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_
                     std::memcpy(patches + (token + cell) * input + f * frame_input, frame + cell * frame_input,
                                 frame_input * sizeof(float));
             }
-            for (std::size_t cell = 0; cell != cells; ++cell) {
-                positions[(token + cell) * 3 + 0] = std::uint32_t(t);
-                positions[(token + cell) * 3 + 1] = std::uint32_t(cell / clip.grid.columns);
-                positions[(token + cell) * 3 + 2] = std::uint32_t(cell % clip.grid.columns);
-            }
+            grid_positions(clip.grid, t, positions + token * 3);
         }
     });
     embed_patches(*job.model, job.model->video, *job.call, prefix, job.layout, job.tokens);
@@ -548,25 +561,30 @@ uform_status_t image_encode(model_t const &model, call_t &call, tape_view_t<char
                             uform_image_encode_stats_t &stats, char const **message) noexcept {
     if (!rgb_patches(model, model.image))
         return fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
-    std::vector<media::rgb_image_t> decoded;
+    std::vector<std::vector<float>> vectors;
     try {
-        decoded.resize(paths.count);
+        vectors.resize(paths.count);
     } catch (...) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     }
-    auto **pixels = arena_array<std::uint8_t const *>(call, paths.count);
+    auto **items = arena_array<float const *>(call, paths.count);
     auto *heights = arena_array<std::size_t>(call, paths.count), *widths = arena_array<std::size_t>(call, paths.count);
-    if (pixels == nullptr || heights == nullptr || widths == nullptr)
+    if (items == nullptr || heights == nullptr || widths == nullptr)
         return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
+    geometry_t const &g = model.weights.geometry;
+    // Each picture is resized to its grid as soon as it is decoded, and dropped.
     auto decode = [&](std::size_t i, char const *path, char const **item_message) noexcept {
-        uform_status_t const status = media::decode_image_file(path, max_pixels, decoded[i], item_message);
-        pixels[i] = decoded[i].pixels.data();
-        heights[i] = decoded[i].height;
-        widths[i] = decoded[i].width;
-        return status;
+        media::rgb_image_t image;
+        std::vector<std::byte> work;
+        if (uform_status_t status = media::decode_image_file(path, max_pixels, image, item_message)) return status;
+        heights[i] = image.height, widths[i] = image.width;
+        image_grid_t const grid = image_grid(image.height, image.width, g.image_patch_side, max_patches);
+        if (uform_status_t status = append_patches(g, image, grid, vectors[i], work, item_message)) return status;
+        items[i] = vectors[i].data();
+        return uform_status_ok_k;
     };
     if (uform_status_t status = decode_files(call, paths, decode, stats.failed_item, message)) return status;
-    images_t const images{pixels, heights, widths, paths.count};
+    images_t const images{nullptr, items, heights, widths, paths.count};
     return encode_images(model, call, images, max_patches, request, encoded, stats, message);
 }
 
@@ -577,7 +595,7 @@ uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view
     auto **items = arena_array<std::uint8_t const *>(call, pixels.count);
     if (items == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     for (std::size_t i = 0; i != pixels.count; ++i) items[i] = pixels.item(i).data();
-    images_t const images{items, heights, widths, pixels.count};
+    images_t const images{items, nullptr, heights, widths, pixels.count};
     return encode_images(model, call, images, max_patches, request, encoded, stats, message);
 }
 

@@ -66,6 +66,83 @@ static int write_wav16(char const *path, unsigned rate, size_t count, float (*sa
     return fclose(file) == 0 && ok;
 }
 
+/** CRC-32 (PNG's) of `length` bytes, continuing from `crc`. */
+static uint32_t crc32_of(uint32_t crc, unsigned char const *bytes, size_t length) {
+    size_t i;
+    int k;
+    crc = ~crc;
+    for (i = 0; i != length; ++i)
+        for (crc ^= bytes[i], k = 0; k != 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1)));
+    return ~crc;
+}
+
+/** Appends a big-endian 32-bit value. */
+static unsigned char *put32(unsigned char *at, uint32_t value) {
+    at[0] = (unsigned char)(value >> 24), at[1] = (unsigned char)(value >> 16);
+    at[2] = (unsigned char)(value >> 8), at[3] = (unsigned char)value;
+    return at + 4;
+}
+
+/** Writes a `height x width` RGB PNG of a gradient, its pixels in stored (uncompressed) deflate blocks. */
+static int write_png(char const *path, uint32_t height, uint32_t width) {
+    size_t const row = 1 + (size_t)width * 3, raw = row * height, blocks = (raw + 65534) / 65535;
+    size_t const idat = 2 + raw + blocks * 5 + 4, total = 8 + 25 + 12 + idat + 12;
+    unsigned char *file = (unsigned char *)malloc(total), *at = file, *chunk, *data;
+    uint32_t a = 1, b = 0;
+    size_t y, x, done;
+    int ok;
+    if (!file) return 0;
+    memcpy(at, "\x89PNG\r\n\x1a\n", 8), at += 8;
+    chunk = at, at = put32(at, 13), memcpy(at, "IHDR", 4), at += 4;
+    at = put32(put32(at, width), height);
+    at[0] = 8, at[1] = 2, at[2] = at[3] = at[4] = 0, at += 5;
+    at = put32(at, crc32_of(0, chunk + 4, 17));
+    chunk = at, at = put32(at, (uint32_t)idat), memcpy(at, "IDAT", 4), at += 4;
+    *at++ = 0x78, *at++ = 0x01;
+    data = (unsigned char *)malloc(raw);
+    if (!data) return free(file), 0;
+    for (y = 0; y != height; ++y) {
+        data[y * row] = 0;
+        for (x = 0; x != (size_t)width * 3; ++x)
+            data[y * row + 1 + x] = (unsigned char)((x / 3 + y + x % 3 * 85) & 0xFF);
+    }
+    for (done = 0; done != raw;) {
+        size_t const length = raw - done < 65535 ? raw - done : 65535;
+        *at++ = done + length == raw;
+        at[0] = (unsigned char)length, at[1] = (unsigned char)(length >> 8);
+        at[2] = (unsigned char)~length, at[3] = (unsigned char)(~length >> 8), at += 4;
+        memcpy(at, data + done, length), at += length, done += length;
+    }
+    for (x = 0; x != raw; ++x) a = (a + data[x]) % 65521, b = (b + a) % 65521;
+    free(data);
+    at = put32(at, b << 16 | a);
+    at = put32(at, crc32_of(0, chunk + 4, idat + 4));
+    chunk = at, at = put32(at, 0), memcpy(at, "IEND", 4), at += 4;
+    at = put32(at, crc32_of(0, chunk + 4, 4));
+    ok = write_whole_file(path, file, (size_t)(at - file));
+    free(file);
+    return ok;
+}
+
+/** A batch of large pictures holds each only while it is resized: 24 of 2000 x 2000 (12 MB of RGB each). */
+static void many_pictures(void) {
+    char const *list[24];
+    test_tape_t paths;
+    uform_image_encode_stats_t stats;
+    uform_image_encode_args_t args;
+    uform_encoded_t encoded;
+    size_t i;
+    if (!CHECK(write_png(scratch_path("large.png"), 2000, 2000))) return;
+    for (i = 0; i != 24; ++i) list[i] = scratch_path("large.png");
+    tape_of(&paths, list, 24);
+    memset(&args, 0, sizeof(args));
+    memset(&stats, 0, sizeof(stats));
+    args.stats = &stats;
+    CHECK_OK(uform_image_encode(model, ram, paths.data, paths.length, paths.offsets, 24, uform_outputs_embeddings_k,
+                                &args, arena, &encoded, NULL, MSG));
+    CHECK_SIZE(stats.tokens, 24 * 64);
+}
+
 /** A quiet 440 Hz tone at 16 kHz, then, past the patch budget, loud noise: what lies past the budget. */
 static float quiet_then_loud(size_t i) {
     if (i < budget_samples_k + 4000) return 0.01f * (float)sin((double)i * 2.0 * 3.14159265358979 * 440.0 / 16000.0);
@@ -202,10 +279,14 @@ static void short_clips(void) {
     CHECK_SIZE(tokens, 1);
 }
 
-/** Recordings at rates outside 1 kHz to 384 kHz, and hours of silence, which cost only the budget. */
+/** Recordings at rates outside 1 kHz to 384 kHz, a few samples at another rate (one patch, as in short_clips),
+ * and hours of silence, which cost only the budget. */
 static void file_rates(void) {
     float embedding[dimensions_k];
     size_t tokens = 0, truncated = 0;
+    CHECK(write_wav16(scratch_path("short.wav"), 44100, 10, quiet_then_loud));
+    CHECK_OK(audio_file(scratch_path("short.wav"), embedding, &tokens, NULL));
+    CHECK_SIZE(tokens, 1);
     CHECK(write_wav16(scratch_path("slow.wav"), 500, 100, silence));
     CHECK_STATUS(audio_file(scratch_path("slow.wav"), embedding, NULL, NULL), uform_status_unsupported_k);
     CHECK(write_wav16(scratch_path("fast.wav"), 400000, 100, silence));
@@ -287,14 +368,15 @@ int main(void) {
     if (!build_is_stub()) {
         audio_past_the_budget();
         file_rates();
+        many_pictures();
         demuxers();
         quiet();
     }
     printf("peak RSS %.1f MiB\n", peak_rss_mib());
     CHECK(peak_rss_mib() < 300.0);
     {
-        static char const *const made[] = {"head.wav",  "long.wav",  "slow.wav",   "fast.wav",
-                                           "hours.wav", "list.m3u8", "stderr.txt", "list.ffconcat"};
+        static char const *const made[] = {"head.wav",  "long.wav",  "slow.wav",   "fast.wav",     "hours.wav",
+                                           "short.wav", "list.m3u8", "stderr.txt", "list.ffconcat"};
         size_t i;
         for (i = 0; i != sizeof(made) / sizeof(made[0]); ++i) unlink(scratch_path(made[i]));
         rmdir(scratch);
