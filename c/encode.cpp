@@ -257,6 +257,18 @@ struct text_choose_verb_t {
     }
 };
 
+/**
+ * @brief The outputs and scalar as the caller passed them, for `encode_checks_t` to check. Both are copied as bits:
+ * a C caller may pass any `int`, and reading one as its enum before `check_outputs` and `check_output_scalar` would
+ * be undefined (see `raw_enum`).
+ */
+backend::encode_request_t request_of(uform_outputs_t const &outputs, uform_scalar_t const &scalar) noexcept {
+    backend::encode_request_t request{uform_outputs_embeddings_k, uform_scalar_auto_k};
+    std::memcpy(&request.outputs, &outputs, sizeof(outputs));
+    std::memcpy(&request.scalar, &scalar, sizeof(scalar));
+    return request;
+}
+
 /// Takes the checkpoint's `budget` for a zero `value`, and bounds any other by it.
 void clamp_to_budget(std::size_t &value, std::size_t budget) noexcept {
     if (value == 0 || value > budget) value = budget;
@@ -292,7 +304,7 @@ uform_status_t uform_text_encode(uform_model_t model, uform_executor_t executor,
                                  uform_outcome_t *outcome, char const **message) {
     text_encode_verb_t v{};
     if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, v.args.scalar), message};
     if (uform_status_t status = checks.receiver()) return status;
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
@@ -313,7 +325,7 @@ uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     image_encode_verb_t v{};
     if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, v.args.scalar), message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_image, "the model has no image front-end"))
         return checks.refuse(args, status);
@@ -333,7 +345,7 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
                                          uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     image_encode_pixels_verb_t v{};
     if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, v.args.scalar), message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(pixels, pixels_length, pixels_offsets, pixels_count,
@@ -374,7 +386,7 @@ uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     video_encode_verb_t v{};
     if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, v.args.scalar), message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_video, "the model has no video front-end"))
         return checks.refuse(args, status);
@@ -394,7 +406,7 @@ uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     audio_encode_verb_t v{};
     if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, v.args.scalar), message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_audio, "the model has no audio front-end"))
         return checks.refuse(args, status);
@@ -413,7 +425,7 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
                                           uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     audio_encode_samples_verb_t v{};
     if (args) v.args = *args;
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, v.args.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, v.args.scalar), message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,

@@ -88,7 +88,7 @@ inline std::size_t image_grid(std::size_t height, std::size_t width, std::size_t
     if (!p || !max_patches) return 0;
     double const h = double(height) / double(p), w = double(width) / double(p);
     double const s = std::sqrt(double(max_patches) / (h * w));
-    double const gh_real = std::floor(h * s + 1e-6);
+    double const gh_real = std::min(std::floor(h * s + 1e-6), double(max_patches)); // MODEL.md caps gh
     std::size_t const gh = gh_real < 1 ? 1 : std::size_t(gh_real);
     double const gw_real = std::floor(w * s + 1e-6);
     std::size_t gw = gw_real < 1 ? 0 : std::size_t(gw_real);
