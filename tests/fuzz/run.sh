@@ -15,6 +15,7 @@ build=${BUILD_DIR:-build/fuzz}
 jobs=${JOBS:-1}
 
 libraries=()
+options=()
 case "$target" in
 checkpoint) sources=(c/checkpoint.cpp c/json.cpp "tests/fuzz/${target}_fuzz.cpp") ;;
 image | video | audio)
@@ -29,6 +30,7 @@ abi | reentry)
     for source in c/*.cpp; do [[ "$source" == c/workers_forkunion.cpp ]] || sources+=("$source"); done
     sources+=(stub/*.cpp "tests/fuzz/${target}_fuzz.cpp" -DUFORM_WITH_STUB=1 -DUFORM_WITH_CUDA=0 -DUFORM_WITH_ROCM=0)
     libraries=(-pthread)
+    options=(-timeout=20) # a handler that waits for itself hangs: report it within 20 s
     ;;
 *) echo "unknown fuzz target: $target" >&2; exit 2 ;;
 esac
@@ -42,6 +44,6 @@ dict=()
 [[ -f "tests/fuzz/$target.dict" ]] && dict=(-dict="tests/fuzz/$target.dict")
 parallel=()
 ((jobs > 1)) && parallel=(-jobs="$jobs" -workers="$jobs") # libFuzzer then logs to fuzz-N.log
-exec "$binary" "${dict[@]}" "${parallel[@]}" -max_total_time="$seconds" -max_len=8192 -print_final_stats=1 \
+exec "$binary" "${dict[@]}" "${parallel[@]}" "${options[@]}" -max_total_time="$seconds" -max_len=8192 -print_final_stats=1 \
     -artifact_prefix="$build/artifacts-$target/" ${FUZZ_ARGS:-} \
     "$build/corpus-$target" "tests/fuzz/corpus/$target"
