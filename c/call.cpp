@@ -16,11 +16,6 @@ thread_local buffer_t thread_scratch[handler_depth_max_k + 1];
 /// The call this thread runs now, innermost first.
 thread_local running_t const *thread_running = nullptr;
 
-/// One progress handler running on this thread, on behalf of `call`.
-struct handler_frame_t {
-    running_t const *call;
-    handler_frame_t const *outer;
-};
 thread_local handler_frame_t const *thread_handlers = nullptr;
 thread_local std::size_t thread_handler_depth = 0;
 
@@ -30,21 +25,31 @@ bool holds_any(holds_t const &holds, holds_t const &probe) noexcept {
            (probe.model && probe.model == holds.model) || (probe.trainer && probe.trainer == holds.trainer);
 }
 
+/// Whether a call of `frames`, or a call that one of them runs inside (on any thread), holds `probe` or is `job`.
+bool frames_hold(handler_frame_t const *frames, holds_t const &probe, job_t const *job) noexcept {
+    for (handler_frame_t const *frame = frames; frame; frame = frame->outer) {
+        if (!frame->call) continue;
+        if (holds_any(frame->call->holds, probe) || (job && frame->call->job == job)) return true;
+        // A call begun on this thread inside the handlers below this frame has them as its enclosing ones: walk
+        // another thread's only.
+        if (frame->call->enclosing != frame->outer && frames_hold(frame->call->enclosing, probe, job)) return true;
+    }
+    return false;
+}
+
 } // namespace
 
-running_t::running_t(holds_t const &holds, job_t const *job) noexcept : holds(holds), job(job), outer(thread_running) {
+running_t::running_t(holds_t const &holds, job_t const *job) noexcept
+    : holds(holds), job(job), outer(thread_running), enclosing(thread_handlers) {
     thread_running = this;
 }
 
 running_t::~running_t() noexcept { thread_running = outer; }
 
 uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, char const **message) noexcept {
-    for (handler_frame_t const *frame = thread_handlers; frame; frame = frame->outer) {
-        if (!frame->call) continue;
-        if (holds_any(frame->call->holds, probe) || (job && frame->call->job == job))
-            return fail(message, uform_status_contended_k,
-                        "called from a progress handler of the call that holds it, it would wait for itself");
-    }
+    if (frames_hold(thread_handlers, probe, job))
+        return fail(message, uform_status_contended_k,
+                    "called from a progress handler of the call that holds it, it would wait for itself");
     return uform_status_ok_k;
 }
 

@@ -26,10 +26,11 @@ struct holds_t {
 };
 
 struct job_t;
+struct handler_frame_t;
 
 /// Marks the calling thread as running one call, which holds `holds` (and is `job`, when deferred), for the
 /// scope's life. The call's `call_t`, made on the same thread, keeps a pointer to it, so that whatever the call's
-/// progress handler calls (on any worker) can tell what the call holds.
+/// progress handler calls (on any worker) can tell what the call holds, and what the calls it runs inside hold.
 struct running_t {
     running_t(holds_t const &holds, job_t const *job) noexcept;
     ~running_t() noexcept;
@@ -39,11 +40,21 @@ struct running_t {
     holds_t const &holds;
     job_t const *job;
     running_t const *outer; // the call this thread ran before, if this one runs inside its handler
+    /// The progress handlers running on this thread when the call began, innermost first: the call runs inside
+    /// them, and they wait for it, so they outlive it. Its own handler, on whichever worker, checks them too.
+    handler_frame_t const *enclosing;
+};
+
+/// One progress handler running on a thread, on behalf of `call`.
+struct handler_frame_t {
+    running_t const *call;
+    handler_frame_t const *outer; // the handler this thread ran before, which this one runs inside
 };
 
 /// Answers `contended` when a progress handler running on this thread belongs to a call that holds one of the
-/// non-null handles of `probe`, or is `job`: freeing, draining or waiting on them there would wait for the handler
-/// itself. Answers `ok` otherwise, and outside handlers.
+/// non-null handles of `probe`, or is `job`, or runs inside the handler of such a call (on any thread, as a blocking
+/// call a handler makes may run its own handler on its executor's workers): freeing, draining or waiting on them
+/// there would wait for the handler itself. Answers `ok` otherwise, and outside handlers.
 uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, char const **message) noexcept;
 
 /// Progress handlers running on this thread, one inside another's call; a call made by one gets its own

@@ -250,6 +250,16 @@ struct text_choose_verb_t {
     }
 };
 
+/// The outputs and scalar as the caller passed them, for `encode_checks_t` to check. Both are copied as bits:
+/// a C caller may pass any `int`, and reading one as its enum before `check_outputs` and `check_output_scalar` would
+/// be undefined (see `raw_enum`).
+backend::encode_request_t request_of(uform_outputs_t const &outputs, uform_scalar_t const &scalar) noexcept {
+    backend::encode_request_t request{uform_outputs_embeddings_k, uform_scalar_auto_k};
+    std::memcpy(&request.outputs, &outputs, sizeof(outputs));
+    std::memcpy(&request.scalar, &scalar, sizeof(scalar));
+    return request;
+}
+
 /// Takes the checkpoint's `budget` for a zero `value`, and bounds any other by it.
 void clamp_to_budget(std::size_t &value, std::size_t budget) noexcept {
     if (value == 0 || value > budget) value = budget;
@@ -284,13 +294,12 @@ uform_status_t uform_text_encode(uform_model_t model, uform_executor_t executor,
                                  uform_text_encode_args_t const *args, uform_arena_t arena, uform_encoded_t *encoded,
                                  uform_outcome_t *outcome, char const **message) {
     uform_text_encode_args_t a = args ? *args : uform_text_encode_args_t{};
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, a.scalar), message};
     if (uform_status_t status = checks.receiver()) return status;
     if (uform_status_t status =
             check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
         return status;
-    if (uform_status_t status = check_text_lengths(a.max_bytes, texts_offsets, texts_count, message))
-        return status;
+    if (uform_status_t status = check_text_lengths(a.max_bytes, texts_offsets, texts_count, message)) return status;
     if (uform_status_t status = checks.heads()) return status;
     return dispatch_verb(
         text_encode_verb_t{model, view_of(texts, texts_offsets, texts_count), checks.request, a, encoded}, executor,
@@ -302,7 +311,7 @@ uform_status_t uform_image_encode(uform_model_t model, uform_executor_t executor
                                   uform_outputs_t outputs, uform_image_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     uform_image_encode_args_t a = args ? *args : uform_image_encode_args_t{};
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, a.scalar), message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_image, "the model has no image front-end"))
         return checks.refuse(args, status);
@@ -319,7 +328,7 @@ uform_status_t uform_image_encode_pixels(uform_model_t model, uform_executor_t e
                                          uform_image_encode_args_t const *args, uform_arena_t arena,
                                          uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     uform_image_encode_args_t a = args ? *args : uform_image_encode_args_t{};
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, a.scalar), message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(pixels, pixels_length, pixels_offsets, pixels_count,
@@ -355,7 +364,7 @@ uform_status_t uform_video_encode(uform_model_t model, uform_executor_t executor
                                   uform_outputs_t outputs, uform_video_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     uform_video_encode_args_t a = args ? *args : uform_video_encode_args_t{};
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, a.scalar), message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_video, "the model has no video front-end"))
         return checks.refuse(args, status);
@@ -372,7 +381,7 @@ uform_status_t uform_audio_encode(uform_model_t model, uform_executor_t executor
                                   uform_outputs_t outputs, uform_audio_encode_args_t const *args, uform_arena_t arena,
                                   uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     uform_audio_encode_args_t a = args ? *args : uform_audio_encode_args_t{};
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, a.scalar), message};
     if (uform_status_t status = checks.file_verb(files, files_length, files_offsets, files_count,
                                                  &geometry_t::has_audio, "the model has no audio front-end"))
         return checks.refuse(args, status);
@@ -388,7 +397,7 @@ uform_status_t uform_audio_encode_samples(uform_model_t model, uform_executor_t 
                                           uform_audio_encode_args_t const *args, uform_arena_t arena,
                                           uform_encoded_t *encoded, uform_outcome_t *outcome, char const **message) {
     uform_audio_encode_args_t a = args ? *args : uform_audio_encode_args_t{};
-    encode_checks_t checks{model, executor, arena, encoded, {outputs, a.scalar}, message};
+    encode_checks_t checks{model, executor, arena, encoded, request_of(outputs, a.scalar), message};
     uform_status_t const checked = [&]() noexcept -> uform_status_t {
         if (uform_status_t status = checks.receiver()) return status;
         if (uform_status_t status = check_tape(samples, samples_length, samples_offsets, samples_count,
@@ -424,8 +433,7 @@ uform_status_t uform_text_choose(uform_model_t model, uform_executor_t executor,
     if (uform_status_t status = check_tape(choices, choices_length, choices_offsets, choices_count,
                                            UFORM_TAPE_MESSAGES("the choices tape"), message))
         return status;
-    if (uform_status_t status = check_text_lengths(a.max_bytes, texts_offsets, texts_count, message))
-        return status;
+    if (uform_status_t status = check_text_lengths(a.max_bytes, texts_offsets, texts_count, message)) return status;
     std::size_t const count = texts_offsets ? texts_count : 0;
     if ((choices_offsets ? choices_count : 0) != count)
         return fail(message, uform_status_shape_mismatch_k, "the choices tape holds one item per text");

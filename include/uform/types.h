@@ -256,7 +256,9 @@ typedef enum uform_outputs_t {
  * answers `uform_status_contended_k` at once, as any contention does. What would wait for the handler itself
  * answers `uform_status_contended_k` at once and changes nothing: draining or freeing that call's executor,
  * freeing its arena, model or trainer, and waiting on or releasing its own outcome or one queued on its
- * executor. Free them after the call.
+ * executor. Free them after the call. One nesting stays outside what the library can see: a handler that submits a
+ * deferred call to another executor and waits on it there; that call's own handler runs on the other executor's
+ * threads, and must not drain, free or wait on what the calls enclosing it hold, or the wait never ends.
  */
 typedef bool (*uform_progress_t)(void *context, size_t completed, size_t total);
 

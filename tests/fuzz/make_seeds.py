@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus of the checkpoint fuzz target into tests/fuzz/corpus/checkpoint/.
+"""Writes the seed corpora of the checkpoint, abi and reentry fuzz targets into tests/fuzz/corpus/TARGET/.
 
-The target reads each input twice: as a whole file (8-byte length, header, data) and as a header alone.
-So the seeds hold both: small whole checkpoints of a miniature geometry (a few KiB, data zeroed), the
-headers alone, and the first bytes of tests/data/tiny.safetensors when it exists. Standard library only.
+The checkpoint target reads each input twice: as a whole file (8-byte length, header, data) and as a header
+alone. So its seeds hold both: small whole checkpoints of a miniature geometry (a few KiB, data zeroed), the
+headers alone, and the first bytes of tests/data/tiny.safetensors when it exists. The abi target's first byte
+picks the call (text encode, choose, pixels, samples, trainer step) and the rest its arguments; the reentry
+target's first byte picks the outer call (bit 0: a local executor, else RAM; bit 1: deferred) and the rest is
+a program of (action, argument) pairs, as reentry_fuzz.cpp reads them. tests/fuzz/corpus/abi also keeps the
+inputs that found bugs (unknown_scalar_bits.bin, tall_image.bin), which this script does not write.
+Standard library only.
 Run from anywhere: python3 tests/fuzz/make_seeds.py
 """
 import json
@@ -12,6 +17,12 @@ import struct
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/fuzz/corpus/checkpoint"
+
+# reentry_fuzz.cpp's actions, and the bits of a nested encode's argument.
+YIELD, ENCODE, DRAIN, FREE_EXECUTOR, FREE_ARENA, FREE_MODEL, WAIT, RELEASE, POLL, CANCEL = range(10)
+NO_EXECUTOR, OUTER_EXECUTOR, OTHER_RAM, OTHER_LOCAL = 0, 1, 3, 4
+FRESH_ARENA, DEFERRED, WITH_HANDLER = 0x10, 0x20, 0x40
+OUTER = 1  # the argument of a free, wait or release naming the outer call (0 names the current one)
 
 SIZES = {"BF16": 2, "F32": 4}
 
@@ -57,7 +68,40 @@ def header(meta, tensors):
     return text + b" " * (-len(text) % 8), cursor
 
 
+def abi_seeds():
+    """One plain call per verb, with a little data for each choice the target reads."""
+    names = ["text_encode", "text_choose", "image_pixels", "audio_samples", "trainer_step"]
+    return {f"{name}.bin": bytes([verb]) + bytes((i * 37 + verb) % 251 for i in range(48))
+            for verb, name in enumerate(names)}
+
+
+def reentry_seeds():
+    """Programs of the misuses issue 16 names, nested calls on each executor, deep nesting and a cancel."""
+    misuses = [DRAIN, OUTER_EXECUTOR, FREE_EXECUTOR, OUTER, FREE_ARENA, OUTER, FREE_MODEL, 0,
+               WAIT, OUTER, RELEASE, OUTER, POLL, OUTER]
+    programs = {
+        "nested_encode": [0, ENCODE, FRESH_ARENA | NO_EXECUTOR],
+        "misuses_blocking_ram": [0] + misuses,
+        "misuses_deferred_local": [3] + misuses,
+        "nested_on_ram_frees_outer": [1, ENCODE, FRESH_ARENA | WITH_HANDLER | OTHER_RAM] + misuses,
+        "nesting_past_8": [0] + [ENCODE, FRESH_ARENA | WITH_HANDLER] * 11,
+        "pending_on_local": [0, ENCODE, FRESH_ARENA | DEFERRED | OTHER_LOCAL, YIELD, 0, POLL, 0],
+        "nested_cancelled": [2, ENCODE, FRESH_ARENA | WITH_HANDLER | OTHER_LOCAL, CANCEL, 0],
+    }
+    return {f"{name}.bin": bytes(program) for name, program in programs.items()}
+
+
+def write(target, seeds):
+    out = ROOT / "tests/fuzz/corpus" / target
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in seeds.items():
+        (out / name).write_bytes(data)
+        print(f"{(out / name).relative_to(ROOT)}: {len(data)} bytes")
+
+
 def main():
+    write("abi", abi_seeds())
+    write("reentry", reentry_seeds())
     OUT.mkdir(parents=True, exist_ok=True)
     seeds = {}
     for name, args in {"mini": (True, True), "mini_text": (False, False)}.items():
