@@ -101,6 +101,8 @@ static void nested_calls_keep_the_outer_rows(void) {
     CHECK_OK(uform_arena_init(NULL, &probe.nested_arena, MSG));
     CHECK_OK(encode_outer(NULL, 0, &probe, expected_rows, sizeof(expected_rows)));
     CHECK(probe.calls >= 2); /* the handler runs between groups, while the outer call's rows are staged */
+    CHECK_OK(uform_arena_free(probe.outer_arena));
+    CHECK_OK(uform_arena_free(probe.nested_arena));
     for (action = action_encode_small; action <= action_encode_large; ++action) {
         memset(&probe, 0, sizeof(probe) - sizeof(probe.status));
         probe.action = action;
