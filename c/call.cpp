@@ -16,6 +16,7 @@ thread_local buffer_t thread_scratch[handler_depth_max_k + 1];
 /// The call this thread runs now, innermost first.
 thread_local running_t const *thread_running = nullptr;
 
+/// The progress handlers running on this thread, innermost first, and how many.
 thread_local handler_frame_t const *thread_handlers = nullptr;
 thread_local std::size_t thread_handler_depth = 0;
 
