@@ -188,7 +188,9 @@ ones answer `uform_status_contended_k`), and naming the executor, arena or train
 answers `uform_status_contended_k` at once, as any contention does. What would wait for the handler itself
 answers `uform_status_contended_k` at once and changes nothing: draining or freeing that call's executor,
 freeing its arena, model or trainer, and waiting on or releasing its own outcome or one queued on its
-executor. Free them after the call.*/
+executor. Free them after the call. One nesting stays outside what the library can see: a handler that submits a
+deferred call to another executor and waits on it there; that call's own handler runs on the other executor's
+threads, and must not drain, free or wait on what the calls enclosing it hold, or the wait never ends.*/
 pub type uform_progress_t = ::std::option::Option<
     unsafe extern "C" fn(
         context: *mut ::std::os::raw::c_void,
