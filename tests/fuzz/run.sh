@@ -28,7 +28,10 @@ abi | reentry)
     # (c/workers_forkunion.cpp compiles to nothing there), and stub/.
     sources=()
     for source in c/*.cpp; do [[ "$source" == c/workers_forkunion.cpp ]] || sources+=("$source"); done
-    sources+=(stub/*.cpp "tests/fuzz/${target}_fuzz.cpp" -DUFORM_WITH_STUB=1 -DUFORM_WITH_CUDA=0 -DUFORM_WITH_ROCM=0)
+    # The version, as CMake configures it from Cargo.toml's.
+    version=$(sed -nE 's/^version = "([^"]+)"$/\1/p' Cargo.toml | head -n 1)
+    sources+=(stub/*.cpp "tests/fuzz/${target}_fuzz.cpp" -DUFORM_WITH_STUB=1 -DUFORM_WITH_CUDA=0 -DUFORM_WITH_ROCM=0
+        "-DUFORM_LIBRARY_VERSION=\"$version\"")
     libraries=(-pthread)
     options=(-timeout=20) # a handler that waits for itself hangs: report it within 20 s
     ;;
