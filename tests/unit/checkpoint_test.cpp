@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "checkpoint.hpp"
 #include "json.hpp"
 
@@ -408,6 +410,11 @@ void test_json() {
 
 // region: checkpoints
 
+/// A directory of this process's own under the system's temporary one, so that concurrent runs never share files.
+std::filesystem::path scratch_directory() {
+    return std::filesystem::temp_directory_path() / ("uform_checkpoint_test_" + std::to_string(::getpid()));
+}
+
 /// Valid headers: the full tiny geometry and its legal variations.
 void test_valid() {
     uform::checkpoint_t c = expect_spec(ok, tiny(), "tiny");
@@ -523,7 +530,7 @@ void test_valid() {
     // The same through read_buffer and read_file.
     std::string const bytes = file_bytes(h);
     expect_buffer(ok, bytes, "read_buffer tiny");
-    std::filesystem::path const dir = std::filesystem::temp_directory_path() / "uform_checkpoint_test";
+    std::filesystem::path const dir = scratch_directory();
     std::filesystem::create_directories(dir);
     std::filesystem::path const path = dir / "tiny.safetensors";
     std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
@@ -915,7 +922,7 @@ void test_tensors() {
 
 /// `checkpoint_read_file`: paths, missing files, directories, short files.
 void test_files() {
-    std::filesystem::path const dir = std::filesystem::temp_directory_path() / "uform_checkpoint_test";
+    std::filesystem::path const dir = scratch_directory();
     std::filesystem::create_directories(dir);
     expect_file(uform_status_not_found_k, (dir / "absent.safetensors").string(), "a missing file");
     expect_file(uform_status_io_k, dir.string(), "a directory");
