@@ -54,7 +54,11 @@ uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, cha
     return uform_status_ok_k;
 }
 
-std::size_t handler_depth() noexcept { return thread_handler_depth; }
+uform_status_t refuse_nesting_too_deep(char const **message) noexcept {
+    if (thread_handler_depth >= handler_depth_max_k)
+        return fail(message, uform_status_contended_k, "progress handlers nest calls more than 8 deep");
+    return uform_status_ok_k;
+}
 
 call_t::call_t(uform_executor_s *executor, uform_arena_s *arena, uform_residency_t residency,
                std::span<std::size_t const> devices, uform_progress_t progress, void *progress_context) noexcept
@@ -72,26 +76,20 @@ bool call_t::invoke(std::size_t completed, std::size_t total) noexcept {
     return cancelled_.load(std::memory_order_relaxed);
 }
 
-bool call_t::poll(std::size_t completed, std::size_t total) noexcept {
+bool call_t::deliver(std::size_t completed, std::size_t total, bool repeat) noexcept {
     if (cancelled_.load(std::memory_order_relaxed)) return true;
     if (!progress_) return false;
     std::lock_guard lock(progress_mutex_);
     if (cancelled_.load(std::memory_order_relaxed)) return true;
-    reported_ = std::max(reported_, completed);
+    if (!repeat && reported_any_ && completed <= reported_) return false;
     reported_any_ = true;
+    reported_ = std::max(reported_, completed);
     return invoke(reported_, total);
 }
 
-bool call_t::report(std::size_t completed, std::size_t total) noexcept {
-    if (cancelled_.load(std::memory_order_relaxed)) return true;
-    if (!progress_) return false;
-    std::lock_guard lock(progress_mutex_);
-    if (cancelled_.load(std::memory_order_relaxed)) return true;
-    if (reported_any_ && completed <= reported_) return false;
-    reported_any_ = true;
-    reported_ = completed;
-    return invoke(completed, total);
-}
+bool call_t::poll(std::size_t completed, std::size_t total) noexcept { return deliver(completed, total, true); }
+
+bool call_t::report(std::size_t completed, std::size_t total) noexcept { return deliver(completed, total, false); }
 
 bool call_t::advance(std::size_t units, std::size_t total) noexcept {
     std::size_t const completed = completed_.fetch_add(units, std::memory_order_relaxed) + units;
@@ -118,7 +116,8 @@ bool call_t::reserve_scratch(std::size_t bytes, std::size_t shared) noexcept {
     if (!multiply(stride, width(), total)) return false;
     if (total > SIZE_MAX - round_up_64(shared)) return false;
     total += round_up_64(shared);
-    buffer_t &buffer = executor_ ? executor_->scratch : thread_scratch[std::min(handler_depth(), handler_depth_max_k)];
+    buffer_t &buffer =
+        executor_ ? executor_->scratch : thread_scratch[std::min(thread_handler_depth, handler_depth_max_k)];
     if (!buffer.reserve(total)) return false;
     scratch_ = buffer.data;
     scratch_stride_ = stride;

@@ -57,10 +57,12 @@ struct handler_frame_t {
 /// there would wait for the handler itself. Answers `ok` otherwise, and outside handlers.
 uform_status_t refuse_inside_handler(holds_t const &probe, job_t const *job, char const **message) noexcept;
 
-/// Progress handlers running on this thread, one inside another's call; a call made by one gets its own
-/// scratch, and calls nest at most `handler_depth_max_k` deep.
-std::size_t handler_depth() noexcept;
+/// Calls nest at most this deep inside progress handlers; each depth has scratch of its own on a thread.
 inline constexpr std::size_t handler_depth_max_k = 8;
+
+/// Answers `contended` when `handler_depth_max_k` progress handlers run on this thread, one inside another's call,
+/// so that a call made from the innermost would nest too deep; `ok` otherwise.
+uform_status_t refuse_nesting_too_deep(char const **message) noexcept;
 
 /// A type-erased body of a parallel loop: `body(context, index, worker)`.
 using parallel_body_t = void (*)(void *context, std::size_t index, std::size_t worker);
@@ -143,6 +145,9 @@ class call_t {
     bool allocate_tape(uform_tape_t &tape, std::size_t values, std::size_t items, uform_scalar_t scalar) noexcept;
 
   private:
+    /// Reports `completed` (never below what the handler saw) unless it did not grow and `repeat` is false; answers
+    /// `true` once the call must stop.
+    bool deliver(std::size_t completed, std::size_t total, bool repeat) noexcept;
     /// Runs the handler under `progress_mutex_`, marking this thread as inside it.
     bool invoke(std::size_t completed, std::size_t total) noexcept;
 

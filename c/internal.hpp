@@ -275,8 +275,7 @@ uform_status_t dispatch(params_type_ const &params, holds_t const &holds, uform_
     static_assert(sizeof(params_type_) <= job_params_bytes_k);
     static_assert(std::is_trivially_copyable_v<params_type_>);
     bool const deferred = outcome != nullptr;
-    if (handler_depth() >= handler_depth_max_k)
-        return fail(message, uform_status_contended_k, "progress handlers nest calls more than 8 deep");
+    if (uform_status_t status = refuse_nesting_too_deep(message)) return status;
     if (holds.executor)
         if (uform_status_t status = executor_acquire(holds.executor, !deferred, message)) return status;
     if (holds.arena)

@@ -44,8 +44,7 @@ struct load_t {
 };
 
 uform_status_t load(load_t &load, uform_model_t *model, char const **message) noexcept {
-    if (handler_depth() >= handler_depth_max_k)
-        return fail(message, uform_status_contended_k, "progress handlers nest calls more than 8 deep");
+    if (uform_status_t status = refuse_nesting_too_deep(message)) return status;
     if (load.executor)
         if (uform_status_t status = executor_acquire(load.executor, true, message)) return status;
     struct release_t {

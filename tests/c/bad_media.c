@@ -15,15 +15,6 @@ static uform_executor_t ram = NULL;
 static uform_arena_t arena = NULL;
 static char media[4096];
 
-/** A file of `tests/data/bad-media/`. */
-static char const *media_path(char const *name) {
-    static char paths[8][4200];
-    static unsigned next = 0;
-    char *path = paths[next++ % 8];
-    snprintf(path, sizeof(paths[0]), "%s/%s", media, name);
-    return path;
-}
-
 typedef enum verb_t { image_k, video_k, audio_k } verb_t;
 
 /** Runs a file verb over `count` names on `executor`; its stats' items and failed item land in the out-pointers. */
@@ -33,7 +24,7 @@ static uform_status_t encode_files(verb_t verb, char const *const *names, size_t
     test_tape_t paths;
     uform_status_t status;
     size_t i;
-    for (i = 0; i != count; ++i) paths_list[i] = names[i][0] == '/' ? names[i] : media_path(names[i]);
+    for (i = 0; i != count; ++i) paths_list[i] = names[i][0] == '/' ? names[i] : joined_path(media, names[i]);
     tape_of(&paths, paths_list, count);
     memset(encoded, 0xA5, sizeof(*encoded));
     if (verb == image_k) {

@@ -194,6 +194,15 @@ static inline int make_temp_directory(char *path, size_t capacity, char const *t
     return mkdtemp(path) != NULL;
 }
 
+/** `directory/name`, in one of sixteen buffers taken in rotation, so that one call may name several such paths. */
+static inline char const *joined_path(char const *directory, char const *name) {
+    static char paths[16][4200];
+    static unsigned next = 0;
+    char *path = paths[next++ % 16];
+    snprintf(path, sizeof(paths[0]), "%s/%s", directory, name);
+    return path;
+}
+
 /** Whether this build is the stub (`uform_build_flavor` names `stub`). */
 static inline int build_is_stub(void) {
     char const *flavor = uform_build_flavor();

@@ -36,24 +36,6 @@ static uform_arena_t arena = NULL;
 static char scratch[4096];
 static char data_dir[4096]; /* absolute: playlists name files through it */
 
-/** A path under the test's scratch directory (four in rotation). */
-static char const *scratch_path(char const *name) {
-    static char paths[4][4200];
-    static unsigned next = 0;
-    char *path = paths[next++ % 4];
-    snprintf(path, sizeof(paths[0]), "%s/%s", scratch, name);
-    return path;
-}
-
-/** A path under `$UFORM_TEST_DATA` (four in rotation). */
-static char const *data_path(char const *name) {
-    static char paths[4][4200];
-    static unsigned next = 0;
-    char *path = paths[next++ % 4];
-    snprintf(path, sizeof(paths[0]), "%s/%s", data_dir, name);
-    return path;
-}
-
 /** Writes a mono WAV of `count` samples at `rate` Hz, 16-bit PCM, sample `i` being `sample(i)`. */
 static int write_wav16(char const *path, unsigned rate, size_t count, float (*sample)(size_t)) {
     unsigned char header[44];
@@ -145,8 +127,8 @@ static void many_pictures(void) {
     uform_image_encode_args_t args;
     uform_encoded_t encoded;
     size_t i;
-    if (!CHECK(write_png(scratch_path("large.png"), 2000, 2000))) return;
-    for (i = 0; i != 24; ++i) list[i] = scratch_path("large.png");
+    if (!CHECK(write_png(joined_path(scratch, "large.png"), 2000, 2000))) return;
+    for (i = 0; i != 24; ++i) list[i] = joined_path(scratch, "large.png");
     tape_of(&paths, list, 24);
     memset(&args, 0, sizeof(args));
     memset(&stats, 0, sizeof(stats));
@@ -270,12 +252,12 @@ static void audio_past_the_budget(void) {
         CHECK(memcmp(kept, longer, sizeof(kept)) == 0);
         free(samples);
     }
-    CHECK(write_wav16(scratch_path("head.wav"), 16000, budget_samples_k + 2000, quiet_then_loud));
-    CHECK(write_wav16(scratch_path("long.wav"), 16000, budget_samples_k + 200000, quiet_then_loud));
-    CHECK_OK(audio_file(scratch_path("head.wav"), kept, &tokens, &truncated));
+    CHECK(write_wav16(joined_path(scratch, "head.wav"), 16000, budget_samples_k + 2000, quiet_then_loud));
+    CHECK(write_wav16(joined_path(scratch, "long.wav"), 16000, budget_samples_k + 200000, quiet_then_loud));
+    CHECK_OK(audio_file(joined_path(scratch, "head.wav"), kept, &tokens, &truncated));
     CHECK_SIZE(tokens, 256);
     CHECK_SIZE(truncated, 1);
-    CHECK_OK(audio_file(scratch_path("long.wav"), longer, &tokens, &truncated));
+    CHECK_OK(audio_file(joined_path(scratch, "long.wav"), longer, &tokens, &truncated));
     CHECK(memcmp(kept, longer, sizeof(kept)) == 0);
 }
 
@@ -297,16 +279,16 @@ static void short_clips(void) {
 static void file_rates(void) {
     float embedding[dimensions_k];
     size_t tokens = 0, truncated = 0;
-    CHECK(write_wav16(scratch_path("short.wav"), 44100, 10, quiet_then_loud));
-    CHECK_OK(audio_file(scratch_path("short.wav"), embedding, &tokens, NULL));
+    CHECK(write_wav16(joined_path(scratch, "short.wav"), 44100, 10, quiet_then_loud));
+    CHECK_OK(audio_file(joined_path(scratch, "short.wav"), embedding, &tokens, NULL));
     CHECK_SIZE(tokens, 1);
-    CHECK(write_wav16(scratch_path("slow.wav"), 500, 100, silence));
-    CHECK_STATUS(audio_file(scratch_path("slow.wav"), embedding, NULL, NULL), uform_status_unsupported_k);
-    CHECK(write_wav16(scratch_path("fast.wav"), 400000, 100, silence));
-    CHECK_STATUS(audio_file(scratch_path("fast.wav"), embedding, NULL, NULL), uform_status_unsupported_k);
+    CHECK(write_wav16(joined_path(scratch, "slow.wav"), 500, 100, silence));
+    CHECK_STATUS(audio_file(joined_path(scratch, "slow.wav"), embedding, NULL, NULL), uform_status_unsupported_k);
+    CHECK(write_wav16(joined_path(scratch, "fast.wav"), 400000, 100, silence));
+    CHECK_STATUS(audio_file(joined_path(scratch, "fast.wav"), embedding, NULL, NULL), uform_status_unsupported_k);
     /* Two hours at 1 kHz: 460 MB of samples at the model's rate if it were all read. */
-    CHECK(write_wav16(scratch_path("hours.wav"), 1000, 2 * 3600 * 1000, silence));
-    CHECK_OK(audio_file(scratch_path("hours.wav"), embedding, &tokens, &truncated));
+    CHECK(write_wav16(joined_path(scratch, "hours.wav"), 1000, 2 * 3600 * 1000, silence));
+    CHECK_OK(audio_file(joined_path(scratch, "hours.wav"), embedding, &tokens, &truncated));
     CHECK_SIZE(tokens, 256);
     CHECK_SIZE(truncated, 1);
 }
@@ -314,24 +296,24 @@ static void file_rates(void) {
 /** Only the demuxers of the formats the spec names, and no protocol but `file`. */
 static void demuxers(void) {
     char text[8600];
-    snprintf(text, sizeof(text), "ffconcat version 1.0\nfile '%s'\n", data_path("media/tone.wav"));
-    CHECK(write_whole_file(scratch_path("list.ffconcat"), text, strlen(text)));
-    CHECK_STATUS(one_file(0, scratch_path("list.ffconcat")), uform_status_corrupt_k);
+    snprintf(text, sizeof(text), "ffconcat version 1.0\nfile '%s'\n", joined_path(data_dir, "media/tone.wav"));
+    CHECK(write_whole_file(joined_path(scratch, "list.ffconcat"), text, strlen(text)));
+    CHECK_STATUS(one_file(0, joined_path(scratch, "list.ffconcat")), uform_status_corrupt_k);
     snprintf(text, sizeof(text), "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n%s\n#EXT-X-ENDLIST\n",
-             data_path("media/tone.wav"));
-    CHECK(write_whole_file(scratch_path("list.m3u8"), text, strlen(text)));
-    CHECK_STATUS(one_file(0, scratch_path("list.m3u8")), uform_status_corrupt_k);
-    CHECK_STATUS(one_file(1, data_path("media/gray.png")), uform_status_corrupt_k);
-    CHECK_STATUS(one_file(0, data_path("media/gray.png")), uform_status_corrupt_k);
-    CHECK_OK(one_file(0, data_path("media/tone.opus")));
-    CHECK_OK(one_file(1, data_path("media/clip.webm")));
+             joined_path(data_dir, "media/tone.wav"));
+    CHECK(write_whole_file(joined_path(scratch, "list.m3u8"), text, strlen(text)));
+    CHECK_STATUS(one_file(0, joined_path(scratch, "list.m3u8")), uform_status_corrupt_k);
+    CHECK_STATUS(one_file(1, joined_path(data_dir, "media/gray.png")), uform_status_corrupt_k);
+    CHECK_STATUS(one_file(0, joined_path(data_dir, "media/gray.png")), uform_status_corrupt_k);
+    CHECK_OK(one_file(0, joined_path(data_dir, "media/tone.opus")));
+    CHECK_OK(one_file(1, joined_path(data_dir, "media/clip.webm")));
 }
 
 /** FFmpeg logs nothing to the host's stderr, for good files or bad. */
 static void quiet(void) {
     static char const *const images[] = {"media/gray.png", "media/rgba.webp", "bad-media/corrupt.png",
                                          "bad-media/truncated.jpg"};
-    char const *log = scratch_path("stderr.txt");
+    char const *log = joined_path(scratch, "stderr.txt");
     int const saved = dup(2);
     FILE *sink = fopen(log, "wb");
     size_t i, length = 1;
@@ -343,13 +325,13 @@ static void quiet(void) {
         test_tape_t paths;
         uform_encoded_t encoded;
         char const *list[1];
-        list[0] = data_path(images[i]);
+        list[0] = joined_path(data_dir, images[i]);
         tape_of(&paths, list, 1);
         (void)uform_image_encode(model, ram, paths.data, paths.length, paths.offsets, 1, uform_outputs_embeddings_k,
                                  NULL, arena, &encoded, NULL, MSG);
     }
-    (void)one_file(0, data_path("bad-media/corrupt.mp3"));
-    (void)one_file(1, data_path("bad-media/corrupt.mp4"));
+    (void)one_file(0, joined_path(data_dir, "bad-media/corrupt.mp3"));
+    (void)one_file(1, joined_path(data_dir, "bad-media/corrupt.mp4"));
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
@@ -391,7 +373,7 @@ int main(void) {
         static char const *const made[] = {"head.wav",  "long.wav",  "slow.wav",   "fast.wav",     "hours.wav",
                                            "short.wav", "list.m3u8", "stderr.txt", "list.ffconcat"};
         size_t i;
-        for (i = 0; i != sizeof(made) / sizeof(made[0]); ++i) unlink(scratch_path(made[i]));
+        for (i = 0; i != sizeof(made) / sizeof(made[0]); ++i) unlink(joined_path(scratch, made[i]));
         rmdir(scratch);
     }
     uform_arena_free(arena);
