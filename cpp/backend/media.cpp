@@ -14,6 +14,7 @@
 #include "../media/audio_decode.hpp"
 #include "../media/video_decode.hpp"
 #include "encode.hpp"
+#include "patches.hpp"
 
 namespace uform::backend {
 namespace {
@@ -102,148 +103,6 @@ value_type_ *arena_array(call_t &call, std::size_t count) noexcept {
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Images                                                                                                      */
 /* ---------------------------------------------------------------------------------------------------------- */
-
-/// One axis of the filter of torch's `interpolate(mode="bilinear", antialias=True, align_corners=False)` and PIL's
-/// BILINEAR, from `in` samples to `out`: the triangle widened by the scale factor when shrinking. Per output `i` it
-/// keeps the first input `first[i]`, the taps `count[i]` and the sum `total[i]` of their raw weights; each weight is
-/// computed where it is used, so the filter's memory grows with the output alone, however long the input.
-struct resize_axis_t {
-    double scale = 1, support = 1, inverse = 1;
-    std::size_t *first = nullptr, *count = nullptr;
-    double *total = nullptr;
-
-    /// Lays the axis out in `work`, which holds `resize_axis_bytes(out)`, and computes its spans.
-    resize_axis_t(std::size_t in, std::size_t out, std::byte *work) noexcept
-        : scale(double(in) / double(out)), support(scale >= 1 ? scale : 1.0), inverse(scale >= 1 ? 1 / scale : 1.0),
-          first(reinterpret_cast<std::size_t *>(work)),
-          count(reinterpret_cast<std::size_t *>(work + scratch_bytes<std::size_t>(out))),
-          total(reinterpret_cast<double *>(work + 2 * scratch_bytes<std::size_t>(out))) {
-        for (std::size_t i = 0; i != out; ++i) {
-            double const center = scale * (double(i) + 0.5);
-            auto const low = std::max<std::int64_t>(std::int64_t(center - support + 0.5), 0);
-            auto const high = std::min<std::int64_t>(std::int64_t(center + support + 0.5), std::int64_t(in));
-            first[i] = std::size_t(low);
-            count[i] = high > low ? std::size_t(high - low) : 0;
-            total[i] = 0;
-            for (std::size_t j = 0; j != count[i]; ++j) total[i] += raw(i, j);
-        }
-    }
-
-    /// The unnormalised weight of tap `j` of output `i`.
-    double raw(std::size_t i, std::size_t j) const noexcept {
-        double const x = (double(j) + double(first[i]) - scale * (double(i) + 0.5) + 0.5) * inverse;
-        return std::max(0.0, 1.0 - std::fabs(x));
-    }
-
-    /// The weight of tap `j` of output `i`, normalised over the output's taps (rounded to F32 before and after).
-    float weight(std::size_t i, std::size_t j) const noexcept {
-        float const w = float(raw(i, j));
-        return total[i] != 0 ? float(double(w) / total[i]) : w;
-    }
-};
-
-/// Bytes of one `resize_axis_t` of `out` outputs.
-constexpr std::size_t resize_axis_bytes(std::size_t out) noexcept {
-    return 2 * scratch_bytes<std::size_t>(out) + scratch_bytes<double>(out);
-}
-
-/// Floats of the cache of row weights: every tap of one output column at least, else 2^16.
-std::size_t row_weights_capacity(std::size_t width, std::size_t out_width) noexcept {
-    double const scale = double(width) / double(out_width);
-    return std::max<std::size_t>(std::size_t(std::ceil(2 * std::max(scale, 1.0))) + 2, std::size_t(1) << 16);
-}
-
-/// Bytes of one image's resize work from `width` columns to `out_height x out_width`: one row resized along its
-/// width, the sums of the output, both axes and a cache of row weights. None of it grows with the input's height,
-/// and only the cache with its width, by the taps of one output column.
-std::size_t image_work_bytes(std::size_t width, std::size_t out_height, std::size_t out_width) noexcept {
-    return scratch_bytes(out_width * 3) + scratch_bytes<double>(out_height * out_width * 3) +
-           resize_axis_bytes(out_width) + resize_axis_bytes(out_height) +
-           scratch_bytes(row_weights_capacity(width, out_width));
-}
-
-/// Resizes one RGB image to `grid.rows * p x grid.columns * p` and writes its normalised patch vectors, `stride`
-/// floats apart, row-major over the grid.
-/// Along each row, then along each column, on the float values of the 8-bit pixels: each input row is resized along
-/// its width and added, weighted, to the output rows whose taps cover it (in input order, as a gather would), a
-/// block of output columns at a time: as many as the cache holds the row weights of (all of them, but for images
-/// thousands of times wider than their grid).
-void image_patches(geometry_t const &g, std::uint8_t const *pixels, std::size_t height, std::size_t width,
-                   image_grid_t grid, std::byte *work, float *patches, std::size_t stride) noexcept {
-    std::size_t const p = g.image_patch_side, out_height = grid.rows * p, out_width = grid.columns * p;
-    auto *row = reinterpret_cast<float *>(work); // [out_width x 3]: one input row resized along its width
-    work += scratch_bytes(out_width * 3);
-    auto *sums = reinterpret_cast<double *>(work); // [out_height x out_width x 3]
-    work += scratch_bytes<double>(out_height * out_width * 3);
-    resize_axis_t const across(width, out_width, work);
-    work += resize_axis_bytes(out_width);
-    resize_axis_t const down(height, out_height, work);
-    work += resize_axis_bytes(out_height);
-    auto *cache = reinterpret_cast<float *>(work); // the row weights of the block's columns, tap after tap
-    std::size_t const capacity = row_weights_capacity(width, out_width);
-    std::fill(sums, sums + out_height * out_width * 3, 0.0);
-
-    for (std::size_t begin = 0, end = 0; begin != out_width; begin = end) {
-        std::size_t cached = 0;
-        for (; end != out_width && cached + across.count[end] <= capacity; ++end)
-            for (std::size_t t = 0; t != across.count[end]; ++t) cache[cached++] = across.weight(end, t);
-        std::size_t lowest = 0; // the first output row whose taps reach the current input row
-        for (std::size_t y = 0; y != height; ++y) {
-            while (lowest != out_height && down.first[lowest] + down.count[lowest] <= y) ++lowest;
-            if (lowest == out_height || down.first[lowest] > y) continue; // no output row reads this one
-            float const *w = cache;
-            for (std::size_t x = begin; x != end; ++x) {
-                std::uint8_t const *source = pixels + (y * width + across.first[x]) * 3;
-                double sum[3] = {0, 0, 0};
-                for (std::size_t t = 0; t != across.count[x]; ++t, ++w)
-                    for (std::size_t c = 0; c != 3; ++c) sum[c] += double(*w) * double(source[t * 3 + c]);
-                for (std::size_t c = 0; c != 3; ++c) row[x * 3 + c] = float(sum[c]);
-            }
-            for (std::size_t out = lowest; out != out_height && down.first[out] <= y; ++out) {
-                double const weight = down.weight(out, y - down.first[out]);
-                double *target = sums + out * out_width * 3;
-                for (std::size_t i = begin * 3; i != end * 3; ++i) target[i] += weight * double(row[i]);
-            }
-        }
-    }
-    // Patches: index `(py * p + px) * channels + c`, scaled to [0, 1], then `(x - mean[c]) / std[c]`.
-    for (std::size_t r = 0; r != grid.rows; ++r)
-        for (std::size_t column = 0; column != grid.columns; ++column) {
-            std::size_t const token = r * grid.columns + column;
-            float *patch = patches + token * stride;
-            for (std::size_t py = 0; py != p; ++py)
-                for (std::size_t px = 0; px != p; ++px)
-                    for (std::size_t c = 0; c != 3; ++c) {
-                        float const resized = float(sums[((r * p + py) * out_width + column * p + px) * 3 + c]);
-                        patch[(py * p + px) * 3 + c] = (resized / 255.0f - g.image_mean[c]) / g.image_std[c];
-                    }
-        }
-}
-
-/// Writes the `(time, row, column)` positions of a grid's cells, row-major.
-void grid_positions(image_grid_t grid, std::size_t time, std::uint32_t *positions) noexcept {
-    for (std::size_t cell = 0; cell != grid.rows * grid.columns; ++cell) {
-        positions[cell * 3 + 0] = std::uint32_t(time);
-        positions[cell * 3 + 1] = std::uint32_t(cell / grid.columns);
-        positions[cell * 3 + 2] = std::uint32_t(cell % grid.columns);
-    }
-}
-
-/// Resizes a decoded image to `grid` and appends its patch vectors to `vectors`, growing `work` as it needs: what a
-/// file verb keeps of a picture once it is decoded, so that a batch never holds its pictures.
-uform_status_t append_patches(geometry_t const &g, media::rgb_image_t const &image, image_grid_t grid,
-                              std::vector<float> &vectors, std::vector<std::byte> &work,
-                              char const **message) noexcept {
-    std::size_t const p = g.image_patch_side, floats = grid.rows * grid.columns * p * p * 3, at = vectors.size();
-    try {
-        work.resize(std::max(work.size(), image_work_bytes(image.width, grid.rows * p, grid.columns * p)));
-        vectors.resize(at + floats);
-    } catch (...) {
-        return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
-    }
-    image_patches(g, image.pixels.data(), image.height, image.width, grid, work.data(), vectors.data() + at, p * p * 3);
-    return uform_status_ok_k;
-}
 
 /// What the image front-end reads per item: the size of each image and either its RGB bytes, resized in the
 /// trunk's prepare step (pixels), or its patch vectors, resized as it was decoded (files).
@@ -354,28 +213,6 @@ uform_status_t decode_files(call_t &call, tape_view_t<char> const &paths, decode
 /* Video                                                                                                       */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/// One clip's sampled frames, each resized to the grid of its first frame as soon as it is decoded, so that a clip
-/// holds its patch vectors and never its frames.
-struct clip_t {
-    geometry_t const *geometry = nullptr;
-    std::size_t max_patches = 0; // per frame
-    image_grid_t grid;
-    std::size_t frames = 0;
-    std::vector<float> patches;  // [frames x grid cells x p * p * 3], normalised
-    std::vector<std::byte> work; // the resize's work
-};
-
-/// A `media::frame_sink_t` into a `clip_t`: resizes the frame to the clip's grid and appends its patch vectors.
-uform_status_t keep_frame(void *context, media::rgb_image_t const &frame, char const **message) noexcept {
-    clip_t &clip = *static_cast<clip_t *>(context);
-    if (clip.frames == 0)
-        clip.grid = image_grid(frame.height, frame.width, clip.geometry->image_patch_side, clip.max_patches);
-    if (uform_status_t status = append_patches(*clip.geometry, frame, clip.grid, clip.patches, clip.work, message))
-        return status;
-    ++clip.frames;
-    return uform_status_ok_k;
-}
-
 struct video_job_t {
     model_t const *model;
     call_t *call;
@@ -394,19 +231,7 @@ uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_
     auto *patches = reinterpret_cast<float *>(prefix + job.layout.patches);
     auto *positions = reinterpret_cast<std::uint32_t *>(prefix + job.layout.positions);
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t) noexcept {
-        clip_t const &clip = job.clips[i];
-        std::size_t const cells = clip.grid.rows * clip.grid.columns, tubelets = (clip.frames + tubelet - 1) / tubelet;
-        for (std::size_t t = 0; t != tubelets; ++t) {
-            std::size_t const token = batch.offsets[i] + t * cells;
-            for (std::size_t f = 0; f != tubelet; ++f) {
-                float const *frame =
-                    clip.patches.data() + std::min(t * tubelet + f, clip.frames - 1) * cells * frame_input;
-                for (std::size_t cell = 0; cell != cells; ++cell)
-                    std::memcpy(patches + (token + cell) * input + f * frame_input, frame + cell * frame_input,
-                                frame_input * sizeof(float));
-            }
-            grid_positions(clip.grid, t, positions + token * 3);
-        }
+        clip_tubelets(g, job.clips[i], patches + batch.offsets[i] * input, positions + batch.offsets[i] * 3);
     });
     embed_patches(*job.model, job.model->video, *job.call, prefix, job.layout, job.tokens);
     complete_batch(batch, prefix, job.layout, g.hidden, true);
@@ -416,66 +241,6 @@ uform_status_t prepare_video(void *context, std::byte *prefix, ram::token_batch_
 /* ---------------------------------------------------------------------------------------------------------- */
 /* Audio                                                                                                       */
 /* ---------------------------------------------------------------------------------------------------------- */
-
-std::size_t audio_work_bytes(geometry_t const &g, audio_shape_t const &shape) noexcept {
-    std::size_t const bins = g.audio_n_fft / 2 + 1;
-    return scratch_bytes(shape.length + g.audio_n_fft) + scratch_bytes(shape.frames * g.audio_mel_bins) +
-           scratch_bytes(g.audio_n_fft) + scratch_bytes<kiss_fft_cpx>(bins) + scratch_bytes<double>(bins);
-}
-
-/// One recording's log-mel patches (Whisper's recipe over the samples its shape keeps, then patches) into `patches`,
-/// its samples at the model's rate; `fft` is a KissFFT real-transform plan of `n_fft` points.
-void audio_patches(model_t const &model, float const *samples, audio_shape_t const &shape, kiss_fftr_cfg fft,
-                   std::byte *work, float *patches) noexcept {
-    geometry_t const &g = model.weights.geometry;
-    std::size_t const n = g.audio_n_fft, pad = n / 2, bins = n / 2 + 1, mels = g.audio_mel_bins;
-    auto *padded = reinterpret_cast<float *>(work); // [pad | length | pad]
-    work += scratch_bytes(shape.length + n);
-    auto *log_mel = reinterpret_cast<float *>(work); // [frames x mels]
-    work += scratch_bytes(shape.frames * mels);
-    auto *frame = reinterpret_cast<float *>(work); // [n] windowed
-    work += scratch_bytes(n);
-    auto *spectrum = reinterpret_cast<kiss_fft_cpx *>(work); // [bins] its transform
-    work += scratch_bytes<kiss_fft_cpx>(bins);
-    auto *power = reinterpret_cast<double *>(work); // [bins]
-
-    float *signal = padded + pad;
-    std::memcpy(signal, samples, shape.samples * sizeof(float));
-    std::fill(signal + shape.samples, signal + shape.length, 0.0f);
-    for (std::size_t k = 1; k <= pad; ++k) { // reflect padding, as torch.stft(center=True)
-        padded[pad - k] = signal[k];
-        signal[shape.length - 1 + k] = signal[shape.length - 1 - k];
-    }
-
-    double peak = -INFINITY;
-    for (std::size_t f = 0; f != shape.frames; ++f) {
-        float const *source = padded + f * g.audio_hop;
-        for (std::size_t k = 0; k != n; ++k) frame[k] = source[k] * model.hann[k];
-        kiss_fftr(fft, frame, spectrum);
-        for (std::size_t m = 0; m != bins; ++m)
-            power[m] = double(spectrum[m].r) * spectrum[m].r + double(spectrum[m].i) * spectrum[m].i;
-        for (std::size_t b = 0; b != mels; ++b) {
-            float const *filter = model.mel_filters.data() + b * bins;
-            double mel = 0;
-            for (std::size_t m = 0; m != bins; ++m) mel += double(filter[m]) * power[m];
-            double const value = std::log10(std::max(mel, 1e-10));
-            peak = std::max(peak, value);
-            log_mel[f * mels + b] = float(value);
-        }
-    }
-    float const floor = float(peak - 8.0);
-    for (std::size_t i = 0; i != shape.frames * mels; ++i) log_mel[i] = (std::max(log_mel[i], floor) + 4.0f) / 4.0f;
-
-    // Patches of `frames_per_patch` frames, index `f * mel_bins + m`; a last incomplete one zero-padded.
-    std::size_t const per = g.audio_frames_per_patch, input = per * mels;
-    for (std::size_t patch = 0; patch != shape.patches; ++patch)
-        for (std::size_t f = 0; f != per; ++f) {
-            std::size_t const source = patch * per + f;
-            float *target = patches + patch * input + f * mels;
-            if (source < shape.frames) std::memcpy(target, log_mel + source * mels, mels * sizeof(float));
-            else std::fill(target, target + mels, 0.0f);
-        }
-}
 
 /// What the audio front-end reads per item: mono samples at the model's rate.
 struct recordings_t {
@@ -507,8 +272,9 @@ uform_status_t prepare_audio(void *context, std::byte *prefix, ram::token_batch_
     job.call->parallel_for(batch.count, [&](std::size_t i, std::size_t worker) noexcept {
         audio_shape_t const shape = audio_shape(g, recordings.lengths[i], job.max_patches);
         if (shape.patches == 0) return;
-        audio_patches(*job.model, recordings.samples[i], shape, job.ffts[worker],
-                      prefix + job.layout.work + worker * job.layout.work_slot, patches + batch.offsets[i] * input);
+        audio_patches(g, job.model->mel_filters.data(), job.model->hann.data(), recordings.samples[i], shape,
+                      job.ffts[worker], prefix + job.layout.work + worker * job.layout.work_slot,
+                      patches + batch.offsets[i] * input);
     });
     pool.give(job.ffts, workers);
     embed_patches(*job.model, job.model->audio, *job.call, prefix, job.layout, job.tokens);
