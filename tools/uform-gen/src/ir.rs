@@ -466,7 +466,10 @@ pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
                             _ => None,
                         })
                         .ok_or_else(|| {
-                            format!("uform-gen: the alias `{}` names `{target}` before it is declared", alias.ident)
+                            format!(
+                                "uform-gen: the alias `{}` names `{target}` before it is declared",
+                                alias.ident
+                            )
                         })?;
                     let doc = doc_of(&alias.attrs);
                     decls.push(Decl::Struct(Struct {
