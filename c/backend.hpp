@@ -167,17 +167,24 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
 /* Training                                                                                                    */
 /* ---------------------------------------------------------------------------------------------------------- */
 
-/// A checked trainer configuration: every zero default resolved.
+/// A checked trainer configuration: every zero default resolved. A RAM trainer (`residency` RAM) runs on the
+/// threads `call_t` lends each call, in one process: no devices, no mesh, `world_devices` 1. A VRAM trainer runs on
+/// `devices`, across `mesh` when there is one.
 struct trainer_config_t {
-    uform_trainer_init_vram_args_t args;  // defaults resolved; `checkpoint` as given
-    geometry_t geometry;                  // the model's: from the checkpoint, or from `args`
-    checkpoint_t const *checkpoint;       // the starting checkpoint's header, or `nullptr` for seeded weights
-    std::span<std::size_t const> devices; // this host's devices
-    uform_gpu_class_t gpu_class;          // resolved
-    mesh_t *mesh;                         // or `nullptr`
-    std::size_t world_devices;            // devices across the mesh (this host's without one)
+    uform_trainer_init_vram_args_t args; // defaults resolved, geometry fields the checkpoint's; `checkpoint` as given
+    geometry_t geometry;                 // the model's: from the checkpoint, or from `args`
+    checkpoint_t const *checkpoint;      // the starting checkpoint's header, or `nullptr` for seeded weights
+    uform_residency_t residency;         // RAM or VRAM
+    std::span<std::size_t const> numa_nodes; // RAM: the executor's NUMA nodes (may be empty); VRAM: empty
+    uform_cpu_class_t cpu_class;             // RAM: resolved; VRAM: `auto`
+    std::span<std::size_t const> devices;    // VRAM: this host's devices; RAM: empty
+    uform_gpu_class_t gpu_class;             // VRAM: resolved; RAM: `auto`
+    mesh_t *mesh;                            // VRAM: or `nullptr`; RAM: always `nullptr`
+    std::size_t world_devices;               // devices across the mesh (this host's without one; 1 for RAM)
 };
 
+/// Makes a trainer of `config`'s residency: seeded weights, or the starting checkpoint's (read from
+/// `config.args.checkpoint`, whose header `config.checkpoint` the ABI layer validated), and the optimiser's state.
 uform_status_t trainer_init(trainer_config_t const &config, call_t &call, trainer_t *&trainer,
                             char const **message) noexcept;
 void trainer_free(trainer_t *trainer) noexcept;
@@ -197,6 +204,20 @@ struct trainer_step_t {
 /// scored F32 embeddings, one row per item.
 uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t const &step,
                             uform_trainer_step_stats_t &stats, uform_rows_t &embeddings, char const **message) noexcept;
+
+/// A checked calibration: every item a nonempty text-and-choices pair, its text plus CHOOSE within a packed row.
+struct trainer_calibrate_t {
+    tape_view_t<char> texts;             // one text per held-out item
+    tape_view_t<char> choices;           // one nonempty item of distinct bytes per text
+    tape_view_t<float> targets;          // shaped as `choices`: finite, non-negative, summing to 1 within 1e-5
+    std::span<std::size_t const> groups; // empty (all in group 0) or one per text, each below the trainer's groups
+};
+
+/// Fits the temperature of each group `groups` names over its items, the model frozen (MODEL.md "Choices",
+/// docs/decisions.md "Calibration"), keeping them for `trainer_save`; other groups keep theirs. Fills `stats` but
+/// `nanoseconds`. Progress is reported in items.
+uform_status_t trainer_calibrate(trainer_t &trainer, call_t &call, trainer_calibrate_t const &calibrate,
+                                 uform_trainer_calibrate_stats_t &stats, char const **message) noexcept;
 
 /// Writes a MODEL.md checkpoint of the trainer's weights to `path` atomically (temporary, then rename).
 uform_status_t trainer_save(trainer_t &trainer, call_t &call, char const *path, std::size_t path_length,

@@ -320,6 +320,9 @@ constexpr tensor_kind_t kind_head_embedding_k = UFORM_KIND("head.embedding.weigh
 constexpr tensor_kind_t kind_head_token_k = UFORM_KIND("head.token.weight");
 constexpr tensor_kind_t kind_head_byte_k = UFORM_KIND("head.byte.weight");
 constexpr tensor_kind_t kind_temperatures_k = UFORM_KIND("head.choice.temperatures");
+constexpr tensor_kind_t kind_contrastive_scale_k = UFORM_KIND("trainer.contrastive.log_scale");
+constexpr tensor_kind_t kind_contrastive_bias_k = UFORM_KIND("trainer.contrastive.bias");
+constexpr tensor_kind_t kind_late_scale_k = UFORM_KIND("trainer.late_interaction.log_scale");
 
 #undef UFORM_KIND
 
@@ -498,7 +501,8 @@ verdict_t read_heads(metadata_t const &meta, geometry_t &g) {
     return {};
 }
 
-/// Requires each tensor MODEL.md lists for the geometry `g`, then refuses any other.
+/// Requires each tensor MODEL.md lists for the geometry `g`, checks the trainer's scalars where present (inference
+/// ignores them), then refuses any other.
 verdict_t check_tensors(checkpoint_t const &c) {
     geometry_t const &g = c.geometry;
     expectations_t e(c);
@@ -553,6 +557,12 @@ verdict_t check_tensors(checkpoint_t const &c) {
     } else if (c.find("head.choice.temperatures")) {
         return corrupt("checkpoint: tensor head.choice.temperatures is present but uform.choice.groups is zero");
     }
+    // The trainer's scalars (MODEL.md, "Training"): optional, each F32 [1], ignored by inference.
+    for (auto const &[trainer_name, kind] : {std::pair{"trainer.contrastive.log_scale", &kind_contrastive_scale_k},
+                                             std::pair{"trainer.contrastive.bias", &kind_contrastive_bias_k},
+                                             std::pair{"trainer.late_interaction.log_scale", &kind_late_scale_k}})
+        if (c.find(trainer_name))
+            if (verdict_t v = e.expect(trainer_name, *kind, f32, {1})) return v;
     if (e.matched() != c.tensors.size())
         return corrupt("checkpoint: an unexpected tensor: an unknown name, or one of a modality without its "
                        "embedding weight");

@@ -177,8 +177,11 @@ struct uform_trainer_s {
     uform::backend::trainer_t *backend = nullptr;
     uform_trainer_init_vram_args_t args{}; // defaults resolved
     uform::geometry_t geometry{};
-    std::vector<std::size_t> devices;
-    uform_gpu_class_t gpu_class = uform_gpu_class_auto_k;
+    uform_residency_t residency = uform_residency_vram_k;
+    std::vector<std::size_t> numa_nodes; // RAM: the executor's at init, which every later call must name
+    std::vector<std::size_t> devices;    // VRAM: the executor's at init, which every later call must name
+    uform_cpu_class_t cpu_class = uform_cpu_class_auto_k; // RAM: resolved from the executor at init
+    uform_gpu_class_t gpu_class = uform_gpu_class_auto_k; // VRAM
     uform_mesh_s *mesh = nullptr;
     std::size_t world_devices = 1;
 

@@ -1,5 +1,5 @@
-// The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, and the
-// two verbs `step` and `save`.
+// The mesh (its file bootstrap through a shared directory) and the trainer: checks, defaults, its two
+// constructors (RAM and VRAM, one configuration), and the verbs `step`, `calibrate` and `save`.
 //
 // Mesh bootstrap, for a run of `host_domain_count` hosts over a directory every host sees:
 // - host 0 asks the backend for a fresh identity and publishes `<directory>/<job>.mesh` atomically (a
@@ -220,11 +220,41 @@ bool modality_built(geometry_t const &g, uform_modality_t modality) noexcept {
     return false;
 }
 
-uform_status_t check_training_executor(uform_executor_s const *executor, char const **message) noexcept {
+/// Checks the executor a mesh or trainer is made on: live, and of `kind` (a local one, or one of the other residency,
+/// answers `unsupported`: that residency's constructor, or its mesh, is another call or not built yet).
+uform_status_t check_training_executor(uform_executor_s const *executor, executor_kind_t kind,
+                                       char const **message) noexcept {
     if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
-    if (executor->kind != executor_kind_t::vram)
-        return fail(message, uform_status_unsupported_k, "training runs on a VRAM executor only");
+    if (executor->kind == executor_kind_t::local)
+        return fail(message, uform_status_unsupported_k, "training runs on a RAM or VRAM executor, not a local one");
+    if (executor->kind != kind)
+        return fail(message, uform_status_unsupported_k,
+                    kind == executor_kind_t::vram
+                        ? "this call runs on a VRAM executor only (a RAM trainer is made by uform_trainer_init_ram)"
+                        : "this call runs on a RAM executor only (a VRAM trainer is made by uform_trainer_init_vram)");
     return uform_status_ok_k;
+}
+
+/// Checks the executor of a call on `trainer`: live, not local, of the trainer's residency and placement.
+uform_status_t check_trainer_executor(uform_trainer_s const *trainer, uform_executor_s const *executor,
+                                      char const **message) noexcept {
+    if (!trainer_valid(trainer)) return fail(message, uform_status_invalid_argument_k, "the trainer is null");
+    if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
+    if (executor->kind == executor_kind_t::local)
+        return fail(message, uform_status_unsupported_k, "training runs on a RAM or VRAM executor, not a local one");
+    bool const vram = executor->kind == executor_kind_t::vram;
+    if (vram != (trainer->residency == uform_residency_vram_k))
+        return fail(message, uform_status_invalid_argument_k, "the executor's residency differs from the trainer's");
+    if (vram ? executor->devices != trainer->devices : executor->numa_nodes != trainer->numa_nodes)
+        return fail(message, uform_status_invalid_argument_k,
+                    vram ? "the executor's devices differ from the trainer's"
+                         : "the executor's NUMA nodes differ from the trainer's");
+    return uform_status_ok_k;
+}
+
+/// The devices a trainer's batch bounds count: a VRAM trainer's, or the one process of a RAM trainer.
+std::size_t local_devices(uform_trainer_s const *trainer) noexcept {
+    return trainer->residency == uform_residency_vram_k ? trainer->devices.size() : 1;
 }
 
 /// Checks a step's items: the contents tape, a known modality per item, and a path for each media item.
@@ -265,6 +295,40 @@ uform_status_t check_step_relations(uform_trainer_step_args_t const &a, std::siz
     return uform_status_ok_k;
 }
 
+/// Checks one item's legal choice bytes and their targets, already shaped alike: distinct bytes, and targets that are
+/// finite, non-negative and, for a nonempty item, sum to one within 1e-5 (their F32 sum, as decisions.md says).
+uform_status_t check_choice_item(std::span<char const> choices, std::span<float const> targets,
+                                 char const **message) noexcept {
+    bool seen[256] = {};
+    for (char choice : choices) {
+        auto const byte = static_cast<unsigned char>(choice);
+        if (seen[byte]) return fail(message, uform_status_invalid_argument_k, "an item's choices repeat a byte");
+        seen[byte] = true;
+    }
+    float sum = 0;
+    for (float target : targets) {
+        if (!finite_nonnegative(target))
+            return fail(message, uform_status_invalid_argument_k, "a choice target is negative or not finite");
+        sum += target;
+    }
+    if (!choices.empty() && !(std::fabs(sum - 1.0f) <= 1e-5f))
+        return fail(message, uform_status_invalid_argument_k, "an item's choice targets do not sum to one within 1e-5");
+    return uform_status_ok_k;
+}
+
+/// Checks a choices tape and its targets tape: offsets, and targets shaped as the choices, item by item.
+uform_status_t check_choice_tapes(tape_view_t<char> choices, tape_view_t<float> targets,
+                                  char const **message) noexcept {
+    if (targets.count != choices.count)
+        return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
+    for (std::size_t i = 0; i != choices.count; ++i)
+        if (targets.item_size(i) != choices.item_size(i))
+            return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
+    for (std::size_t i = 0; i != choices.count; ++i)
+        if (uform_status_t status = check_choice_item(choices.item(i), targets.item(i), message)) return status;
+    return uform_status_ok_k;
+}
+
 /// Checks a step's choices and their targets: zero or one per item, text items only, distinct bytes, and targets
 /// that are distributions over them.
 uform_status_t check_step_choices(uform_trainer_step_args_t const &a, uform_modality_t const *modalities, std::size_t n,
@@ -276,37 +340,15 @@ uform_status_t check_step_choices(uform_trainer_step_args_t const &a, uform_moda
             check_tape(a.choice_targets, a.choice_targets_length, a.choice_targets_offsets, a.choice_targets_count,
                        UFORM_TAPE_MESSAGES("the choice targets tape"), message))
         return status;
-    std::size_t const choices = a.choices_offsets ? a.choices_count : 0;
-    std::size_t const targets = a.choice_targets_offsets ? a.choice_targets_count : 0;
-    if (choices != 0 && choices != n)
+    tape_view_t<char> const choices{a.choices, a.choices_offsets, a.choices_offsets ? a.choices_count : 0};
+    tape_view_t<float> const targets{a.choice_targets, a.choice_targets_offsets,
+                                     a.choice_targets_offsets ? a.choice_targets_count : 0};
+    if (choices.count != 0 && choices.count != n)
         return fail(message, uform_status_shape_mismatch_k, "the choices tape is neither empty nor one per item");
-    if (targets != choices)
-        return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
-    for (std::size_t i = 0; i != choices; ++i)
-        if (a.choice_targets_offsets[i + 1] - a.choice_targets_offsets[i] !=
-            a.choices_offsets[i + 1] - a.choices_offsets[i])
-            return fail(message, uform_status_shape_mismatch_k, "the choice targets are not shaped as the choices");
-    for (std::size_t i = 0; i != choices; ++i) {
-        std::size_t const begin = a.choices_offsets[i], end = a.choices_offsets[i + 1];
-        if (begin != end && modalities[i] != uform_modality_text_k)
+    for (std::size_t i = 0; i != choices.count; ++i)
+        if (choices.item_size(i) != 0 && modalities[i] != uform_modality_text_k)
             return fail(message, uform_status_invalid_argument_k, "only text items take choices");
-        bool seen[256] = {};
-        for (std::size_t j = begin; j != end; ++j) {
-            auto const byte = static_cast<unsigned char>(a.choices[j]);
-            if (seen[byte]) return fail(message, uform_status_invalid_argument_k, "an item's choices repeat a byte");
-            seen[byte] = true;
-        }
-        double sum = 0;
-        for (std::size_t j = a.choice_targets_offsets[i]; j != a.choice_targets_offsets[i + 1]; ++j) {
-            if (!finite_nonnegative(a.choice_targets[j]))
-                return fail(message, uform_status_invalid_argument_k, "a choice target is negative or not finite");
-            sum += a.choice_targets[j];
-        }
-        if (begin != end && std::fabs(sum - 1.0) > 1e-3)
-            return fail(message, uform_status_invalid_argument_k, "an item's choice targets do not sum to one");
-    }
-
-    return uform_status_ok_k;
+    return check_choice_tapes(choices, targets, message);
 }
 
 /// Checks a step's `n` items against the bounds its trainer's buffers were sized for, and its front-ends.
@@ -314,13 +356,16 @@ uform_status_t check_step_bounds(uform_trainer_s const *trainer, uform_trainer_s
                                  uform_modality_t const *modalities, std::size_t const *contents_offsets, std::size_t n,
                                  char const **message) noexcept {
     uform_batch_shape_t const &b = trainer->args.batch;
-    std::size_t const devices = trainer->devices.size();
+    std::size_t const devices = local_devices(trainer);
     if (n > b.max_segments_per_device * devices)
         return fail(message, uform_status_limit_exceeded_k, "the step holds more items than the batch's bound");
     std::size_t text_tokens = 0;
     for (std::size_t i = 0; i != n; ++i)
         if (modalities[i] == uform_modality_text_k) {
-            std::size_t const length = contents_offsets[i + 1] - contents_offsets[i];
+            // A choice item's forward is its text and the CHOOSE token.
+            bool const chooses =
+                a.choices_offsets && a.choices_count && a.choices_offsets[i + 1] != a.choices_offsets[i];
+            std::size_t const length = contents_offsets[i + 1] - contents_offsets[i] + chooses;
             if (length > b.max_columns_per_row)
                 return fail(message, uform_status_limit_exceeded_k, "a text is longer than a packed row");
             text_tokens += length;
@@ -355,7 +400,7 @@ struct step_params_t {
     static uform_status_t run(step_params_t const &p, holds_t const &holds, char const **message) noexcept {
         if (p.embeddings) *p.embeddings = uform_rows_t{};
         if (holds.arena) arena_rewind(holds.arena);
-        call_t call(holds.executor, holds.arena, uform_residency_vram_k, p.trainer->devices, p.progress,
+        call_t call(holds.executor, holds.arena, p.trainer->residency, p.trainer->devices, p.progress,
                     p.progress_context);
         auto const start = std::chrono::steady_clock::now();
         uform_trainer_step_stats_t stats{};
@@ -378,10 +423,59 @@ struct save_params_t {
     std::size_t path_length;
 
     static uform_status_t run(save_params_t const &p, holds_t const &holds, char const **message) noexcept {
-        call_t call(holds.executor, nullptr, uform_residency_vram_k, p.trainer->devices, nullptr, nullptr);
+        call_t call(holds.executor, nullptr, p.trainer->residency, p.trainer->devices, nullptr, nullptr);
         return backend::trainer_save(*p.trainer->backend, call, p.path, p.path_length, message);
     }
 };
+
+struct calibrate_params_t {
+    uform_trainer_s *trainer;
+    backend::trainer_calibrate_t calibrate;
+    uform_trainer_calibrate_stats_t *stats;
+    uform_progress_t progress;
+    void *progress_context;
+
+    static uform_status_t run(calibrate_params_t const &p, holds_t const &holds, char const **message) noexcept {
+        call_t call(holds.executor, nullptr, p.trainer->residency, p.trainer->devices, p.progress, p.progress_context);
+        auto const start = std::chrono::steady_clock::now();
+        uform_trainer_calibrate_stats_t stats{};
+        uform_status_t status = backend::trainer_calibrate(*p.trainer->backend, call, p.calibrate, stats, message);
+        if (status == uform_status_ok_k && call.cancelled())
+            status = fail(message, uform_status_cancelled_k, "a progress handler stopped the calibration");
+        if (status) return status;
+        stats.nanoseconds = std::uint64_t(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+        if (p.stats) *p.stats = stats;
+        return uform_status_ok_k;
+    }
+};
+
+/// Checks a calibration's held-out items against `trainer`: one nonempty text-and-choices pair per item, targets
+/// that are distributions, groups below the trainer's, each text plus CHOOSE within a packed row.
+uform_status_t check_calibration(uform_trainer_s const *trainer, tape_view_t<char> texts, tape_view_t<char> choices,
+                                 tape_view_t<float> targets, uform_trainer_calibrate_args_t const &a,
+                                 char const **message) noexcept {
+    if (!trainer->geometry.has_byte_head || trainer->geometry.choice_groups == 0)
+        return fail(message, uform_status_unsupported_k, "the trainer's model has no byte head to choose with");
+    if (choices.count != texts.count)
+        return fail(message, uform_status_shape_mismatch_k, "the choices tape is not one item per text");
+    for (std::size_t i = 0; i != choices.count; ++i)
+        if (choices.item_size(i) == 0)
+            return fail(message, uform_status_invalid_argument_k, "a held-out item has no choice");
+    if (uform_status_t status = check_choice_tapes(choices, targets, message)) return status;
+    if (!a.temperature_groups && a.temperature_groups_count)
+        return fail(message, uform_status_invalid_argument_k, "temperature groups are null but counted");
+    if (a.temperature_groups_count != 0 && a.temperature_groups_count != texts.count)
+        return fail(message, uform_status_shape_mismatch_k, "temperature groups are neither zero nor one per item");
+    for (std::size_t i = 0; i != a.temperature_groups_count; ++i)
+        if (a.temperature_groups[i] >= trainer->geometry.choice_groups)
+            return fail(message, uform_status_invalid_argument_k,
+                        "a temperature group is not below the trainer's choice groups");
+    for (std::size_t i = 0; i != texts.count; ++i)
+        if (texts.item_size(i) + 1 > trainer->args.batch.max_columns_per_row)
+            return fail(message, uform_status_limit_exceeded_k, "a held-out text and its CHOOSE exceed a packed row");
+    return uform_status_ok_k;
+}
 
 /// Checks a trainer's configuration as passed: the checkpoint's path, the enumerators, and the rates, weights and
 /// ratios. Shared by every residency's trainer.
@@ -528,36 +622,119 @@ uform_status_t geometry_of_config(uform_trainer_init_vram_args_t const &a, geome
     return uform_status_ok_k;
 }
 
-/// Resolves a trainer's configuration and geometry: checks what was passed, fills the defaults, checks what they
-/// give, then reads the starting checkpoint's header (`from_checkpoint`) or derives the geometry from `a`.
-uform_status_t resolve_trainer(uform_trainer_init_vram_args_t &a, geometry_t &g, checkpoint_t &start,
-                               char const **message) noexcept {
-    if (uform_status_t status = check_trainer_config(a, message)) return status;
-    resolve_trainer_defaults(a);
-    if (uform_status_t status = check_resolved_config(a, message)) return status;
-    if (a.checkpoint_length == 0) return geometry_of_config(a, g, message);
-    if (uform_status_t status = checkpoint_read_file(a.checkpoint, a.checkpoint_length, start, message)) return status;
-    g = start.geometry;
+/// Refuses a configuration whose geometry fields contradict the starting checkpoint's: each field passed must be
+/// zero (take the checkpoint's) or the checkpoint's value.
+uform_status_t check_checkpoint_agrees(uform_trainer_init_vram_args_t const &a, geometry_t const &g,
+                                       char const **message) noexcept {
+    struct field_t {
+        double passed, have;
+        char const *message;
+    };
+    uform_batch_shape_t const &b = a.batch;
+    field_t const fields[] = {
+        {double(a.depth), double(g.depth), "the starting checkpoint's depth contradicts the configuration's"},
+        {double(a.hidden), double(g.hidden), "the starting checkpoint's hidden contradicts the configuration's"},
+        {double(a.heads), double(g.heads), "the starting checkpoint's heads contradict the configuration's"},
+        {double(a.ffn_hidden), double(g.ffn_hidden),
+         "the starting checkpoint's ffn_hidden contradicts the configuration's"},
+        {double(a.dimensions), double(g.dimensions),
+         "the starting checkpoint's dimensions contradict the configuration's"},
+        {double(a.late_interaction.token_width), double(g.token_width),
+         "the starting checkpoint's token width contradicts the configuration's"},
+        {double(a.choices.groups), double(g.choice_groups),
+         "the starting checkpoint's choice groups contradict the configuration's"},
+        {double(b.image.patch_side), double(g.image_patch_side),
+         "the starting checkpoint's image front-end contradicts the configuration's"},
+        {double(b.image.channels), double(g.image_channels),
+         "the starting checkpoint's image front-end contradicts the configuration's"},
+        {double(b.video.tubelet_frames), double(g.video_tubelet_frames),
+         "the starting checkpoint's video front-end contradicts the configuration's"},
+        {double(b.video.fps), double(g.video_fps),
+         "the starting checkpoint's video front-end contradicts the configuration's"},
+        {double(b.video.max_frames), double(g.video_max_frames),
+         "the starting checkpoint's video front-end contradicts the configuration's"},
+        {double(b.video.max_patches_per_frame), double(g.video_max_patches_per_frame),
+         "the starting checkpoint's video front-end contradicts the configuration's"},
+        {double(b.audio.sample_rate), double(g.audio_sample_rate),
+         "the starting checkpoint's audio front-end contradicts the configuration's"},
+        {double(b.audio.mel_bins), double(g.audio_mel_bins),
+         "the starting checkpoint's audio front-end contradicts the configuration's"},
+        {double(b.audio.frames_per_patch), double(g.audio_frames_per_patch),
+         "the starting checkpoint's audio front-end contradicts the configuration's"},
+        {double(b.audio.max_patches), double(g.audio_max_patches),
+         "the starting checkpoint's audio front-end contradicts the configuration's"},
+    };
+    for (field_t const &field : fields)
+        if (field.passed != 0 && field.passed != field.have)
+            return fail(message, uform_status_invalid_argument_k, field.message);
     return uform_status_ok_k;
 }
 
-/// Makes a VRAM trainer of a resolved configuration on `executor`'s devices, holding the executor meanwhile.
-uform_status_t make_vram_trainer(uform_executor_s *executor, uform_trainer_init_vram_args_t const &a,
-                                 geometry_t const &g, checkpoint_t const *start, uform_trainer_t *trainer,
-                                 char const **message) noexcept {
+/// Takes a starting checkpoint's geometry into the configuration's geometry fields, so that the trainer's resolved
+/// configuration describes the model it trains.
+void adopt_checkpoint_geometry(uform_trainer_init_vram_args_t &a, geometry_t const &g) noexcept {
+    a.depth = g.depth;
+    a.hidden = g.hidden;
+    a.heads = g.heads;
+    a.ffn_hidden = g.ffn_hidden;
+    a.dimensions = g.dimensions;
+    a.late_interaction.token_width = g.token_width;
+    a.choices.groups = g.choice_groups;
+    a.batch.image = {g.image_patch_side, g.image_channels};
+    a.batch.video = {g.video_tubelet_frames, g.video_fps, g.video_max_frames, g.video_max_patches_per_frame};
+    a.batch.audio = {g.audio_sample_rate, g.audio_mel_bins, g.audio_frames_per_patch, g.audio_max_patches};
+}
+
+/// Resolves a trainer's configuration and geometry: checks what was passed; reads the starting checkpoint's header,
+/// if any, checks that the configuration agrees with it and adopts its geometry; fills the remaining defaults, checks
+/// what they give, and without a checkpoint derives the geometry from `a`.
+uform_status_t resolve_trainer(uform_trainer_init_vram_args_t &a, geometry_t &g, checkpoint_t &start,
+                               char const **message) noexcept {
+    if (uform_status_t status = check_trainer_config(a, message)) return status;
+    if (a.checkpoint_length != 0) {
+        if (uform_status_t status = checkpoint_read_file(a.checkpoint, a.checkpoint_length, start, message))
+            return status;
+        g = start.geometry;
+        if (uform_status_t status = check_checkpoint_agrees(a, g, message)) return status;
+        adopt_checkpoint_geometry(a, g);
+    }
+    resolve_trainer_defaults(a);
+    if (uform_status_t status = check_resolved_config(a, message)) return status;
+    return a.checkpoint_length ? uform_status_ok_k : geometry_of_config(a, g, message);
+}
+
+/// Makes a trainer of a resolved configuration in `executor`'s residency (its devices, or its threads and NUMA
+/// nodes), holding the executor meanwhile.
+uform_status_t make_trainer(uform_executor_s *executor, uform_trainer_init_vram_args_t const &a, geometry_t const &g,
+                            checkpoint_t const *start, uform_trainer_t *trainer, char const **message) noexcept {
     if (uform_status_t status = executor_acquire(executor, true, message)) return status;
     executor_release_t const release{executor};
     try {
         auto made = std::make_unique<uform_trainer_s>();
+        bool const vram = executor->kind == executor_kind_t::vram;
         made->args = a;
         made->geometry = g;
-        made->devices = executor->devices;
-        made->gpu_class = executor->gpu_class;
+        made->residency = vram ? uform_residency_vram_k : uform_residency_ram_k;
+        if (vram) {
+            made->devices = executor->devices;
+            made->gpu_class = executor->gpu_class;
+        } else {
+            made->numa_nodes = executor->numa_nodes;
+            made->cpu_class = executor->cpu_class;
+        }
         made->mesh = a.mesh;
-        made->world_devices = a.mesh ? a.mesh->description.world_devices : executor->devices.size();
-        backend::trainer_config_t config{
-            a, g, start, made->devices, made->gpu_class, a.mesh ? a.mesh->backend : nullptr, made->world_devices};
-        call_t call(executor, nullptr, uform_residency_vram_k, made->devices, nullptr, nullptr);
+        made->world_devices = a.mesh ? a.mesh->description.world_devices : vram ? executor->devices.size() : 1;
+        backend::trainer_config_t config{a,
+                                         g,
+                                         start,
+                                         made->residency,
+                                         made->numa_nodes,
+                                         made->cpu_class,
+                                         made->devices,
+                                         made->gpu_class,
+                                         a.mesh ? a.mesh->backend : nullptr,
+                                         made->world_devices};
+        call_t call(executor, nullptr, made->residency, made->devices, nullptr, nullptr);
         if (uform_status_t status = backend::trainer_init(config, call, made->backend, message)) return status;
         if (a.mesh) a.mesh->references.fetch_add(1, std::memory_order_relaxed);
         *trainer = made.release();
@@ -578,7 +755,7 @@ extern "C" {
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
                                     char const **message) {
     if (!mesh) return fail(message, uform_status_invalid_argument_k, "the mesh out-pointer is null");
-    if (uform_status_t status = check_training_executor(executor, message)) return status;
+    if (uform_status_t status = check_training_executor(executor, executor_kind_t::vram, message)) return status;
     uform_mesh_options_t const o = options ? *options : uform_mesh_options_t{};
     std::size_t const count = o.host_domain_count ? o.host_domain_count : 1;
     if (o.host_domain_index >= count)
@@ -656,7 +833,7 @@ void uform_mesh_free(uform_mesh_t mesh) {
 uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
                                        uform_trainer_t *trainer, char const **message) {
     if (!trainer) return fail(message, uform_status_invalid_argument_k, "the trainer out-pointer is null");
-    if (uform_status_t status = check_training_executor(executor, message)) return status;
+    if (uform_status_t status = check_training_executor(executor, executor_kind_t::vram, message)) return status;
     uform_trainer_init_vram_args_t a = args ? *args : uform_trainer_init_vram_args_t{};
     if (a.mesh) {
         if (!mesh_valid(a.mesh)) return fail(message, uform_status_invalid_argument_k, "the mesh is not a live mesh");
@@ -666,7 +843,20 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
     geometry_t g{};
     checkpoint_t start;
     if (uform_status_t status = resolve_trainer(a, g, start, message)) return status;
-    return make_vram_trainer(executor, a, g, a.checkpoint_length ? &start : nullptr, trainer, message);
+    return make_trainer(executor, a, g, a.checkpoint_length ? &start : nullptr, trainer, message);
+}
+
+uform_status_t uform_trainer_init_ram(uform_executor_t executor, uform_trainer_init_ram_args_t const *args,
+                                      uform_trainer_t *trainer, char const **message) {
+    if (!trainer) return fail(message, uform_status_invalid_argument_k, "the trainer out-pointer is null");
+    if (uform_status_t status = check_training_executor(executor, executor_kind_t::ram, message)) return status;
+    uform_trainer_init_ram_args_t a = args ? *args : uform_trainer_init_ram_args_t{};
+    if (a.mesh)
+        return fail(message, uform_status_unsupported_k, "a RAM trainer takes no mesh: meshes join GPUs only, for now");
+    geometry_t g{};
+    checkpoint_t start;
+    if (uform_status_t status = resolve_trainer(a, g, start, message)) return status;
+    return make_trainer(executor, a, g, a.checkpoint_length ? &start : nullptr, trainer, message);
 }
 
 uform_status_t uform_trainer_free(uform_trainer_t trainer) {
@@ -690,13 +880,12 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
                                   size_t const *contents_offsets, size_t contents_count,
                                   uform_trainer_step_args_t const *args, uform_rows_t *embeddings,
                                   uform_outcome_t *outcome, char const **message) {
-    if (!trainer_valid(trainer)) return fail(message, uform_status_invalid_argument_k, "the trainer is null");
-    if (uform_status_t status = check_training_executor(executor, message)) return status;
-    if (executor->devices != trainer->devices)
-        return fail(message, uform_status_invalid_argument_k, "the executor's devices differ from the trainer's");
+    if (uform_status_t status = check_trainer_executor(trainer, executor, message)) return status;
     uform_trainer_step_args_t const a = args ? *args : uform_trainer_step_args_t{};
     if (a.arena && !arena_valid(a.arena))
         return fail(message, uform_status_invalid_argument_k, "the arena is not a live arena");
+    if (a.arena && trainer->residency == uform_residency_ram_k && a.arena->residency != uform_residency_ram_k)
+        return fail(message, uform_status_invalid_argument_k, "a RAM trainer's embeddings land in a RAM arena");
     if (uform_status_t status =
             check_step_items(modalities, contents, contents_length, contents_offsets, contents_count, message))
         return status;
@@ -722,12 +911,41 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     return dispatch(p, holds_t{executor, a.arena, nullptr, trainer}, outcome, message);
 }
 
+uform_status_t uform_trainer_calibrate(uform_trainer_t trainer, uform_executor_t executor, char const *texts,
+                                       size_t texts_length, size_t const *texts_offsets, size_t texts_count,
+                                       char const *choices, size_t choices_length, size_t const *choices_offsets,
+                                       size_t choices_count, float const *targets, size_t targets_length,
+                                       size_t const *targets_offsets, size_t targets_count,
+                                       uform_trainer_calibrate_args_t const *args, uform_outcome_t *outcome,
+                                       char const **message) {
+    if (uform_status_t status = check_trainer_executor(trainer, executor, message)) return status;
+    uform_trainer_calibrate_args_t const a = args ? *args : uform_trainer_calibrate_args_t{};
+    if (uform_status_t status =
+            check_tape(texts, texts_length, texts_offsets, texts_count, UFORM_TAPE_MESSAGES("the texts tape"), message))
+        return status;
+    if (uform_status_t status = check_tape(choices, choices_length, choices_offsets, choices_count,
+                                           UFORM_TAPE_MESSAGES("the choices tape"), message))
+        return status;
+    if (uform_status_t status = check_tape(targets, targets_length, targets_offsets, targets_count,
+                                           UFORM_TAPE_MESSAGES("the targets tape"), message))
+        return status;
+    tape_view_t<char> const text_view{texts, texts_offsets, texts_offsets ? texts_count : 0};
+    tape_view_t<char> const choice_view{choices, choices_offsets, choices_offsets ? choices_count : 0};
+    tape_view_t<float> const target_view{targets, targets_offsets, targets_offsets ? targets_count : 0};
+    if (uform_status_t status = check_calibration(trainer, text_view, choice_view, target_view, a, message))
+        return status;
+    calibrate_params_t p{};
+    p.trainer = trainer;
+    p.calibrate = {text_view, choice_view, target_view, {a.temperature_groups, a.temperature_groups_count}};
+    p.stats = a.stats;
+    p.progress = a.progress;
+    p.progress_context = a.progress_context;
+    return dispatch(p, holds_t{executor, nullptr, nullptr, trainer}, outcome, message);
+}
+
 uform_status_t uform_trainer_save(uform_trainer_t trainer, uform_executor_t executor, char const *path,
                                   size_t path_length, uform_outcome_t *outcome, char const **message) {
-    if (!trainer_valid(trainer)) return fail(message, uform_status_invalid_argument_k, "the trainer is null");
-    if (uform_status_t status = check_training_executor(executor, message)) return status;
-    if (executor->devices != trainer->devices)
-        return fail(message, uform_status_invalid_argument_k, "the executor's devices differ from the trainer's");
+    if (uform_status_t status = check_trainer_executor(trainer, executor, message)) return status;
     if (!path || path_length == 0) return fail(message, uform_status_invalid_argument_k, "the path is empty");
     if (path_length > max_path_bytes_k)
         return fail(message, uform_status_invalid_argument_k, "the path is longer than 4095 bytes");

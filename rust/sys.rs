@@ -1278,6 +1278,11 @@ pub struct uform_trainer_init_vram_args_t {
     /// Seed of the weights, the masking and the sampling; the same seed gives the same run.
     pub seed: u64,
 }
+/** @brief The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
+drift; all-zero is the default. `mesh` must be `NULL`: a RAM trainer trains in one process, and a mesh answers
+`uform_status_unsupported_k`.
+@uform config TrainerInitRam*/
+pub type uform_trainer_init_ram_args_t = uform_trainer_init_vram_args_t;
 /** @brief A set of weighted edges between a step's items, as compressed sparse rows: item `i`'s neighbours
 are `ids[offsets[i]]` up to `ids[offsets[i + 1]]`. All-zero is no edges.*/
 #[repr(C)]
@@ -1357,7 +1362,8 @@ pub struct uform_trainer_step_args_t {
     pub choices_offsets: *const usize,
     /// Items of the `choices` tape: zero or the step's items.
     pub choices_count: usize,
-    /** Each item's target probabilities, one per legal choice, summing to one, a tape shaped as `choices`.
+    /** Each item's target probabilities, one per legal choice, finite, non-negative and summing to one within
+    1e-5 (their F32 sum), a tape shaped as `choices`.
     @uform tape choice_targets*/
     pub choice_targets: *const f32,
     /// Values in `choice_targets`.
@@ -1371,6 +1377,38 @@ pub struct uform_trainer_step_args_t {
     /// Nullable: the arena that receives the pooled embeddings the loss scored, in F32.
     pub arena: uform_arena_t,
     /// Nullable; called with micro-batches completed and micro-batches in all.
+    pub progress: uform_progress_t,
+    /// Passed to `progress` untouched.
+    pub progress_context: *mut ::std::os::raw::c_void,
+}
+/// @brief What `uform_trainer_calibrate` did, filled once the call is final.
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct uform_trainer_calibrate_stats_t {
+    /// Held-out items scored.
+    pub items: usize,
+    /// Tokens through the trunk, each item's CHOOSE token included.
+    pub tokens: usize,
+    /// Temperature groups fitted: those with at least one item. The others keep their temperature.
+    pub groups_fitted: usize,
+    /// The items' mean choice cross-entropy at temperature 1, as a step scores choices.
+    pub loss_before: f32,
+    /// The items' mean choice cross-entropy at the fitted temperatures: at most `loss_before`, up to rounding.
+    pub loss_after: f32,
+    /// Wall time of the call in nanoseconds.
+    pub nanoseconds: u64,
+}
+/** @brief The knobs of `uform_trainer_calibrate`; all-zero puts every item in temperature group 0.
+@uform config TrainerCalibrate*/
+#[repr(C)]
+pub struct uform_trainer_calibrate_args_t {
+    /// Each item's temperature group, below the trainer's `choices.groups`; empty puts all in 0.
+    pub temperature_groups: *const usize,
+    /// Entries in `temperature_groups`: zero or the number of items.
+    pub temperature_groups_count: usize,
+    /// Nullable; receives what the call did.
+    pub stats: *mut uform_trainer_calibrate_stats_t,
+    /// Nullable; called with items completed and items in all.
     pub progress: uform_progress_t,
     /// Passed to `progress` untouched.
     pub progress_context: *mut ::std::os::raw::c_void,
@@ -1425,10 +1463,21 @@ unsafe extern "C" {
     ) -> uform_status_t;
     /// @brief Frees a mesh; every trainer made over it must be freed first.
     pub fn uform_mesh_free(mesh: uform_mesh_t);
-    /// @brief Makes a trainer on a VRAM executor's devices.
+    /** @brief Makes a trainer on a VRAM executor's devices. Starting from a checkpoint, the geometry fields (`depth`,
+    `hidden`, `heads`, `ffn_hidden`, `dimensions`, `late_interaction.token_width`, `choices.groups` and the
+    front-ends' shape fields) are taken from it: each may be left at zero or name the checkpoint's value, and any other
+    value answers `uform_status_invalid_argument_k`.*/
     pub fn uform_trainer_init_vram(
         executor: uform_executor_t,
         args: *const uform_trainer_init_vram_args_t,
+        trainer: *mut uform_trainer_t,
+        message: *mut *const ::std::os::raw::c_char,
+    ) -> uform_status_t;
+    /** @brief Makes a trainer on a RAM executor's threads, its weights, gradients and moments in host memory. The
+    configuration and the checkpoint's geometry follow `uform_trainer_init_vram`.*/
+    pub fn uform_trainer_init_ram(
+        executor: uform_executor_t,
+        args: *const uform_trainer_init_ram_args_t,
         trainer: *mut uform_trainer_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
@@ -1452,6 +1501,39 @@ unsafe extern "C" {
         contents_count: usize,
         args: *const uform_trainer_step_args_t,
         embeddings: *mut uform_rows_t,
+        outcome: *mut uform_outcome_t,
+        message: *mut *const ::std::os::raw::c_char,
+    ) -> uform_status_t;
+    /** @brief Fits each temperature group's `T_g` on held-out choice items, the model frozen (temperature scaling,
+    MODEL.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
+
+    Item `i` is the text `texts[i]` followed by CHOOSE, its legal bytes `choices[i]` (at least one, distinct), and its
+    labels `targets[i]`: one finite non-negative F32 per legal byte, summing to one within 1e-5. Any number of items
+    may be given (they need not fit one step's batch), each text plus its CHOOSE token within the batch's
+    `max_columns_per_row` (`uform_status_limit_exceeded_k` otherwise). Groups without items keep their temperature:
+    1 for seeded weights, else the starting checkpoint's or an earlier calibration's. Calibration changes no weight
+    and no step count. A trainer without choices (a checkpoint without the byte head) answers
+    `uform_status_unsupported_k`.
+    @uform verb TrainVerbs
+    @uform tape texts
+    @uform tape choices
+    @uform tape targets*/
+    pub fn uform_trainer_calibrate(
+        trainer: uform_trainer_t,
+        executor: uform_executor_t,
+        texts: *const ::std::os::raw::c_char,
+        texts_length: usize,
+        texts_offsets: *const usize,
+        texts_count: usize,
+        choices: *const ::std::os::raw::c_char,
+        choices_length: usize,
+        choices_offsets: *const usize,
+        choices_count: usize,
+        targets: *const f32,
+        targets_length: usize,
+        targets_offsets: *const usize,
+        targets_count: usize,
+        args: *const uform_trainer_calibrate_args_t,
         outcome: *mut uform_outcome_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;

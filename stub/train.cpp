@@ -1,5 +1,7 @@
 // The stub's trainer and mesh: steps score deterministic embeddings with real losses, so their stats
-// mean something; saves write a valid checkpoint of the trainer's geometry (zero weights, unit norms).
+// mean something; calibration fits real temperatures to the stub's deterministic choice logits; saves write a valid
+// checkpoint of the trainer's geometry (zero weights, unit norms, the fitted temperatures). RAM and VRAM trainers
+// behave alike: a RAM trainer counts as one device.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -28,6 +30,7 @@ struct trainer_t {
     std::vector<std::size_t> tokens;       // one per item
     std::vector<float> queries, documents; // token vectors of one query and one document
     std::vector<float> direction;          // a bag's direction
+    std::vector<float> temperatures;       // one per choice group, 1 until calibrated
 };
 
 struct mesh_t {
@@ -71,14 +74,14 @@ float learning_rate(uform_schedule_t const &s, std::size_t step) noexcept {
                  (s.learning_rate - s.min_learning_rate) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
 }
 
-void fill_tensor(void *, tensor_plan_t const &plan, std::byte *bytes) noexcept {
+void fill_tensor(void *context, tensor_plan_t const &plan, std::byte *bytes) noexcept {
+    auto const &trainer = *static_cast<trainer_t const *>(context);
     std::string_view const name = plan.name;
     if (name.ends_with("norm.weight")) {
         std::uint16_t const one = f32_to_bf16(1.0f);
         for (std::size_t i = 0; i != plan.elements(); ++i) std::memcpy(bytes + 2 * i, &one, 2);
     } else if (name == "head.choice.temperatures") {
-        float const one = 1.0f;
-        for (std::size_t i = 0; i != plan.elements(); ++i) std::memcpy(bytes + 4 * i, &one, 4);
+        std::memcpy(bytes, trainer.temperatures.data(), 4 * std::min(plan.elements(), trainer.temperatures.size()));
     }
 }
 
@@ -263,6 +266,31 @@ loss_t choices_loss(step_items_t const &s) noexcept {
     return {float(total / double(counted)), true};
 }
 
+/// The stub's logits of one held-out item's legal bytes, at temperature 1.
+void item_logits(std::span<char const> text, std::span<char const> legal, std::vector<double> &logits) {
+    std::uint64_t const seed = fnv1a(item_seed(uform_modality_text_k), text.data(), text.size());
+    logits.clear();
+    for (char byte : legal) logits.push_back(choice_logit(seed, static_cast<unsigned char>(byte)));
+}
+
+/// The cross-entropy of `targets` against the softmax of `beta * logits`, and its derivative in `beta`.
+void item_loss(std::span<double const> logits, std::span<float const> targets, double beta, double &loss,
+               double &slope) noexcept {
+    double peak = -1e300, sum = 0, expected = 0, wanted = 0, dot = 0;
+    for (double z : logits) peak = std::max(peak, beta * z);
+    for (double z : logits) sum += std::exp(beta * z - peak);
+    for (std::size_t k = 0; k != logits.size(); ++k) {
+        double const p = std::exp(beta * logits[k] - peak) / sum;
+        expected += p * logits[k];
+        wanted += double(targets[k]) * logits[k];
+        dot += double(targets[k]) * (beta * logits[k]);
+    }
+    double target_mass = 0;
+    for (float t : targets) target_mass += t;
+    loss = target_mass * (peak + std::log(sum)) - dot;
+    slope = expected - wanted;
+}
+
 /// A step's loss terms.
 struct step_losses_t {
     loss_t masking, contrastive, late, choosing;
@@ -299,7 +327,7 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &, trainer_t 
         auto made = std::make_unique<trainer_t>();
         made->args = config.args;
         made->geometry = config.geometry;
-        made->devices = config.devices.size();
+        made->devices = config.residency == uform_residency_vram_k ? config.devices.size() : 1;
         made->world_devices = config.world_devices;
         made->seed = fnv1a_u64(fnv_offset_k, config.args.seed);
         std::size_t const items = config.args.batch.max_segments_per_device * made->devices;
@@ -310,6 +338,7 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &, trainer_t 
         made->queries.resize(late_tokens_k * width);
         made->documents.resize(late_tokens_k * width);
         made->direction.resize(std::max(config.geometry.dimensions, width));
+        made->temperatures.assign(config.geometry.choice_groups, 1.0f);
         trainer = made.release();
         return uform_status_ok_k;
     } catch (std::bad_alloc const &) {
@@ -351,11 +380,68 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
     return uform_status_ok_k;
 }
 
+uform_status_t trainer_calibrate(trainer_t &trainer, call_t &call, trainer_calibrate_t const &calibrate,
+                                 uform_trainer_calibrate_stats_t &stats, char const **message) noexcept {
+    try {
+        std::size_t const n = calibrate.texts.count, groups = trainer.temperatures.size();
+        std::vector<std::vector<double>> logits(n);
+        for (std::size_t i = 0; i != n; ++i) {
+            item_logits(calibrate.texts.item(i), calibrate.choices.item(i), logits[i]);
+            stats.tokens += calibrate.texts.item_size(i) + 1;
+            if (call.report(i + 1, n))
+                return fail(message, uform_status_cancelled_k, "a progress handler stopped the calibration");
+        }
+        auto group_of = [&](std::size_t i) { return calibrate.groups.empty() ? 0 : calibrate.groups[i]; };
+        // The group's summed loss and slope at `beta`.
+        auto group_at = [&](std::size_t g, double beta, double &loss, double &slope) {
+            loss = slope = 0;
+            for (std::size_t i = 0; i != n; ++i) {
+                if (group_of(i) != g) continue;
+                double item, item_slope;
+                item_loss(logits[i], calibrate.targets.item(i), beta, item, item_slope);
+                loss += item, slope += item_slope;
+            }
+        };
+        double before = 0, after = 0;
+        for (std::size_t g = 0; g != groups; ++g) {
+            bool const any = std::any_of(calibrate.groups.begin(), calibrate.groups.end(),
+                                         [&](std::size_t group) { return group == g; }) ||
+                             (calibrate.groups.empty() && g == 0 && n != 0);
+            if (!any) continue;
+            // decisions.md "Calibration": bisect the convex loss's slope over log beta in [ln 0.01, ln 100].
+            double low = std::log(0.01), high = std::log(100.0), loss, slope, beta;
+            group_at(g, std::exp(low), loss, slope);
+            if (slope >= 0) beta = std::exp(low);
+            else if (group_at(g, std::exp(high), loss, slope), slope <= 0) beta = std::exp(high);
+            else {
+                for (int halving = 0; halving != 200; ++halving) {
+                    double const middle = (low + high) / 2;
+                    group_at(g, std::exp(middle), loss, slope);
+                    (slope < 0 ? low : high) = middle;
+                }
+                beta = std::exp((low + high) / 2);
+            }
+            trainer.temperatures[g] = float(1.0 / beta);
+            group_at(g, 1.0, loss, slope);
+            before += loss;
+            group_at(g, 1.0 / double(trainer.temperatures[g]), loss, slope);
+            after += loss;
+            ++stats.groups_fitted;
+        }
+        stats.items = n;
+        stats.loss_before = n ? float(before / double(n)) : 0.0f;
+        stats.loss_after = n ? float(after / double(n)) : 0.0f;
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the held-out items' logits");
+    }
+}
+
 uform_status_t trainer_save(trainer_t &trainer, call_t &, char const *path, std::size_t path_length,
                             char const **message) noexcept {
     try {
         std::vector<tensor_plan_t> const plan = checkpoint_plan(trainer.geometry);
-        return checkpoint_write(path, path_length, trainer.geometry, plan, fill_tensor, nullptr, message);
+        return checkpoint_write(path, path_length, trainer.geometry, plan, fill_tensor, &trainer, message);
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory planning the checkpoint");
     }

@@ -238,12 +238,154 @@ fn relations_are_checked_against_the_items() {
 }
 
 #[test]
-fn training_on_a_ram_executor_is_refused() {
+fn init_vram_refuses_a_ram_executor() {
     let executor = Executor::for_ram(&[], None, 1).unwrap();
     let refused = Trainer::init_vram(&executor, TrainerInitVramConfig::default());
     assert_eq!(
         refused.err().map(|error| error.status),
         Some(Status::Unsupported),
-        "training is GPU-only"
+        "a RAM executor trains through init_ram"
     );
+}
+
+/// A RAM trainer with the stub: the configuration of a VRAM one; steps, calibration and saves on its executor.
+#[test]
+fn a_ram_trainer_steps_calibrates_and_saves() -> uform::Result<()> {
+    let scratch = common::scratch_dir("ram-trainer");
+    let executor = Executor::for_ram(&[], None, 1)?;
+    let trainer = Trainer::init_ram(
+        &executor,
+        TrainerInitRamConfig {
+            depth: 2,
+            hidden: 64,
+            choices: Choices {
+                groups: 2,
+                weight: 0.0,
+            },
+            seed: 7,
+            ..TrainerInitRamConfig::default()
+        },
+    )?;
+    let mut stats = TrainerStepStats::default();
+    let config = TrainerStepConfig {
+        bags: &[0, 0, 1],
+        stats: Some(&mut stats),
+        ..TrainerStepConfig::default()
+    };
+    trainer
+        .on(&executor)
+        .step(&[Modality::Text; 3], &["one", "uno", "two"], config)?;
+    assert_eq!((stats.step, stats.items), (0, 3));
+    assert!(stats.loss.is_finite());
+
+    let mut calibrated = TrainerCalibrateStats::default();
+    let config = TrainerCalibrateConfig {
+        temperature_groups: &[0, 1, 1],
+        stats: Some(&mut calibrated),
+        ..TrainerCalibrateConfig::default()
+    };
+    let targets: [&[f32]; 3] = [&[1.0, 0.0], &[0.0, 1.0], &[0.2, 0.3, 0.5]];
+    trainer.on(&executor).calibrate(
+        &["is it?", "yes or no", "pick one"],
+        &["yn", "yn", "ABC"],
+        &targets,
+        config,
+    )?;
+    assert_eq!((calibrated.items, calibrated.groups_fitted), (3, 2));
+    assert_eq!(calibrated.tokens, "is it?yes or nopick one".len() + 3);
+    assert!(calibrated.loss_after <= calibrated.loss_before + 1e-5);
+
+    let refused = trainer.on(&executor).calibrate(
+        &["is it?"],
+        &["yn"],
+        &[&[0.5f32, 0.4][..]],
+        TrainerCalibrateConfig::default(),
+    );
+    assert_eq!(
+        refused.err().map(|error| error.status),
+        Some(Status::InvalidArgument),
+        "targets that do not sum to one"
+    );
+
+    let checkpoint = scratch.join("ram.safetensors");
+    trainer.on(&executor).save(&checkpoint)?;
+    let trained = Model::load_ram(&checkpoint)?;
+    assert_eq!(trained.describe()?.hidden, 64);
+    assert_eq!(trained.describe()?.choice_temperature_groups, 2);
+
+    let vram = unsafe { Executor::for_vram(&[0], None, &[], None, &[], 0)? };
+    let mesh = Mesh::bootstrap(
+        &vram,
+        &MeshOptions {
+            directory: &scratch,
+            job: "ram",
+            ..MeshOptions::default()
+        },
+    )?;
+    let meshed = TrainerInitRamConfig {
+        mesh: Some(&mesh),
+        ..TrainerInitRamConfig::default()
+    };
+    assert_eq!(
+        Trainer::init_ram(&executor, meshed).err().map(|e| e.status),
+        Some(Status::Unsupported),
+        "a RAM trainer takes no mesh yet"
+    );
+    assert_eq!(
+        trainer.on(&vram).save(&checkpoint).err().map(|e| e.status),
+        Some(Status::InvalidArgument),
+        "an executor of another residency than the trainer's"
+    );
+    let pinned = Executor::for_ram(&[0], None, 1)?;
+    assert_eq!(
+        trainer
+            .on(&pinned)
+            .save(&checkpoint)
+            .err()
+            .map(|e| e.status),
+        Some(Status::InvalidArgument),
+        "an executor of other NUMA nodes than the trainer's"
+    );
+    drop(trainer);
+    drop(mesh);
+    std::fs::remove_dir_all(scratch).ok();
+    Ok(())
+}
+
+/// Starting from a checkpoint, a geometry field is zero or the checkpoint's; anything else is refused.
+#[test]
+fn a_checkpoint_s_geometry_wins_and_contradictions_are_refused() -> uform::Result<()> {
+    let scratch = common::scratch_dir("ram-trainer-geometry");
+    let executor = Executor::for_ram(&[], None, 1)?;
+    let seeded = Trainer::init_ram(
+        &executor,
+        TrainerInitRamConfig {
+            depth: 2,
+            hidden: 64,
+            ..TrainerInitRamConfig::default()
+        },
+    )?;
+    let checkpoint = scratch.join("seeded.safetensors");
+    seeded.on(&executor).save(&checkpoint)?;
+    drop(seeded);
+
+    let agreeing = TrainerInitRamConfig {
+        checkpoint: &checkpoint,
+        hidden: 64,
+        ..TrainerInitRamConfig::default()
+    };
+    Trainer::init_ram(&executor, agreeing)?;
+    let contradicting = TrainerInitRamConfig {
+        checkpoint: &checkpoint,
+        depth: 4,
+        ..TrainerInitRamConfig::default()
+    };
+    assert_eq!(
+        Trainer::init_ram(&executor, contradicting)
+            .err()
+            .map(|e| e.status),
+        Some(Status::InvalidArgument)
+    );
+    std::fs::remove_dir_all(scratch).ok();
+    Ok(())
 }

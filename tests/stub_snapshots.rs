@@ -312,7 +312,7 @@ fn each_bad_input_class() -> Result<()> {
             outcome(Model::load_ram(&garbage)),
         ),
         (
-            "training on a RAM executor",
+            "init_vram on a RAM executor",
             outcome(Trainer::init_vram(
                 &Executor::for_ram(&[], None, 1)?,
                 TrainerInitVramConfig::default(),
@@ -381,5 +381,38 @@ fn a_training_step() -> Result<()> {
     drop(trainer);
     drop(mesh);
     std::fs::remove_dir_all(exchange).ok();
+    Ok(())
+}
+
+#[test]
+fn a_calibration() -> Result<()> {
+    let executor = Executor::for_ram(&[], None, 1)?;
+    let config = TrainerInitRamConfig {
+        depth: 2,
+        hidden: 64,
+        choices: Choices {
+            groups: 3,
+            weight: 0.0,
+        },
+        seed: 7,
+        ..TrainerInitRamConfig::default()
+    };
+    let trainer = Trainer::init_ram(&executor, config)?;
+    let mut stats = TrainerCalibrateStats::default();
+    let config = TrainerCalibrateConfig {
+        temperature_groups: &[0, 1, 1, 0],
+        stats: Some(&mut stats),
+        ..TrainerCalibrateConfig::default()
+    };
+    let targets: [&[f32]; 4] = [&[1.0, 0.0], &[0.0, 1.0], &[0.2, 0.3, 0.5], &[0.5, 0.5]];
+    trainer.on(&executor).calibrate(
+        &["is it?", "yes or no", "pick one", "maybe"],
+        &["yn", "yn", "ABC", "yn"],
+        &targets,
+        config,
+    )?;
+    // Wall time is the one field that differs from run to run.
+    stats.nanoseconds = 0;
+    insta::assert_snapshot!(format!("{stats:#?}"));
     Ok(())
 }

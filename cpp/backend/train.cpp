@@ -1,5 +1,6 @@
-// Training in a RAM-only build: the trainer and the mesh run on GPUs alone. `c/` already refuses RAM and local
-// executors for training, and this build has no GPUs, so these answer `unsupported` should anything reach them.
+// Training in a RAM build: the ABI layer hands RAM trainers here; VRAM trainers and the mesh need GPUs, which this
+// build has none of. The RAM trainer's numerics (cpp/train/) fill `trainer_init`, `trainer_step`,
+// `trainer_calibrate` and `trainer_save`; until they do, each answers `unsupported`.
 #include "ram.hpp"
 
 namespace uform::backend {
@@ -7,20 +8,28 @@ namespace uform::backend {
 struct trainer_t {};
 struct mesh_t {};
 
-uform_status_t trainer_init(trainer_config_t const &, call_t &, trainer_t *&trainer, char const **message) noexcept {
+uform_status_t trainer_init(trainer_config_t const &config, call_t &, trainer_t *&trainer,
+                            char const **message) noexcept {
     trainer = nullptr;
-    return fail(message, uform_status_unsupported_k, "training runs on GPUs: this build has none");
+    if (config.residency == uform_residency_vram_k)
+        return fail(message, uform_status_unsupported_k, "a VRAM trainer runs on GPUs: this build has none");
+    return fail(message, uform_status_unsupported_k, "the RAM trainer is not built yet");
 }
 
 void trainer_free(trainer_t *trainer) noexcept { delete trainer; }
 
 uform_status_t trainer_step(trainer_t &, call_t &, trainer_step_t const &, uform_trainer_step_stats_t &, uform_rows_t &,
                             char const **message) noexcept {
-    return fail(message, uform_status_unsupported_k, "training runs on GPUs: this build has none");
+    return fail(message, uform_status_unsupported_k, "the RAM trainer is not built yet");
+}
+
+uform_status_t trainer_calibrate(trainer_t &, call_t &, trainer_calibrate_t const &, uform_trainer_calibrate_stats_t &,
+                                 char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "the RAM trainer is not built yet");
 }
 
 uform_status_t trainer_save(trainer_t &, call_t &, char const *, std::size_t, char const **message) noexcept {
-    return fail(message, uform_status_unsupported_k, "training runs on GPUs: this build has none");
+    return fail(message, uform_status_unsupported_k, "the RAM trainer is not built yet");
 }
 
 uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char const **message) noexcept {

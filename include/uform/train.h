@@ -1,12 +1,17 @@
 /**
  * @file train.h
- * @brief Training on GPUs: the mesh that joins hosts, the trainer, its steps and checkpoints.
+ * @brief Training: the mesh that joins hosts, the trainer, its steps, calibration and checkpoints.
  *
- * Training is GPU-only: every function here takes a VRAM executor, and builds without a GPU residency
- * answer `uform_status_unsupported_k`; so do RAM and local executors. A trainer borrows its mesh, so the mesh
- * must outlive every trainer made over it. A trainer serves one call at a time, as executors and arenas do:
- * a step or save finding another one running finishes at once with `uform_status_contended_k`. Argument structs mirror
- * the configuration field by field: a field left at zero is derived by the library, as each field's comment says.
+ * A trainer lives in one residency, chosen by its constructor: `uform_trainer_init_ram` trains on a RAM
+ * executor's threads, `uform_trainer_init_vram` on a VRAM executor's devices; both take the same configuration.
+ * Every later call on a trainer takes an executor of the trainer's residency and placement (the same NUMA nodes,
+ * or the same devices), else answers `uform_status_invalid_argument_k`; local executors answer
+ * `uform_status_unsupported_k`. Builds without a GPU residency answer `uform_status_unsupported_k` to
+ * `uform_trainer_init_vram` and `uform_mesh_bootstrap`, and a RAM trainer given a mesh answers it too (meshes join
+ * GPUs only, for now). A trainer borrows its mesh, so the mesh must outlive every trainer made over it. A trainer
+ * serves one call at a time, as executors and arenas do: a call finding another one running finishes at once with
+ * `uform_status_contended_k`. Argument structs mirror the configuration field by field: a field left at zero is
+ * derived by the library, as each field's comment says.
  */
 #ifndef UFORM_TRAIN_H
 #define UFORM_TRAIN_H
@@ -331,9 +336,29 @@ typedef struct uform_trainer_init_vram_args_t {
     uint64_t seed;
 } uform_trainer_init_vram_args_t;
 
-/** @brief Makes a trainer on a VRAM executor's devices. */
+/**
+ * @brief Makes a trainer on a VRAM executor's devices. Starting from a checkpoint, the geometry fields (`depth`,
+ * `hidden`, `heads`, `ffn_hidden`, `dimensions`, `late_interaction.token_width`, `choices.groups` and the
+ * front-ends' shape fields) are taken from it: each may be left at zero or name the checkpoint's value, and any other
+ * value answers `uform_status_invalid_argument_k`.
+ */
 uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
                                        uform_trainer_t *trainer, char const **message);
+
+/**
+ * @brief The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
+ * drift; all-zero is the default. `mesh` must be `NULL`: a RAM trainer trains in one process, and a mesh answers
+ * `uform_status_unsupported_k`.
+ * @uform config TrainerInitRam
+ */
+typedef uform_trainer_init_vram_args_t uform_trainer_init_ram_args_t;
+
+/**
+ * @brief Makes a trainer on a RAM executor's threads, its weights, gradients and moments in host memory. The
+ * configuration and the checkpoint's geometry follow `uform_trainer_init_vram`.
+ */
+uform_status_t uform_trainer_init_ram(uform_executor_t executor, uform_trainer_init_ram_args_t const *args,
+                                      uform_trainer_t *trainer, char const **message);
 
 /**
  * @brief Frees a trainer, waiting for its calls. Answers `uform_status_contended_k`, freeing nothing, when
@@ -424,7 +449,8 @@ typedef struct uform_trainer_step_args_t {
     size_t const *choices_offsets;
     /** Items of the `choices` tape: zero or the step's items. */
     size_t choices_count;
-    /** Each item's target probabilities, one per legal choice, summing to one, a tape shaped as `choices`.
+    /** Each item's target probabilities, one per legal choice, finite, non-negative and summing to one within
+     *  1e-5 (their F32 sum), a tape shaped as `choices`.
      *  @uform tape choice_targets */
     float const *choice_targets;
     /** Values in `choice_targets`. */
@@ -457,6 +483,71 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
                                   size_t const *contents_offsets, size_t contents_count,
                                   uform_trainer_step_args_t const *args, uform_rows_t *embeddings,
                                   uform_outcome_t *outcome, char const **message);
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Calibration                                                                                                 */
+/* ---------------------------------------------------------------------------------------------------------- */
+
+/** @brief What `uform_trainer_calibrate` did, filled once the call is final. */
+typedef struct uform_trainer_calibrate_stats_t {
+    /** Held-out items scored. */
+    size_t items;
+    /** Tokens through the trunk, each item's CHOOSE token included. */
+    size_t tokens;
+    /** Temperature groups fitted: those with at least one item. The others keep their temperature. */
+    size_t groups_fitted;
+    /** The items' mean choice cross-entropy at temperature 1, as a step scores choices. */
+    float loss_before;
+    /** The items' mean choice cross-entropy at the fitted temperatures: at most `loss_before`, up to rounding. */
+    float loss_after;
+    /** Wall time of the call in nanoseconds. */
+    uint64_t nanoseconds;
+} uform_trainer_calibrate_stats_t;
+
+/**
+ * @brief The knobs of `uform_trainer_calibrate`; all-zero puts every item in temperature group 0.
+ * @uform config TrainerCalibrate
+ */
+typedef struct uform_trainer_calibrate_args_t {
+    /** Each item's temperature group, below the trainer's `choices.groups`; empty puts all in 0. */
+    size_t const *temperature_groups;
+    /** Entries in `temperature_groups`: zero or the number of items. */
+    size_t temperature_groups_count;
+    /** Nullable; receives what the call did. */
+    uform_trainer_calibrate_stats_t *stats;
+    /** Nullable; called with items completed and items in all. */
+    uform_progress_t progress;
+    /** Passed to `progress` untouched. */
+    void *progress_context;
+} uform_trainer_calibrate_args_t;
+
+/**
+ * @brief Fits each temperature group's `T_g` on held-out choice items, the model frozen (temperature scaling,
+ * MODEL.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
+ *
+ * Item `i` is the text `texts[i]` followed by CHOOSE, its legal bytes `choices[i]` (at least one, distinct), and its
+ * labels `targets[i]`: one finite non-negative F32 per legal byte, summing to one within 1e-5. Any number of items
+ * may be given (they need not fit one step's batch), each text plus its CHOOSE token within the batch's
+ * `max_columns_per_row` (`uform_status_limit_exceeded_k` otherwise). Groups without items keep their temperature:
+ * 1 for seeded weights, else the starting checkpoint's or an earlier calibration's. Calibration changes no weight
+ * and no step count. A trainer without choices (a checkpoint without the byte head) answers
+ * `uform_status_unsupported_k`.
+ * @uform verb TrainVerbs
+ * @uform tape texts
+ * @uform tape choices
+ * @uform tape targets
+ */
+uform_status_t uform_trainer_calibrate(uform_trainer_t trainer, uform_executor_t executor, char const *texts,
+                                       size_t texts_length, size_t const *texts_offsets, size_t texts_count,
+                                       char const *choices, size_t choices_length, size_t const *choices_offsets,
+                                       size_t choices_count, float const *targets, size_t targets_length,
+                                       size_t const *targets_offsets, size_t targets_count,
+                                       uform_trainer_calibrate_args_t const *args, uform_outcome_t *outcome,
+                                       char const **message);
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* Checkpoints                                                                                                 */
+/* ---------------------------------------------------------------------------------------------------------- */
 
 /**
  * @brief Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),

@@ -1036,6 +1036,147 @@ impl<'a> From<&'a std::ffi::OsStr> for TrainerInitVramConfig<'a> {
     }
 }
 
+/// The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
+/// drift; all-zero is the default. `mesh` must be `NULL`: a RAM trainer trains in one process, and a mesh answers
+/// `uform_status_unsupported_k`.
+///
+/// Mirrors `uform_trainer_init_ram_args_t` field by field; a field left at its default is zero, which the library derives.
+#[doc(alias = "uform_trainer_init_ram_args_t")]
+#[derive(Clone, Copy, Debug)]
+pub struct TrainerInitRamConfig<'a> {
+    /// The mesh to train across; `NULL` trains on the executor's devices alone.
+    pub mesh: Option<&'a crate::Mesh>,
+    /// A checkpoint to start from, as the OS's bytes; empty starts from seeded weights, and then the
+    /// geometry fields below apply.
+    pub checkpoint: &'a std::path::Path,
+    /// Trunk blocks; zero takes 12.
+    pub depth: usize,
+    /// Trunk width; zero takes 512.
+    pub hidden: usize,
+    /// Attention heads; zero takes `hidden / 64`.
+    pub heads: usize,
+    /// Feed-forward width; zero takes `hidden * 3`.
+    pub ffn_hidden: usize,
+    /// Embedding columns; zero takes `hidden`.
+    pub dimensions: usize,
+    /// The objective.
+    pub objective: crate::Objective,
+    /// The batch's bounds and the front-ends.
+    pub batch: crate::BatchShape,
+    /// The masked-byte term.
+    pub masking: crate::Masking,
+    /// The contrastive term.
+    pub contrastive: crate::Contrastive,
+    /// The late-interaction term.
+    pub late_interaction: crate::LateInteraction,
+    /// The choice term.
+    pub choices: crate::Choices,
+    /// The optimiser's schedule.
+    pub schedule: crate::Schedule,
+    /// Seed of the weights, the masking and the sampling; the same seed gives the same run.
+    pub seed: u64,
+}
+
+impl Default for TrainerInitRamConfig<'_> {
+    fn default() -> Self {
+        Self {
+            mesh: None,
+            checkpoint: std::path::Path::new(""),
+            depth: 0,
+            hidden: 0,
+            heads: 0,
+            ffn_hidden: 0,
+            dimensions: 0,
+            objective: Default::default(),
+            batch: Default::default(),
+            masking: Default::default(),
+            contrastive: Default::default(),
+            late_interaction: Default::default(),
+            choices: Default::default(),
+            schedule: Default::default(),
+            seed: 0,
+        }
+    }
+}
+
+impl<'a> TrainerInitRamConfig<'a> {
+    /// The C argument struct, storing the handler, if any, in `slot`.
+    pub(crate) fn into_raw(
+        self,
+        _slot: *mut crate::call::HandlerSlot,
+    ) -> crate::Result<sys::uform_trainer_init_ram_args_t> {
+        let checkpoint = crate::raw::path(self.checkpoint)?;
+        Ok(sys::uform_trainer_init_ram_args_t {
+            mesh: crate::raw::handle(self.mesh),
+            checkpoint: checkpoint.0,
+            checkpoint_length: checkpoint.1,
+            depth: self.depth,
+            hidden: self.hidden,
+            heads: self.heads,
+            ffn_hidden: self.ffn_hidden,
+            dimensions: self.dimensions,
+            objective: self.objective.to_raw(),
+            batch: self.batch.as_raw()?,
+            masking: self.masking.as_raw()?,
+            contrastive: self.contrastive.as_raw()?,
+            late_interaction: self.late_interaction.as_raw()?,
+            choices: self.choices.as_raw()?,
+            schedule: self.schedule.as_raw()?,
+            seed: self.seed,
+        })
+    }
+}
+
+impl<'a> From<&'a str> for TrainerInitRamConfig<'a> {
+    /// A config whose `checkpoint` is `path`, every other field at its default.
+    fn from(path: &'a str) -> Self {
+        Self {
+            checkpoint: std::path::Path::new(path),
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a String> for TrainerInitRamConfig<'a> {
+    /// A config whose `checkpoint` is `path`, every other field at its default.
+    fn from(path: &'a String) -> Self {
+        Self {
+            checkpoint: std::path::Path::new(path),
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a std::path::Path> for TrainerInitRamConfig<'a> {
+    /// A config whose `checkpoint` is `path`, every other field at its default.
+    fn from(path: &'a std::path::Path) -> Self {
+        Self {
+            checkpoint: std::path::Path::new(path),
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a std::path::PathBuf> for TrainerInitRamConfig<'a> {
+    /// A config whose `checkpoint` is `path`, every other field at its default.
+    fn from(path: &'a std::path::PathBuf) -> Self {
+        Self {
+            checkpoint: std::path::Path::new(path),
+            ..Self::default()
+        }
+    }
+}
+
+impl<'a> From<&'a std::ffi::OsStr> for TrainerInitRamConfig<'a> {
+    /// A config whose `checkpoint` is `path`, every other field at its default.
+    fn from(path: &'a std::ffi::OsStr) -> Self {
+        Self {
+            checkpoint: std::path::Path::new(path),
+            ..Self::default()
+        }
+    }
+}
+
 /// A set of weighted edges between a step's items, as compressed sparse rows: item `i`'s neighbours
 /// are `ids[offsets[i]]` up to `ids[offsets[i + 1]]`. All-zero is no edges.
 ///
@@ -1208,7 +1349,8 @@ pub struct TrainerStepConfig<'a> {
     ///
     /// A `(data, offsets)` tape: item `i` spans `data[offsets[i]..offsets[i + 1]]`.
     pub choices: (&'a [u8], &'a [usize]),
-    /// Each item's target probabilities, one per legal choice, summing to one, a tape shaped as `choices`.
+    /// Each item's target probabilities, one per legal choice, finite, non-negative and summing to one within
+    /// 1e-5 (their F32 sum), a tape shaped as `choices`.
     ///
     /// A `(data, offsets)` tape: item `i` spans `data[offsets[i]..offsets[i + 1]]`.
     pub choice_targets: (&'a [f32], &'a [usize]),
@@ -1291,6 +1433,103 @@ impl crate::call::Check for TrainerStepConfig<'_> {
     }
 }
 
+/// What `uform_trainer_calibrate` did, filled once the call is final.
+///
+/// Mirrors `uform_trainer_calibrate_stats_t` field by field.
+#[doc(alias = "uform_trainer_calibrate_stats_t")]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TrainerCalibrateStats {
+    /// Held-out items scored.
+    pub items: usize,
+    /// Tokens through the trunk, each item's CHOOSE token included.
+    pub tokens: usize,
+    /// Temperature groups fitted: those with at least one item. The others keep their temperature.
+    pub groups_fitted: usize,
+    /// The items' mean choice cross-entropy at temperature 1, as a step scores choices.
+    pub loss_before: f32,
+    /// The items' mean choice cross-entropy at the fitted temperatures: at most `loss_before`, up to rounding.
+    pub loss_after: f32,
+    /// Wall time of the call in nanoseconds.
+    pub nanoseconds: u64,
+}
+
+const _: () = {
+    assert!(
+        core::mem::size_of::<TrainerCalibrateStats>()
+            == core::mem::size_of::<sys::uform_trainer_calibrate_stats_t>(),
+    );
+    assert!(
+        core::mem::align_of::<TrainerCalibrateStats>()
+            == core::mem::align_of::<sys::uform_trainer_calibrate_stats_t>(),
+    );
+    assert!(
+        core::mem::offset_of!(TrainerCalibrateStats, items)
+            == core::mem::offset_of!(sys::uform_trainer_calibrate_stats_t, items),
+    );
+    assert!(
+        core::mem::offset_of!(TrainerCalibrateStats, tokens)
+            == core::mem::offset_of!(sys::uform_trainer_calibrate_stats_t, tokens),
+    );
+    assert!(
+        core::mem::offset_of!(TrainerCalibrateStats, groups_fitted)
+            == core::mem::offset_of!(sys::uform_trainer_calibrate_stats_t, groups_fitted),
+    );
+    assert!(
+        core::mem::offset_of!(TrainerCalibrateStats, loss_before)
+            == core::mem::offset_of!(sys::uform_trainer_calibrate_stats_t, loss_before),
+    );
+    assert!(
+        core::mem::offset_of!(TrainerCalibrateStats, loss_after)
+            == core::mem::offset_of!(sys::uform_trainer_calibrate_stats_t, loss_after),
+    );
+    assert!(
+        core::mem::offset_of!(TrainerCalibrateStats, nanoseconds)
+            == core::mem::offset_of!(sys::uform_trainer_calibrate_stats_t, nanoseconds),
+    );
+};
+
+/// The knobs of `uform_trainer_calibrate`; all-zero puts every item in temperature group 0.
+///
+/// Mirrors `uform_trainer_calibrate_args_t` field by field; a field left at its default is zero, which the library derives.
+#[doc(alias = "uform_trainer_calibrate_args_t")]
+#[derive(Default)]
+pub struct TrainerCalibrateConfig<'a> {
+    /// Each item's temperature group, below the trainer's `choices.groups`; empty puts all in 0.
+    pub temperature_groups: &'a [usize],
+    /// Nullable; receives what the call did.
+    pub stats: Option<&'a mut crate::TrainerCalibrateStats>,
+    /// Nullable; called with items completed and items in all.
+    pub progress: Option<crate::Progress<'a>>,
+}
+
+impl core::fmt::Debug for TrainerCalibrateConfig<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TrainerCalibrateConfig")
+            .field("temperature_groups", &self.temperature_groups)
+            .field("stats", &self.stats)
+            .field("progress", &self.progress.as_ref().map(|_| "FnMut"))
+            .finish()
+    }
+}
+
+impl<'a> TrainerCalibrateConfig<'a> {
+    /// The C argument struct, storing the handler, if any, in `slot`.
+    pub(crate) fn into_raw(
+        self,
+        slot: *mut crate::call::HandlerSlot,
+    ) -> crate::Result<sys::uform_trainer_calibrate_args_t> {
+        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        Ok(sys::uform_trainer_calibrate_args_t {
+            temperature_groups: crate::raw::slice(self.temperature_groups).cast(),
+            temperature_groups_count: self.temperature_groups.len(),
+            stats: crate::raw::out(self.stats),
+            progress,
+            progress_context,
+        })
+    }
+}
+
 impl crate::Mesh {
     /// Joins the hosts of a run over the devices of a VRAM executor. Blocks until every host has joined
     /// or `timeout_seconds` pass (`uform_status_timeout_k`).
@@ -1339,7 +1578,10 @@ impl crate::Mesh {
 }
 
 impl<'a> crate::Trainer<'a> {
-    /// Makes a trainer on a VRAM executor's devices.
+    /// Makes a trainer on a VRAM executor's devices. Starting from a checkpoint, the geometry fields (`depth`,
+    /// `hidden`, `heads`, `ffn_hidden`, `dimensions`, `late_interaction.token_width`, `choices.groups` and the
+    /// front-ends' shape fields) are taken from it: each may be left at zero or name the checkpoint's value, and any other
+    /// value answers `uform_status_invalid_argument_k`.
     ///
     /// Calls `uform_trainer_init_vram`.
     #[doc(alias = "uform_trainer_init_vram")]
@@ -1364,7 +1606,34 @@ impl<'a> crate::Trainer<'a> {
     }
 }
 
-/// The trainer's verbs `step`, `save`, written once for every receiver: `trainer.on(&executor)` blocks on an executor, and `trainer.deferred(&executor)` submits it, answering a [`Deferred`](crate::Deferred).
+impl<'a> crate::Trainer<'a> {
+    /// Makes a trainer on a RAM executor's threads, its weights, gradients and moments in host memory. The
+    /// configuration and the checkpoint's geometry follow `uform_trainer_init_vram`.
+    ///
+    /// Calls `uform_trainer_init_ram`.
+    #[doc(alias = "uform_trainer_init_ram")]
+    pub fn init_ram(
+        executor: &crate::Executor,
+        args: impl Into<crate::TrainerInitRamConfig<'a>>,
+    ) -> crate::Result<Self> {
+        let slot: *mut crate::call::HandlerSlot = core::ptr::null_mut();
+        let args = args.into().into_raw(slot)?;
+        let mut handle = core::ptr::null_mut();
+        let mut message = core::ptr::null();
+        let status = unsafe {
+            sys::uform_trainer_init_ram(
+                crate::raw::Handle::raw(executor),
+                &args,
+                &mut handle,
+                &mut message,
+            )
+        };
+        crate::error::check(status, message)?;
+        Self::from_raw(handle)
+    }
+}
+
+/// The trainer's verbs `step`, `calibrate`, `save`, written once for every receiver: `trainer.on(&executor)` blocks on an executor, and `trainer.deferred(&executor)` submits it, answering a [`Deferred`](crate::Deferred).
 ///
 /// Each verb takes the same arguments whatever the receiver; a blocking one answers its `Result` directly. A deferred receiver takes owned inputs and `'static` configs and handlers.
 pub trait TrainVerbs: crate::Receiver {
@@ -1394,6 +1663,42 @@ pub trait TrainVerbs: crate::Receiver {
         })
     }
 
+    /// Fits each temperature group's `T_g` on held-out choice items, the model frozen (temperature scaling,
+    /// MODEL.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
+    ///
+    /// Item `i` is the text `texts[i]` followed by CHOOSE, its legal bytes `choices[i]` (at least one, distinct), and its
+    /// labels `targets[i]`: one finite non-negative F32 per legal byte, summing to one within 1e-5. Any number of items
+    /// may be given (they need not fit one step's batch), each text plus its CHOOSE token within the batch's
+    /// `max_columns_per_row` (`uform_status_limit_exceeded_k` otherwise). Groups without items keep their temperature:
+    /// 1 for seeded weights, else the starting checkpoint's or an earlier calibration's. Calibration changes no weight
+    /// and no step count. A trainer without choices (a checkpoint without the byte head) answers
+    /// `uform_status_unsupported_k`.
+    ///
+    /// Calls `uform_trainer_calibrate`.
+    #[doc(alias = "uform_trainer_calibrate")]
+    fn calibrate<'a, 'c, Texts, Choices, Targets, Config>(
+        self,
+        texts: Texts,
+        choices: Choices,
+        targets: Targets,
+        config: Config,
+    ) -> Self::Answer<'a, ()>
+    where
+        Texts: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
+        Choices: crate::Accepts<Self::Mode, crate::inputs::Bytes>,
+        Targets: crate::Accepts<Self::Mode, crate::inputs::Samples>,
+        Config: Into<crate::TrainerCalibrateConfig<'c>>,
+        Self::Mode: crate::inputs::Admits<'c>,
+        Self: 'a,
+    {
+        self.dispatch(CalibrateCall {
+            texts,
+            choices,
+            targets,
+            config: config.into(),
+        })
+    }
+
     /// Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
     /// atomically: to a temporary file renamed into place.
     ///
@@ -1410,6 +1715,7 @@ pub trait TrainVerbs: crate::Receiver {
 
 /// Every receiver of a trainer's verbs.
 impl<R: crate::Receiver<Of = crate::call::OfTrainer>> TrainVerbs for R {}
+
 /// One call of `uform_trainer_step`.
 struct StepCall<'c, Modalities, Contents> {
     modalities: Modalities,
@@ -1513,6 +1819,119 @@ where
 
     unsafe fn finish(raw: &Self::Raw) -> crate::Result<Self::Output> {
         crate::Rows::from_raw(raw)
+    }
+}
+
+/// One call of `uform_trainer_calibrate`.
+struct CalibrateCall<'c, Texts, Choices, Targets> {
+    texts: Texts,
+    choices: Choices,
+    targets: Targets,
+    config: crate::TrainerCalibrateConfig<'c>,
+}
+
+unsafe impl<'c, R, Texts, Choices, Targets> crate::call::Verb<R>
+    for CalibrateCall<'c, Texts, Choices, Targets>
+where
+    R: crate::Receiver,
+    Texts: crate::Accepts<R::Mode, crate::inputs::Bytes>,
+    Choices: crate::Accepts<R::Mode, crate::inputs::Bytes>,
+    Targets: crate::Accepts<R::Mode, crate::inputs::Samples>,
+{
+    type Held = (
+        <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::Kept,
+        <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::Kept,
+        <Targets as crate::Accepts<R::Mode, crate::inputs::Samples>>::Kept,
+        sys::uform_trainer_calibrate_args_t,
+    );
+
+    type Raw = ();
+
+    type Output = ();
+
+    fn measure(&self) -> crate::Result<usize> {
+        let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
+            &self.texts,
+            &crate::inputs::TapeNames {
+                fall: "the texts tape's offsets fall",
+                leave: "the texts tape's offsets leave its data",
+                per_item: "",
+            },
+        )?;
+        let choices = <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::measure(
+            &self.choices,
+            &crate::inputs::TapeNames {
+                fall: "the choices tape's offsets fall",
+                leave: "the choices tape's offsets leave its data",
+                per_item: "`choices` holds one value per item of `texts`",
+            },
+        )?;
+        let targets = <Targets as crate::Accepts<R::Mode, crate::inputs::Samples>>::measure(
+            &self.targets,
+            &crate::inputs::TapeNames {
+                fall: "the targets tape's offsets fall",
+                leave: "the targets tape's offsets leave its data",
+                per_item: "`targets` holds one value per item of `texts`",
+            },
+        )?;
+        Ok(texts.words + choices.words + targets.words)
+    }
+
+    fn hold(
+        self,
+        tail: &mut &mut [usize],
+        slot: *mut crate::call::HandlerSlot,
+    ) -> crate::Result<Self::Held> {
+        let config = self.config.into_raw(slot)?;
+        Ok((
+            <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::keep(self.texts, tail),
+            <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::keep(self.choices, tail),
+            <Targets as crate::Accepts<R::Mode, crate::inputs::Samples>>::keep(self.targets, tail),
+            config,
+        ))
+    }
+
+    unsafe fn call(
+        held: *const Self::Held,
+        target: *mut core::ffi::c_void,
+        executor: sys::uform_executor_t,
+        raw: *mut Self::Raw,
+        outcome: *mut sys::uform_outcome_t,
+        message: *mut *const core::ffi::c_char,
+    ) -> sys::uform_status_t {
+        let (texts, choices, targets, config) = unsafe { &*held };
+        let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(texts);
+        let choices = <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(choices);
+        let targets = <Targets as crate::Accepts<R::Mode, crate::inputs::Samples>>::tape(targets);
+        let _ = raw;
+        unsafe {
+            sys::uform_trainer_calibrate(
+                target.cast(),
+                executor,
+                texts.data.cast(),
+                texts.length,
+                texts.offsets,
+                texts.count,
+                choices.data.cast(),
+                choices.length,
+                choices.offsets,
+                choices.count,
+                targets.data.cast(),
+                targets.length,
+                targets.offsets,
+                targets.count,
+                config,
+                outcome,
+                message,
+            )
+        }
+    }
+
+    unsafe fn finish(raw: &Self::Raw) -> crate::Result<Self::Output> {
+        {
+            let _ = raw;
+            Ok(())
+        }
     }
 }
 

@@ -529,6 +529,249 @@ static void from_checkpoint(void) {
     CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_not_found_k);
 }
 
+/** Reads the F32 values of `name` from a checkpoint into `values` (at most `capacity`); answers how many. */
+static size_t saved_floats(char const *path, char const *name, float *values, size_t capacity) {
+    static char header[1 << 16];
+    unsigned char prefix[8];
+    unsigned long long begin = 0, end = 0, length = 0;
+    char pattern[256];
+    char const *at;
+    size_t i, count = 0;
+    FILE *file = fopen(path, "rb");
+    if (!file) return 0;
+    if (fread(prefix, 1, 8, file) == 8) {
+        for (i = 8; i-- > 0;) length = length << 8 | prefix[i];
+        if (length < sizeof(header) && fread(header, 1, (size_t)length, file) == length) {
+            header[length] = '\0';
+            snprintf(pattern, sizeof(pattern), "\"%s\":{", name);
+            at = strstr(header, pattern);
+            at = at ? strstr(at, "\"data_offsets\":[") : NULL;
+            if (at && sscanf(at, "\"data_offsets\":[%llu,%llu]", &begin, &end) == 2 && (end - begin) % 4 == 0 &&
+                (end - begin) / 4 <= capacity && fseek(file, (long)(8 + length + begin), SEEK_SET) == 0)
+                count = fread(values, 4, (size_t)((end - begin) / 4), file);
+        }
+    }
+    fclose(file);
+    return count;
+}
+
+/** Calibrates `trainer` on `executor` with the held-out items below; `groups` may be NULL. */
+static uform_status_t calibrate(uform_trainer_t trainer, uform_executor_t executor, test_tape_t const *texts,
+                                test_tape_t const *choices, float const *targets, size_t const *target_offsets,
+                                uform_trainer_calibrate_args_t const *args) {
+    return uform_trainer_calibrate(trainer, executor, texts->data, texts->length, texts->offsets, texts->count,
+                                   choices->data, choices->length, choices->offsets, choices->count, targets,
+                                   target_offsets[choices->count], target_offsets, choices->count, args, NULL, MSG);
+}
+
+/** A RAM trainer: the configuration of a VRAM one, checked alike before the backend; every later call takes a RAM
+ *  executor of the trainer's NUMA nodes. Runs in every build; the stub's RAM trainer must exist. */
+static void ram_trainer(void) {
+    static char const *const held_out[] = {"is it?", "yes or no", "pick one"};
+    static char const *const held_out_choices[] = {"yn", "yn", "ABC"};
+    static float targets[7] = {1.0f, 0.0f, 0.0f, 1.0f, 0.2f, 0.3f, 0.5f};
+    static size_t target_offsets[4] = {0, 2, 4, 7};
+    static size_t groups[3] = {0, 1, 1};
+    uform_executor_t ram = NULL, pinned = NULL, local = NULL;
+    uform_trainer_init_ram_args_t init;
+    uform_trainer_t trainer = NULL;
+    uform_trainer_step_stats_t stats;
+    uform_trainer_step_args_t args;
+    uform_trainer_calibrate_stats_t calibrated;
+    uform_trainer_calibrate_args_t calibration;
+    test_tape_t texts, choices;
+    char saved[4200];
+    size_t node = 0;
+    uform_status_t status;
+    if (!CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) return;
+    memset(&init, 0, sizeof(init));
+    init.checkpoint = tiny_path();
+    init.checkpoint_length = strlen(tiny_path());
+    init.batch.max_rows_per_device = 8;
+    init.batch.max_columns_per_row = 64;
+
+    /* A geometry the checkpoint contradicts is refused; the checkpoint's own values pass (below). */
+    init.hidden = 128;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.hidden = 64;
+    init.depth = 3;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.depth = 2;
+    init.choices.groups = 1;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.choices.groups = 2;
+    init.late_interaction.token_width = 16;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.late_interaction.token_width = 32;
+    init.batch.audio.sample_rate = 8000;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.batch.audio.sample_rate = 16000;
+    init.batch.image.patch_side = 16;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    init.batch.image.patch_side = 8;
+    /* A VRAM or local executor, and a mesh: a RAM trainer trains on a RAM executor, in one process. */
+    if (vram) CHECK_STATUS(uform_trainer_init_ram(vram, &init, &trainer, MSG), uform_status_unsupported_k);
+    if (CHECK_OK(uform_executor_init_local(&local, MSG))) {
+        CHECK_STATUS(uform_trainer_init_ram(local, &init, &trainer, MSG), uform_status_unsupported_k);
+        uform_executor_free(local);
+    }
+    init.mesh = (uform_mesh_t)&init; /* never read: any mesh is refused first */
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
+    init.mesh = NULL;
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, NULL, MSG), uform_status_invalid_argument_k);
+
+    status = uform_trainer_init_ram(ram, &init, &trainer, MSG);
+    if (build_is_stub()) CHECK_OK(status);
+    else CHECK(status == uform_status_ok_k || status == uform_status_unsupported_k); /* until the RAM trainer */
+    if (status != uform_status_ok_k) {
+        uform_executor_free(ram);
+        return;
+    }
+
+    /* A step on its executor; on another residency's, other NUMA nodes' or a local one, refused. */
+    args = base_step(&stats);
+    if (CHECK_OK(uform_trainer_step(trainer, ram, texts_only, content_tape.data, content_tape.length,
+                                    content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG))) {
+        CHECK_SIZE(stats.step, 0);
+        CHECK_SIZE(stats.items, 4);
+        CHECK(finite_stats(&stats));
+    }
+    if (vram)
+        CHECK_STATUS(uform_trainer_step(trainer, vram, texts_only, content_tape.data, content_tape.length,
+                                        content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG),
+                     uform_status_invalid_argument_k);
+    if (CHECK_OK(uform_executor_init_ram(&node, 1, uform_cpu_class_auto_k, 1, &pinned, MSG))) {
+        CHECK_STATUS(uform_trainer_step(trainer, pinned, texts_only, content_tape.data, content_tape.length,
+                                        content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG),
+                     uform_status_invalid_argument_k);
+        CHECK_STATUS(uform_trainer_save(trainer, pinned, "x", 1, NULL, MSG), uform_status_invalid_argument_k);
+        uform_executor_free(pinned);
+    }
+    if (vram) {
+        uform_arena_t device_arena = NULL;
+        if (CHECK_OK(uform_arena_init(vram, &device_arena, MSG))) {
+            args.arena = device_arena;
+            CHECK_STATUS(uform_trainer_step(trainer, ram, texts_only, content_tape.data, content_tape.length,
+                                            content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG),
+                         uform_status_invalid_argument_k);
+            args.arena = NULL;
+            uform_arena_free(device_arena);
+        }
+    }
+
+    /* Choice targets sum to one within 1e-5 (their F32 sum); a choice item's CHOOSE counts against its row. */
+    {
+        static char const *const options[] = {"yn", "", "", ""};
+        static float close[2] = {0.5f, 0.500004f}, far[2] = {0.5f, 0.50002f};
+        static size_t offsets[5] = {0, 2, 2, 2, 2};
+        static char long_text[65];
+        char const *items[4] = {long_text, "a kitten", "a dog", "a puppy"};
+        test_tape_t option_tape, item_tape;
+        tape_of(&option_tape, options, 4);
+        args = base_step(&stats);
+        args.choices = option_tape.data;
+        args.choices_length = option_tape.length;
+        args.choices_offsets = option_tape.offsets;
+        args.choices_count = 4;
+        args.choice_targets = close;
+        args.choice_targets_length = 2;
+        args.choice_targets_offsets = offsets;
+        args.choice_targets_count = 4;
+        CHECK_OK(uform_trainer_step(trainer, ram, texts_only, content_tape.data, content_tape.length,
+                                    content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG));
+        args.choice_targets = far;
+        CHECK_STATUS(uform_trainer_step(trainer, ram, texts_only, content_tape.data, content_tape.length,
+                                        content_tape.offsets, content_tape.count, &args, NULL, NULL, MSG),
+                     uform_status_invalid_argument_k);
+        args.choice_targets = close;
+        memset(long_text, 'a', 63);
+        tape_of(&item_tape, items, 4);
+        CHECK_OK(uform_trainer_step(trainer, ram, texts_only, item_tape.data, item_tape.length, item_tape.offsets,
+                                    item_tape.count, &args, NULL, NULL, MSG));
+        long_text[63] = 'a'; /* 64 bytes and CHOOSE: past a row of 64 */
+        tape_of(&item_tape, items, 4);
+        CHECK_STATUS(uform_trainer_step(trainer, ram, texts_only, item_tape.data, item_tape.length, item_tape.offsets,
+                                        item_tape.count, &args, NULL, NULL, MSG),
+                     uform_status_limit_exceeded_k);
+    }
+
+    /* Calibration: two groups fitted on three held-out items, lowering their loss. */
+    tape_of(&texts, held_out, 3);
+    tape_of(&choices, held_out_choices, 3);
+    memset(&calibration, 0, sizeof(calibration));
+    memset(&calibrated, 0, sizeof(calibrated));
+    calibration.temperature_groups = groups;
+    calibration.temperature_groups_count = 3;
+    calibration.stats = &calibrated;
+    if (CHECK_OK(calibrate(trainer, ram, &texts, &choices, targets, target_offsets, &calibration))) {
+        CHECK_SIZE(calibrated.items, 3);
+        CHECK_SIZE(calibrated.groups_fitted, 2);
+        CHECK_SIZE(calibrated.tokens, strlen(held_out[0]) + strlen(held_out[1]) + strlen(held_out[2]) + 3);
+        CHECK(isfinite(calibrated.loss_before) && isfinite(calibrated.loss_after));
+        CHECK(calibrated.loss_after <= calibrated.loss_before + 1e-5f);
+    }
+    {
+        test_progress_t progress;
+        memset(&progress, 0, sizeof(progress));
+        progress.stop_at_call = 1;
+        calibration.progress = test_progress;
+        calibration.progress_context = &progress;
+        CHECK_STATUS(calibrate(trainer, ram, &texts, &choices, targets, target_offsets, &calibration),
+                     uform_status_cancelled_k);
+        calibration.progress = NULL;
+        calibration.progress_context = NULL;
+    }
+    if (vram)
+        CHECK_STATUS(calibrate(trainer, vram, &texts, &choices, targets, target_offsets, &calibration),
+                     uform_status_invalid_argument_k);
+    groups[2] = 2; /* not below the checkpoint's two groups */
+    CHECK_STATUS(calibrate(trainer, ram, &texts, &choices, targets, target_offsets, &calibration),
+                 uform_status_invalid_argument_k);
+    groups[2] = 1;
+    calibration.temperature_groups_count = 2;
+    CHECK_STATUS(calibrate(trainer, ram, &texts, &choices, targets, target_offsets, &calibration),
+                 uform_status_shape_mismatch_k);
+    calibration.temperature_groups_count = 3;
+    targets[0] = 0.9f; /* the first item's targets sum to 0.9 */
+    CHECK_STATUS(calibrate(trainer, ram, &texts, &choices, targets, target_offsets, &calibration),
+                 uform_status_invalid_argument_k);
+    targets[0] = 1.0f;
+    {
+        static char const *const no_choice[] = {"yn", "", "ABC"};
+        static size_t empty_offsets[4] = {0, 2, 2, 5};
+        static float empty_targets[5] = {1.0f, 0.0f, 0.2f, 0.3f, 0.5f};
+        static char fits[64], past[65];
+        char const *fitting[3] = {fits, "b", "c"}, *overlong[3] = {past, "b", "c"};
+        test_tape_t long_texts;
+        tape_of(&long_texts, no_choice, 3);
+        CHECK_STATUS(calibrate(trainer, ram, &texts, &long_texts, empty_targets, empty_offsets, &calibration),
+                     uform_status_invalid_argument_k);
+        memset(fits, 'r', 63); /* 63 bytes and CHOOSE fill a row of 64 */
+        tape_of(&long_texts, fitting, 3);
+        CHECK_OK(calibrate(trainer, ram, &long_texts, &choices, targets, target_offsets, &calibration));
+        memset(past, 'r', 64);
+        tape_of(&long_texts, overlong, 3);
+        CHECK_STATUS(calibrate(trainer, ram, &long_texts, &choices, targets, target_offsets, &calibration),
+                     uform_status_limit_exceeded_k);
+    }
+    choices.count = 2;
+    CHECK_STATUS(calibrate(trainer, ram, &texts, &choices, targets, target_offsets, &calibration),
+                 uform_status_shape_mismatch_k);
+    choices.count = 3;
+
+    /* The fitted temperatures go into the checkpoint `save` writes. */
+    snprintf(saved, sizeof(saved), "%s/calibrated.safetensors", directory[0] ? directory : ".");
+    if (CHECK_OK(uform_trainer_save(trainer, ram, saved, strlen(saved), NULL, MSG))) {
+        float temperatures[2] = {0, 0};
+        if (CHECK_SIZE(saved_floats(saved, "head.choice.temperatures", temperatures, 2), 2))
+            CHECK(temperatures[0] >= 0.01f && temperatures[0] <= 100.0f && temperatures[1] >= 0.01f &&
+                  temperatures[1] <= 100.0f && (temperatures[0] != 1.0f || temperatures[1] != 1.0f));
+        remove(saved);
+    }
+    uform_trainer_free(trainer);
+    uform_executor_free(ram);
+}
+
 /** Host 0 of two waits for a peer that never comes. */
 static void timeout(void) {
     uform_mesh_options_t options;
@@ -558,6 +801,8 @@ int main(void) {
     if (build_is_stub()) CHECK_SIZE(count, stub_gpu_count());
     if (count == 0) {
         without_gpus();
+        tape_of(&content_tape, contents, 4);
+        ram_trainer();
         return test_report("train");
     }
     width = count < 2 ? count : 2;
@@ -568,6 +813,7 @@ int main(void) {
     if (CHECK(make_temp_directory(directory, sizeof(directory), "train"))) {
         mesh_and_trainer();
         from_checkpoint();
+        ram_trainer();
         timeout();
         remove(directory); /* succeeds only when the mesh left nothing behind; harmless otherwise */
     }

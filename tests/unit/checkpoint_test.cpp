@@ -973,6 +973,58 @@ void test_files() {
 
 // endregion
 
+/// The trainer's scalars (MODEL.md, "Training"): accepted and left out of the model, each still checked as F32 [1]
+/// inside the file; any other `trainer.*` name is an unknown tensor.
+void test_trainer_tensors() {
+    spec_t base = tiny();
+    for (char const *name :
+         {"trainer.contrastive.log_scale", "trainer.contrastive.bias", "trainer.late_interaction.log_scale"})
+        base.tensors.push_back({name, "F32", {1}, std::nullopt, {}, {}});
+    uform::checkpoint_t const c = expect_spec(ok, base, "the trainer's scalars");
+    CHECK(c.tensors.size() == tiny().tensors.size() + 3);
+    CHECK(c.geometry.hidden == 64 && c.geometry.choice_groups == 2);
+
+    spec_t s = tiny();
+    s.tensors.push_back({"trainer.contrastive.bias", "F32", {1}, std::nullopt, {}, {}});
+    expect_spec(ok, s, "one scalar of the three");
+
+    s = base;
+    s.tensor("trainer.contrastive.bias").dtype = "BF16";
+    expect_spec(mismatch, s, "a trainer scalar in BF16",
+                "checkpoint: tensor trainer.contrastive.bias has the wrong dtype");
+    s = base;
+    s.tensor("trainer.late_interaction.log_scale").shape = {2};
+    expect_spec(mismatch, s, "a trainer scalar of two values",
+                "checkpoint: tensor trainer.late_interaction.log_scale has the wrong shape");
+    s = base;
+    s.tensor("trainer.contrastive.log_scale").shape = {};
+    expect_spec(mismatch, s, "a trainer scalar of rank 0");
+    s = base;
+    s.tensor("trainer.contrastive.log_scale").shape = {1, 1};
+    expect_spec(mismatch, s, "a trainer scalar of rank 2");
+
+    // Offsets: past the end of the file, reversed, overlapping a model tensor.
+    s = base;
+    header_t const h = render(s);
+    s.tensor("trainer.contrastive.bias").offsets = std::pair{h.data_size, h.data_size + 4};
+    header_t const past = render(s);
+    expect_parse(corrupt, past.json, past.file_size() - 1, "a trainer scalar past the end of the file",
+                 "checkpoint: a tensor's data lies past the end of the file");
+    s = base;
+    s.tensor("trainer.contrastive.bias").offsets = std::pair{8, 4};
+    expect_spec(corrupt, s, "a trainer scalar's offsets reversed", "checkpoint: a tensor's data_offsets are reversed");
+    s = base;
+    s.tensor("trainer.contrastive.bias").offsets = std::pair{0, 4};
+    expect_spec(corrupt, s, "a trainer scalar over the byte embedding", "checkpoint: two tensors' data overlap");
+
+    s = base;
+    s.tensors.push_back({"trainer.unknown", "F32", {1}, std::nullopt, {}, {}});
+    expect_spec(corrupt, s, "an unknown trainer tensor");
+    s = base;
+    s.tensors.push_back({"trainer.contrastive.log_scale.extra", "F32", {1}, std::nullopt, {}, {}});
+    expect_spec(corrupt, s, "a name that only starts like a trainer scalar");
+}
+
 } // namespace
 
 int main() {
@@ -983,6 +1035,7 @@ int main() {
     test_metadata();
     test_geometry();
     test_tensors();
+    test_trainer_tensors();
     test_files();
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

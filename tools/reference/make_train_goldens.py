@@ -273,6 +273,42 @@ def clear_grads(model):
         p.grad = None
 
 
+def upstream_inputs(fwd) -> list:
+    """The forward's outputs the losses read, each retaining its gradient for `upstream_entries`: z, the token
+    vectors (items ascending), the masked items' logits (items ascending), the choice items' legal-byte logits."""
+    groups = [[fwd.z], [fwd.token_vectors[i] for i in sorted(fwd.token_vectors)],
+              [fwd.mask_logits[i] for i in sorted(fwd.mask_logits)],
+              [fwd.choice_logits[i] for i in sorted(fwd.choice_logits)]]
+    for group in groups:
+        for t in group:
+            t.retain_grad()
+    return groups
+
+
+def upstream_entries(fwd, groups) -> list:
+    """The joint loss's gradients at the trunk's outputs (what a trunk's backward starts from): `upstream.z`,
+    `upstream.token_vectors` (laid out as `step0.token_vectors`), `upstream.mask_logits` [M, 256] (rows in
+    batch.json's masks order), `upstream.choice_logits` (the legal bytes' logits, flattened in item order)."""
+    def cat(group):
+        return np.concatenate([f32(t.grad if t.grad is not None else torch.zeros_like(t)).reshape(-1 if t.ndim < 2
+                               else t.shape[0], *t.shape[1:]) for t in group])
+    return [("upstream.z", cat(groups[0])), ("upstream.token_vectors", cat(groups[1])),
+            ("upstream.mask_logits", cat(groups[2])), ("upstream.choice_logits", cat(groups[3]))]
+
+
+def frontend_entries(model, batch: Batch, masks: dict) -> list:
+    """The media items' front-end inputs as the trunk reads them: patch vectors and (t, h, w) positions."""
+    out = []
+    for i, it in enumerate(batch.items):
+        if it.modality == "text":
+            continue
+        seg = model.segment(it, masks.get(i))
+        vectors = seg.extras["tubelets" if it.modality == "video" else "patches"]
+        out += [(f"step0.patches.{it.modality}", f32(vectors)), (f"step0.positions.{it.modality}",
+                                                                np.asarray(seg.positions.numpy(), dtype=np.int64))]
+    return out
+
+
 def step0_entries(model, batch: Batch, masks: dict, names: list, desc: dict) -> list:
     """Step 0: the embeddings and token vectors, each term, the joint loss's gradient of every tensor, each
     term's own gradient norms, and every contrastive and late-interaction variant on those inputs."""
@@ -291,8 +327,10 @@ def step0_entries(model, batch: Batch, masks: dict, names: list, desc: dict) -> 
         term_norms.append([float(g.double().norm()) for g in grads_of(model).values()])
     clear_grads(model)
     loss = joint(parts, OBJECTIVE)
+    upstream = upstream_inputs(fwd)
     loss.backward()
     grads = grads_of(model)
+    out += upstream_entries(fwd, upstream) + frontend_entries(model, batch, masks)
     clear_grads(model)
     out += [("step0.terms", np.array([float(values[k].detach()) for k in TERMS] + [float(loss.detach())])),
             ("grad.norms", np.array([float(grads[n].double().norm()) for n in names])),

@@ -354,6 +354,9 @@ pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
                         Type::Path(path) if last_ident(&path.path) == "Option" => {
                             names.progress.insert(name);
                         }
+                        Type::Path(path) if names.structs.contains(&last_ident(&path.path)) => {
+                            names.structs.insert(name);
+                        }
                         _ => {}
                     }
                 }
@@ -445,6 +448,36 @@ pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
                         }
                         _ => {}
                     }
+                }
+                // `typedef struct_t alias_t;`: a second name for a struct, with its own doc and directives
+                // (such as another `@uform config`), so two C names share one layout.
+                Item::Type(alias) => {
+                    let Type::Path(path) = &*alias.ty else {
+                        continue;
+                    };
+                    let target = last_ident(&path.path);
+                    if !names.structs.contains(&target) {
+                        continue;
+                    }
+                    let fields = decls
+                        .iter()
+                        .find_map(|d| match d {
+                            Decl::Struct(s) if s.c == target => Some(s.fields.clone()),
+                            _ => None,
+                        })
+                        .ok_or_else(|| {
+                            format!(
+                                "uform-gen: the alias `{}` names `{target}` before it is declared",
+                                alias.ident
+                            )
+                        })?;
+                    let doc = doc_of(&alias.attrs);
+                    decls.push(Decl::Struct(Struct {
+                        directives: Directives::parse(&doc),
+                        c: alias.ident.to_string(),
+                        doc,
+                        fields,
+                    }));
                 }
                 Item::ForeignMod(block) => {
                     for member in &block.items {

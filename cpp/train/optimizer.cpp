@@ -1,0 +1,90 @@
+// The schedule, the gradient norm and clipping, and AdamW's step (train_optim.py, torch.optim.AdamW foreach=False).
+#include "cpp/train/optimizer.hpp"
+
+// torch rounds each product and sum of its AdamW separately: no contraction into fused multiply-adds here.
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace uform::train {
+namespace {
+
+/// Elements per parallel task of the element-wise loops.
+constexpr std::size_t chunk = 1 << 16;
+
+/// Runs `body(view, begin, end)` over every view's elements in chunks, through `parallel`.
+template <typename body_t>
+void for_chunks(std::span<adamw_view_t const> views, ram::parallel_t const &parallel, body_t &&body) noexcept {
+    std::size_t tasks = 0;
+    for (auto const &view : views) tasks += (view.count + chunk - 1) / chunk;
+    parallel(tasks, [&](std::size_t task, std::size_t) {
+        for (auto const &view : views) {
+            std::size_t const here = (view.count + chunk - 1) / chunk;
+            if (task < here) {
+                body(view, task * chunk, std::min(view.count, (task + 1) * chunk));
+                return;
+            }
+            task -= here;
+        }
+    });
+}
+
+} // namespace
+
+double learning_rate(uform_schedule_t const &schedule, std::size_t k) noexcept {
+    double const lr = schedule.learning_rate, lo = schedule.min_learning_rate;
+    if (k < schedule.warmup_steps) return lr * double(k + 1) / double(schedule.warmup_steps);
+    if (k >= schedule.steps) return lo;
+    double const span = double(std::max<std::size_t>(1, schedule.steps - schedule.warmup_steps));
+    return lo + (lr - lo) * (1 + std::cos(std::numbers::pi * double(k - schedule.warmup_steps) / span)) / 2;
+}
+
+double gradient_norm(std::span<adamw_view_t const> views) noexcept {
+    double total = 0;
+    for (auto const &view : views) {
+        double sum = 0;
+        for (std::size_t e = 0; e != view.count; ++e) sum += double(view.grad[e]) * double(view.grad[e]);
+        total += sum;
+    }
+    return std::sqrt(total);
+}
+
+double clip_factor(double norm, double clip_norm) noexcept { return norm <= clip_norm ? 1.0 : clip_norm / norm; }
+
+void scale_gradients(std::span<adamw_view_t const> views, double factor, ram::parallel_t const &parallel) noexcept {
+    if (factor == 1.0) return;
+    float const f = static_cast<float>(factor);
+    for_chunks(views, parallel, [f](adamw_view_t const &view, std::size_t begin, std::size_t end) {
+        for (std::size_t e = begin; e != end; ++e) view.grad[e] *= f;
+    });
+}
+
+void adamw_step(std::span<adamw_view_t const> views, std::size_t k, double lr, double weight_decay,
+                adamw_t const &constants, ram::parallel_t const &parallel) noexcept {
+    double const t = double(k + 1);
+    double const correction1 = 1 - std::pow(constants.beta1, t), correction2 = 1 - std::pow(constants.beta2, t);
+    float const decay = static_cast<float>(1 - lr * weight_decay);
+    float const keep1 = static_cast<float>(1 - constants.beta1), beta2 = static_cast<float>(constants.beta2);
+    float const keep2 = static_cast<float>(1 - constants.beta2), eps = static_cast<float>(constants.eps);
+    float const step = static_cast<float>(-(lr / correction1)), root2 = static_cast<float>(std::sqrt(correction2));
+    for_chunks(views, parallel, [&](adamw_view_t const &view, std::size_t begin, std::size_t end) {
+        for (std::size_t e = begin; e != end; ++e) {
+            float theta = view.master[e];
+            if (view.decays) theta *= decay;
+            float const g = view.grad[e];
+            // torch's lerp with weight below 0.5: `m + w (g - m)`, one fused multiply-add.
+            float const m = std::fma(keep1, g - view.moment1[e], view.moment1[e]);
+            float const v = view.moment2[e] * beta2 + keep2 * g * g;
+            float const denom = std::sqrt(v) / root2 + eps;
+            view.moment1[e] = m;
+            view.moment2[e] = v;
+            view.master[e] = theta + step * m / denom;
+        }
+    });
+}
+
+} // namespace uform::train

@@ -1,0 +1,611 @@
+// The trainer's trunk: the forward keeps each block's input; the backward recomputes one block at a time from it
+// (docs/decisions.md, "Training": activation checkpointing per block), then runs that block's backward by hand.
+#include "trunk.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "../../c/fail.hpp"
+#include "../../c/scalars.hpp"
+#include "../kernels/gemm.hpp"
+
+namespace uform::train {
+namespace {
+
+using ram::gemm_b_t;
+
+/// Rows of one chunk of a row-wise reduction (norm weights, biases): fixed, so sums never depend on the threads.
+constexpr std::size_t reduce_rows_k = 64;
+/// Tokens per chunk of a weight gradient's product (`dW += dY^T X`), which bounds the transposed `dY` scratch.
+constexpr std::size_t weight_chunk_rows_k = 1536;
+
+/// A row-major `[depth x columns]` matrix of BF16 values as a GEMM's B.
+gemm_b_t row_major(float const *data, std::size_t depth, std::size_t columns, std::size_t stride) noexcept {
+    return {data, depth, columns, ram::gemm_panel_columns_k, stride};
+}
+
+/// `(x, y)` rows in blocks of `rows`, per task.
+template <typename body_t>
+void for_chunks(ram::parallel_t const &parallel, std::size_t count, std::size_t rows, body_t &&body) noexcept {
+    parallel((count + rows - 1) / rows, [&](std::size_t task, std::size_t thread) noexcept {
+        body(task * rows, std::min(count, (task + 1) * rows), thread);
+    });
+}
+
+/// `1 / sqrt(mean(x^2) + eps)` of one row.
+float rms_inverse(float const *x, std::size_t width, float eps) noexcept {
+    float sum = 0;
+    for (std::size_t j = 0; j != width; ++j) sum += x[j] * x[j];
+    return 1.0f / std::sqrt(sum / static_cast<float>(width) + eps);
+}
+
+} // namespace
+
+/// Everything one forward keeps for its backward, and the backward's scratch; grown, never shrunk.
+struct trunk_state_t {
+    // The request, copied.
+    std::size_t items = 0, tokens = 0;
+    std::vector<std::size_t> item_rows;       // [items + 1]
+    std::vector<uform_modality_t> modalities; // [items]
+    std::vector<std::uint16_t> byte_ids;      // [tokens]: text tokens (others unused)
+    std::vector<float> cos, sin;              // [tokens x head_dim / 2]
+    std::vector<std::size_t> media_rows[3];   // per image/video/audio: token rows in order
+    std::vector<float> media_patches[3];      // their patch vectors, rounded to BF16
+    std::vector<std::uint8_t> flagged;        // [items]
+    std::vector<std::size_t> vector_offsets;  // [items + 1]
+    std::vector<logit_row_t> logit_rows;
+    // Activations.
+    std::vector<float> saved;                             // [(depth + 1) x tokens x hidden]: each block's input
+    std::vector<float> n1, qkv, probs, ao, xm, n2, gu, m; // one block's, recomputed in the backward
+    std::vector<std::size_t> prob_offsets;                // [items + 1]: floats of each item's heads' squares
+    std::vector<float> h, hr, pooled, e, e_norm, z, t, t_norm, vectors, gathered, logits;
+    // Backward.
+    std::vector<float> dx, dy, dwide, dnarrow, transposed, partial, attention, gemm;
+    std::size_t attention_floats = 0;
+    std::size_t current = 0; // the block whose activations are held
+};
+
+namespace {
+
+/// The per-call view: parameters, state, threads.
+struct pass_t {
+    parameters_t const &p;
+    trunk_state_t &s;
+    ram::parallel_t const &parallel;
+    ram::kernels_t const &k;
+    geometry_t const &g;
+
+    std::size_t hidden() const noexcept { return g.hidden; }
+    std::size_t width() const noexcept { return g.heads * g.head_dim; }
+    tensor_t const &tensor(std::string_view name) const noexcept { return *p.find(name); }
+    std::size_t index(std::string_view name) const noexcept {
+        return static_cast<std::size_t>(p.find(name) - p.tensors.data());
+    }
+    ram::packed_matrix_t const &packed(std::string_view name) const noexcept { return p.packed[index(name)]; }
+
+    /// C = A W^T (or +=), A rounded as it is packed.
+    void linear(float const *a, std::size_t lda, std::size_t rows, std::string_view name, float *c, std::size_t ldc,
+                unsigned flags) noexcept {
+        ram::gemm(k, parallel, a, lda, rows, packed(name).view(), c, ldc, flags, s.gemm.data());
+    }
+    /// dX (+)= dY W: the complete `dY` rounded as packed, the BF16 copy row-major as B.
+    void input_grad(float const *dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
+        tensor_t const &w = tensor(name);
+        ram::gemm(k, parallel, dy, w.shape[0], rows, row_major(w.copy.data(), w.shape[0], w.shape[1], w.shape[1]), dx,
+                  w.shape[1], flags, s.gemm.data());
+    }
+    /// dW += dY^T X over `rows` tokens: dY^T transposed into scratch in chunks of tokens, X BF16 values row-major.
+    void weight_grad(float const *dy, std::size_t ldy, float const *x, std::size_t ldx, std::size_t rows,
+                     std::string_view name, parameters_t &target) noexcept {
+        tensor_t &w = target.tensors[index(name)];
+        std::size_t const out = w.shape[0], in = w.shape[1];
+        for (std::size_t row = 0; row < rows; row += weight_chunk_rows_k) {
+            std::size_t const count = std::min(weight_chunk_rows_k, rows - row);
+            float *t = s.transposed.data();
+            for_chunks(parallel, out, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+                for (std::size_t o = begin; o != end; ++o)
+                    for (std::size_t r = 0; r != count; ++r) t[o * count + r] = dy[(row + r) * ldy + o];
+            });
+            ram::gemm(k, parallel, t, count, out, row_major(x + row * ldx, count, in, ldx), w.grad.data(), in,
+                      ram::gemm_accumulate_k, s.gemm.data());
+        }
+    }
+    /// `out = RMSNorm(x) * weight` over the tokens, rounded to BF16.
+    void norm(float const *x, std::string_view name, float *out, bool round) noexcept {
+        float const *w = tensor(name).copy.data();
+        for_chunks(parallel, s.tokens, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r)
+                k.rms_norm(x + r * hidden(), w, hidden(), g.norm_eps, out + r * hidden(), round);
+        });
+    }
+    /// The backward of `y = RMSNorm(x) * w`: `dx += ...`, `grad(w) += sum over tokens` in fixed chunks.
+    void norm_backward(float const *x, float const *dy, std::string_view name, float *dx,
+                       parameters_t &target) noexcept {
+        std::size_t const H = hidden(), chunks = (s.tokens + reduce_rows_k - 1) / reduce_rows_k;
+        float const *w = tensor(name).copy.data();
+        float *partial = s.partial.data();
+        for_chunks(parallel, s.tokens, reduce_rows_k, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            float *sum = partial + begin / reduce_rows_k * H;
+            std::fill(sum, sum + H, 0.0f);
+            for (std::size_t r = begin; r != end; ++r) {
+                float const *xr = x + r * H, *dyr = dy + r * H;
+                float *dxr = dx + r * H;
+                float const inv = rms_inverse(xr, H, g.norm_eps);
+                float dot = 0;
+                for (std::size_t j = 0; j != H; ++j) dot += dyr[j] * w[j] * xr[j], sum[j] += dyr[j] * xr[j] * inv;
+                float const c = inv * inv * inv * dot / static_cast<float>(H);
+                for (std::size_t j = 0; j != H; ++j) dxr[j] += inv * dyr[j] * w[j] - xr[j] * c;
+            }
+        });
+        float *grad = target.tensors[index(name)].grad.data();
+        for (std::size_t c = 0; c != chunks; ++c)
+            for (std::size_t j = 0; j != H; ++j) grad[j] += partial[c * H + j];
+    }
+
+    /// Block `l` from `saved[l]` into its activations and `saved[l + 1]`.
+    void block_forward(std::size_t l) noexcept {
+        std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden, hd = g.head_dim;
+        std::string const prefix = "blocks." + std::to_string(l) + ".";
+        float const *x = s.saved.data() + l * N * H;
+        float *next = s.saved.data() + (l + 1) * N * H;
+        s.current = l;
+        norm(x, prefix + "attn_norm.weight", s.n1.data(), true);
+        linear(s.n1.data(), H, N, prefix + "attn.qkv.weight", s.qkv.data(), 3 * A, 0);
+        for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r) {
+                float *q = s.qkv.data() + r * 3 * A;
+                float const *c = s.cos.data() + r * hd / 2, *sn = s.sin.data() + r * hd / 2;
+                k.rope_round(q, g.heads, hd, c, sn);
+                k.rope_round(q + A, g.heads, hd, c, sn);
+                k.round_bf16(q + 2 * A, q + 2 * A, A);
+            }
+        });
+        attention_forward();
+        std::memcpy(s.xm.data(), x, N * H * sizeof(float));
+        linear(s.ao.data(), A, N, prefix + "attn.out.weight", s.xm.data(), H, ram::gemm_accumulate_k);
+        norm(s.xm.data(), prefix + "mlp_norm.weight", s.n2.data(), true);
+        linear(s.n2.data(), H, N, prefix + "mlp.gate_up.weight", s.gu.data(), 2 * F, 0);
+        for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r) {
+                float const *gate = s.gu.data() + r * 2 * F;
+                float *m = s.m.data() + r * F;
+                for (std::size_t j = 0; j != F; ++j)
+                    m[j] = round_bf16(gate[j] / (1.0f + std::exp(-gate[j])) * gate[F + j]);
+            }
+        });
+        std::memcpy(next, s.xm.data(), N * H * sizeof(float));
+        linear(s.m.data(), F, N, prefix + "mlp.down.weight", next, H, ram::gemm_accumulate_k);
+    }
+
+    /// Per (item, head): `P = softmax(q k^T / sqrt(head_dim))` kept in F32, `ao = bf16(bf16(P) v)`.
+    void attention_forward() noexcept {
+        std::size_t const A = width(), hd = g.head_dim, heads = g.heads;
+        float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+        parallel(s.items * heads, [&](std::size_t task, std::size_t thread) noexcept {
+            std::size_t const item = task / heads, head = task % heads;
+            std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
+            if (n == 0) return;
+            float *scratch = s.attention.data() + thread * s.attention_floats;
+            float *kt = scratch, *packed = scratch + hd * n;
+            float const *q = s.qkv.data() + row * 3 * A + head * hd;
+            float *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
+            for (std::size_t j = 0; j != n; ++j)
+                for (std::size_t d = 0; d != hd; ++d) kt[d * n + j] = q[j * 3 * A + A + d];
+            k.pack_a(q, 3 * A, n, hd, packed);
+            ram::gemm_packed(k, packed, n, row_major(kt, hd, n, n), P, n, 0);
+            for (std::size_t i = 0; i != n; ++i) {
+                float *r = P + i * n, top = -INFINITY, sum = 0;
+                for (std::size_t j = 0; j != n; ++j) r[j] /= scale, top = std::max(top, r[j]);
+                for (std::size_t j = 0; j != n; ++j) r[j] = std::exp(r[j] - top), sum += r[j];
+                for (std::size_t j = 0; j != n; ++j) r[j] /= sum;
+            }
+            k.pack_a(P, n, n, n, packed);
+            ram::gemm_packed(k, packed, n, row_major(q + 2 * A, n, hd, 3 * A), s.ao.data() + row * A + head * hd, A,
+                             ram::gemm_round_output_k);
+        });
+    }
+
+    /// The backward of block `l` (its activations current): `dx` holds dL/d saved[l + 1] and becomes dL/d saved[l].
+    void block_backward(std::size_t l, parameters_t &target) noexcept {
+        std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden;
+        std::string const prefix = "blocks." + std::to_string(l) + ".";
+        float *dx = s.dx.data();
+        // MLP.
+        float *dm = s.dnarrow.data(), *dgu = s.dwide.data();
+        input_grad(dx, N, prefix + "mlp.down.weight", dm, 0);
+        weight_grad(dx, H, s.m.data(), F, N, prefix + "mlp.down.weight", target);
+        for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r) {
+                float const *gate = s.gu.data() + r * 2 * F, *up = gate + F, *d = dm + r * F;
+                float *dg = dgu + r * 2 * F, *du = dg + F;
+                for (std::size_t j = 0; j != F; ++j) {
+                    float const sig = 1.0f / (1.0f + std::exp(-gate[j]));
+                    du[j] = d[j] * gate[j] * sig;
+                    dg[j] = d[j] * up[j] * sig * (1.0f + gate[j] * (1.0f - sig));
+                }
+            }
+        });
+        float *dn = s.dy.data();
+        input_grad(dgu, N, prefix + "mlp.gate_up.weight", dn, 0);
+        weight_grad(dgu, 2 * F, s.n2.data(), H, N, prefix + "mlp.gate_up.weight", target);
+        norm_backward(s.xm.data(), dn, prefix + "mlp_norm.weight", dx, target);
+        // Attention.
+        float *dao = s.dnarrow.data(), *dqkv = s.dwide.data();
+        input_grad(dx, N, prefix + "attn.out.weight", dao, 0);
+        weight_grad(dx, H, s.ao.data(), A, N, prefix + "attn.out.weight", target);
+        attention_backward(dao, dqkv);
+        input_grad(dqkv, N, prefix + "attn.qkv.weight", dn, 0);
+        weight_grad(dqkv, 3 * A, s.n1.data(), H, N, prefix + "attn.qkv.weight", target);
+        norm_backward(s.saved.data() + l * N * H, dn, prefix + "attn_norm.weight", dx, target);
+    }
+
+    /// Per (item, head): dV = bf16(P)^T bf16(dO), dP = bf16(dO) v^T, the softmax's backward in F32, then dq and dk
+    /// through the scores' product and RoPE's inverse rotation, into `dqkv` [tokens x 3A].
+    void attention_backward(float const *dao, float *dqkv) noexcept {
+        std::size_t const A = width(), hd = g.head_dim, heads = g.heads, half = hd / 2;
+        float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+        parallel(s.items * heads, [&](std::size_t task, std::size_t thread) noexcept {
+            std::size_t const item = task / heads, head = task % heads;
+            std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
+            if (n == 0) return;
+            float *scratch = s.attention.data() + thread * s.attention_floats;
+            float *packed = scratch, *square = packed + (n + 6) * std::max(n, hd);
+            float *dp = square + n * n, *small = dp + n * n; // small: [max(n, hd) x max(n, hd)] of head width
+            float const *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
+            float const *qkv = s.qkv.data() + row * 3 * A + head * hd;
+            float const *d_o = dao + row * A + head * hd;
+            float *dq = dqkv + row * 3 * A + head * hd, *dk = dq + A, *dv = dq + 2 * A;
+            // dV = P^T dO: P^T into `square`, dO rounded into `small`.
+            for (std::size_t i = 0; i != n; ++i)
+                for (std::size_t j = 0; j != n; ++j) square[j * n + i] = P[i * n + j];
+            for (std::size_t i = 0; i != n; ++i) k.round_bf16(d_o + i * A, small + i * hd, hd);
+            k.pack_a(square, n, n, n, packed);
+            ram::gemm_packed(k, packed, n, row_major(small, n, hd, hd), dv, 3 * A, 0);
+            // dP = dO v^T: v^T into `small`.
+            for (std::size_t j = 0; j != n; ++j)
+                for (std::size_t d = 0; d != hd; ++d) small[d * n + j] = qkv[j * 3 * A + 2 * A + d];
+            k.pack_a(d_o, A, n, hd, packed);
+            ram::gemm_packed(k, packed, n, row_major(small, hd, n, n), dp, n, 0);
+            // dS = P (dP - sum(dP P)) / sqrt(head_dim), in place.
+            for (std::size_t i = 0; i != n; ++i) {
+                float const *pr = P + i * n;
+                float *d = dp + i * n, dot = 0;
+                for (std::size_t j = 0; j != n; ++j) dot += d[j] * pr[j];
+                for (std::size_t j = 0; j != n; ++j) d[j] = pr[j] * (d[j] - dot) / scale;
+            }
+            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), into `small` as scratch rows first.
+            float *rotated = small;
+            k.pack_a(dp, n, n, n, packed);
+            ram::gemm_packed(k, packed, n, row_major(qkv + A, n, hd, 3 * A), rotated, hd, 0);
+            for (std::size_t i = 0; i != n; ++i) unrotate(rotated + i * hd, row + i, dq + i * 3 * A, half);
+            for (std::size_t i = 0; i != n; ++i)
+                for (std::size_t j = 0; j != n; ++j) square[j * n + i] = dp[i * n + j];
+            k.pack_a(square, n, n, n, packed);
+            ram::gemm_packed(k, packed, n, row_major(qkv, n, hd, 3 * A), rotated, hd, 0);
+            for (std::size_t i = 0; i != n; ++i) unrotate(rotated + i * hd, row + i, dk + i * 3 * A, half);
+        });
+    }
+
+    /// RoPE's backward of one head's row: `out = R(-angle) d`.
+    void unrotate(float const *d, std::size_t token, float *out, std::size_t half) const noexcept {
+        float const *c = s.cos.data() + token * half, *sn = s.sin.data() + token * half;
+        for (std::size_t j = 0; j != half; ++j) {
+            out[j] = d[j] * c[j] + d[half + j] * sn[j];
+            out[half + j] = d[half + j] * c[j] - d[j] * sn[j];
+        }
+    }
+};
+
+/// Rounds `count` floats to BF16 into `out`.
+void round_into(float const *in, float *out, std::size_t count) noexcept {
+    for (std::size_t i = 0; i != count; ++i) out[i] = round_bf16(in[i]);
+}
+
+/// The front-end tensor names of a media modality.
+std::string_view media_weight(std::size_t m) noexcept {
+    return m == 0 ? "embed.image.weight" : m == 1 ? "embed.video.weight" : "embed.audio.weight";
+}
+std::string_view media_bias(std::size_t m) noexcept {
+    return m == 0 ? "embed.image.bias" : m == 1 ? "embed.video.bias" : "embed.audio.bias";
+}
+
+/// `x / |x|` of a row, answering `|x|`; a zero row stays zero.
+float normalize_into(float const *x, float *out, std::size_t count) noexcept {
+    float sum = 0;
+    for (std::size_t i = 0; i != count; ++i) sum += x[i] * x[i];
+    float const length = std::sqrt(sum);
+    for (std::size_t i = 0; i != count; ++i) out[i] = length > 0 ? x[i] / length : 0.0f;
+    return length;
+}
+
+/// The backward of `y = x / |x|`: `dx = (dy - y (y . dy)) / |x|` (zero for a zero row).
+void normalize_backward(float const *y, float const *dy, float length, float *dx, std::size_t count) noexcept {
+    float dot = 0;
+    for (std::size_t i = 0; i != count; ++i) dot += y[i] * dy[i];
+    for (std::size_t i = 0; i != count; ++i) dx[i] = length > 0 ? (dy[i] - y[i] * dot) / length : 0.0f;
+}
+
+/// Resizes `v` to at least `count` values (never shrinks, so a steady loop allocates nothing).
+template <typename value_type_>
+void grow(std::vector<value_type_> &v, std::size_t count) {
+    if (v.size() < count) v.resize(count);
+}
+
+} // namespace
+
+trunk_t::trunk_t() noexcept = default;
+trunk_t::~trunk_t() noexcept = default;
+
+// Copies the request, sizes the state, embeds, runs every block, then the final norm and the heads asked for.
+uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &request, ram::parallel_t const &parallel,
+                                poll_t poll, trunk_outputs_t &out, char const **message) noexcept {
+    if (p.kernels == nullptr || p.packed.size() != p.tensors.size())
+        return fail(message, uform_status_invalid_argument_k, "the parameters were never refreshed");
+    geometry_t const &g = p.geometry;
+    std::size_t const items = request.segments.size(), H = g.hidden, A = g.heads * g.head_dim, F = g.ffn_hidden;
+    std::size_t const hd = g.head_dim, half = hd / 2, D = g.dimensions, TW = g.token_width;
+    for (segment_t const &segment : request.segments) {
+        bool const text = segment.modality == uform_modality_text_k;
+        bool const known = segment.modality == uform_modality_image_k   ? g.has_image
+                           : segment.modality == uform_modality_video_k ? g.has_video
+                           : segment.modality == uform_modality_audio_k ? g.has_audio
+                                                                        : text;
+        if (!known) return fail(message, uform_status_invalid_argument_k, "a segment's modality the model lacks");
+        if (segment.count != 0 && (text ? segment.tokens == nullptr : segment.patches == nullptr))
+            return fail(message, uform_status_invalid_argument_k, "a segment without its tokens");
+        if (text)
+            for (std::size_t i = 0; i != segment.count; ++i)
+                if (segment.tokens[i] > 257) return fail(message, uform_status_invalid_argument_k, "a token above 257");
+    }
+    if (!request.logit_rows.empty() && !g.has_byte_head)
+        return fail(message, uform_status_unsupported_k, "byte logits need the byte head");
+    for (logit_row_t const &r : request.logit_rows)
+        if (r.item >= items || r.position >= request.segments[r.item].count)
+            return fail(message, uform_status_invalid_argument_k, "a logit row outside its item");
+    try {
+        if (!state_) state_ = std::make_unique<trunk_state_t>();
+        trunk_state_t &s = *state_;
+        s.items = items;
+        s.item_rows.assign(items + 1, 0);
+        s.modalities.resize(items);
+        for (std::size_t i = 0; i != items; ++i)
+            s.item_rows[i + 1] = s.item_rows[i] + request.segments[i].count,
+                            s.modalities[i] = request.segments[i].modality;
+        std::size_t const N = s.item_rows[items];
+        s.tokens = N;
+        s.flagged.assign(items, 0);
+        for (std::size_t i = 0; i != std::min(items, request.token_vectors.size()); ++i)
+            s.flagged[i] = request.token_vectors[i] != 0;
+        bool const any_vectors = std::find(s.flagged.begin(), s.flagged.end(), 1) != s.flagged.end();
+        if (any_vectors && !g.has_token_head)
+            return fail(message, uform_status_unsupported_k, "token vectors need the token head");
+        s.vector_offsets.assign(items + 1, 0);
+        for (std::size_t i = 0; i != items; ++i)
+            s.vector_offsets[i + 1] = s.vector_offsets[i] + (s.flagged[i] ? request.segments[i].count : 0);
+        s.logit_rows.assign(request.logit_rows.begin(), request.logit_rows.end());
+        std::size_t const R = s.logit_rows.size();
+
+        // Sizes: the largest item's attention scratch and every buffer.
+        std::size_t longest = 0, squares = 0;
+        s.prob_offsets.assign(items + 1, 0);
+        for (std::size_t i = 0; i != items; ++i) {
+            std::size_t const n = request.segments[i].count;
+            longest = std::max(longest, n);
+            s.prob_offsets[i + 1] = s.prob_offsets[i] + g.heads * n * n;
+        }
+        squares = s.prob_offsets[items];
+        std::size_t const wide = std::max(longest, hd);
+        s.attention_floats = (longest + 6) * wide + 2 * longest * longest + wide * wide + 64;
+        std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
+        std::size_t depth_max = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256), weight_chunk_rows_k});
+        for (std::size_t m = 0; m != 3; ++m)
+            if (tensor_t const *w = p.find(media_weight(m))) depth_max = std::max(depth_max, w->shape[1]);
+        grow(s.gemm, threads * ram::gemm_scratch_floats(depth_max));
+        grow(s.attention, threads * s.attention_floats);
+        grow(s.saved, (g.depth + 1) * N * H);
+        grow(s.n1, N * H), grow(s.qkv, N * 3 * A), grow(s.probs, squares), grow(s.ao, N * A), grow(s.xm, N * H);
+        grow(s.n2, N * H), grow(s.gu, N * 2 * F), grow(s.m, N * F);
+        grow(s.h, N * H), grow(s.hr, N * H), grow(s.pooled, items * H), grow(s.e, items * D);
+        grow(s.e_norm, items), grow(s.z, items * D);
+        if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
+        grow(s.gathered, std::max(R, items) * H), grow(s.logits, R * 256);
+        grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dwide, N * std::max(2 * F, 3 * A));
+        grow(s.dnarrow, std::max({N * F, N * A, N * TW, R * H, items * H}));
+        std::size_t outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
+        grow(s.transposed, outs * std::min(N, weight_chunk_rows_k) + outs * items);
+        grow(s.partial, ((N + reduce_rows_k - 1) / reduce_rows_k + 1) * std::max<std::size_t>(H, 1));
+        grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N);
+
+        // Positions: RoPE's cosines and sines per token, angles in F64 rounded once.
+        std::vector<double> frequency(half);
+        for (std::size_t j = 0; j != half; ++j)
+            frequency[j] = std::pow(static_cast<double>(g.rope_theta), -2.0 * static_cast<double>(j) / double(hd));
+        for (std::size_t m = 0; m != 3; ++m) s.media_rows[m].clear(), s.media_patches[m].clear();
+        for (std::size_t i = 0; i != items; ++i) {
+            segment_t const &segment = request.segments[i];
+            for (std::size_t t = 0; t != segment.count; ++t) {
+                std::size_t const row = s.item_rows[i] + t;
+                for (std::size_t j = 0, axis = 0, bound = g.rope_sections[0]; j != half; ++j) {
+                    while (j >= bound && axis != 2) bound += g.rope_sections[++axis];
+                    double const position = segment.positions ? double(segment.positions[3 * t + axis]) : double(t);
+                    double const angle = position * frequency[j];
+                    s.cos[row * half + j] = static_cast<float>(std::cos(angle));
+                    s.sin[row * half + j] = static_cast<float>(std::sin(angle));
+                }
+            }
+            if (segment.modality == uform_modality_text_k) {
+                std::copy(segment.tokens, segment.tokens + segment.count, s.byte_ids.begin() + s.item_rows[i]);
+                continue;
+            }
+            std::size_t const m = segment.modality == uform_modality_image_k   ? 0
+                                  : segment.modality == uform_modality_video_k ? 1
+                                                                               : 2;
+            std::size_t const input = p.find(media_weight(m))->shape[1], at = s.media_patches[m].size();
+            s.media_patches[m].resize(at + segment.count * input);
+            round_into(segment.patches, s.media_patches[m].data() + at, segment.count * input);
+            for (std::size_t t = 0; t != segment.count; ++t) s.media_rows[m].push_back(s.item_rows[i] + t);
+        }
+        pass_t pass{p, s, parallel, *p.kernels, g};
+
+        // Embedding: byte rows, media patches through their linears plus bias.
+        float *x0 = s.saved.data();
+        float const *bytes = p.find("embed.byte.weight")->copy.data();
+        for (std::size_t i = 0; i != items; ++i)
+            if (s.modalities[i] == uform_modality_text_k)
+                for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                    std::memcpy(x0 + row * H, bytes + s.byte_ids[row] * H, H * sizeof(float));
+        for (std::size_t m = 0; m != 3; ++m) {
+            std::size_t const rows = s.media_rows[m].size();
+            if (rows == 0) continue;
+            tensor_t const &w = *p.find(media_weight(m));
+            float *embedded = s.dy.data();
+            pass.linear(s.media_patches[m].data(), w.shape[1], rows, media_weight(m), embedded, H, 0);
+            float const *bias = p.find(media_bias(m))->copy.data();
+            for (std::size_t r = 0; r != rows; ++r)
+                for (std::size_t j = 0; j != H; ++j) x0[s.media_rows[m][r] * H + j] = embedded[r * H + j] + bias[j];
+        }
+        for (std::size_t l = 0; l != g.depth; ++l) {
+            if (poll.fn != nullptr && poll.fn(poll.context))
+                return fail(message, uform_status_cancelled_k, "the trainer was asked to stop");
+            if (N != 0) pass.block_forward(l);
+        }
+        // The final norm, pooled embeddings, token vectors, byte logits.
+        float const *xl = s.saved.data() + g.depth * N * H;
+        if (N != 0) pass.norm(xl, "final_norm.weight", s.h.data(), false);
+        round_into(s.h.data(), s.hr.data(), N * H);
+        for (std::size_t i = 0; i != items; ++i) {
+            float *pooled = s.pooled.data() + i * H;
+            std::fill(pooled, pooled + H, 0.0f);
+            std::size_t const n = s.item_rows[i + 1] - s.item_rows[i];
+            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                for (std::size_t j = 0; j != H; ++j) pooled[j] += s.h[row * H + j];
+            for (std::size_t j = 0; j != H && n != 0; ++j) pooled[j] /= static_cast<float>(n);
+        }
+        if (items != 0) pass.linear(s.pooled.data(), H, items, "head.embedding.weight", s.e.data(), D, 0);
+        for (std::size_t i = 0; i != items; ++i)
+            s.e_norm[i] = normalize_into(s.e.data() + i * D, s.z.data() + i * D, D);
+        if (any_vectors && N != 0) {
+            pass.linear(s.h.data(), H, N, "head.token.weight", s.t.data(), TW, 0);
+            for (std::size_t i = 0; i != items; ++i) {
+                if (!s.flagged[i]) continue;
+                for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                    s.t_norm[row] =
+                        normalize_into(s.t.data() + row * TW,
+                                       s.vectors.data() + (s.vector_offsets[i] + row - s.item_rows[i]) * TW, TW);
+            }
+        }
+        for (std::size_t r = 0; r != R; ++r)
+            std::memcpy(s.gathered.data() + r * H,
+                        s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
+                        H * sizeof(float));
+        if (R != 0) pass.linear(s.gathered.data(), H, R, "head.byte.weight", s.logits.data(), 256, 0);
+        out.z = s.z.data();
+        out.token_vectors = any_vectors ? s.vectors.data() : nullptr;
+        out.token_vector_offsets = s.vector_offsets.data();
+        out.logits = R != 0 ? s.logits.data() : nullptr;
+        out.tokens = N;
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the trainer's activations");
+    }
+}
+
+// The heads' backward into dL/dh, the final norm's, each block's after recomputing it (the last one is still current),
+// then the embeddings'.
+uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const *d_token_vectors, float const *d_logits,
+                                 ram::parallel_t const &parallel, poll_t poll, char const **message) noexcept {
+    if (!state_) return fail(message, uform_status_invalid_argument_k, "backward without a forward");
+    trunk_state_t &s = *state_;
+    geometry_t const &g = p.geometry;
+    std::size_t const items = s.items, N = s.tokens, H = g.hidden, D = g.dimensions, TW = g.token_width;
+    std::size_t const R = s.logit_rows.size();
+    pass_t pass{p, s, parallel, *p.kernels, g};
+    float *dh = s.dy.data();
+    std::fill(dh, dh + N * H, 0.0f);
+    // Embedding head: de per non-empty item, d pooled = de W, spread over the item's tokens.
+    if (d_z != nullptr && items != 0) {
+        float *de = s.transposed.data() + s.transposed.size() - items * D;
+        for (std::size_t i = 0; i != items; ++i)
+            normalize_backward(s.z.data() + i * D, d_z + i * D, s.e_norm[i], de + i * D, D);
+        float *dpooled = s.dnarrow.data();
+        pass.input_grad(de, items, "head.embedding.weight", dpooled, 0);
+        float *pooled_rounded = s.gathered.data();
+        round_into(s.pooled.data(), pooled_rounded, items * H);
+        // de^T pooled: a small product, done directly (items rows).
+        tensor_t &w = p.tensors[pass.index("head.embedding.weight")];
+        for (std::size_t o = 0; o != D; ++o)
+            for (std::size_t i = 0; i != items; ++i) {
+                float const d = round_bf16(de[i * D + o]);
+                if (d == 0) continue;
+                for (std::size_t j = 0; j != H; ++j) w.grad[o * H + j] += d * pooled_rounded[i * H + j];
+            }
+        for (std::size_t i = 0; i != items; ++i) {
+            std::size_t const n = s.item_rows[i + 1] - s.item_rows[i];
+            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                for (std::size_t j = 0; j != H; ++j) dh[row * H + j] += dpooled[i * H + j] / static_cast<float>(n);
+        }
+    }
+    // Token head: dt per flagged token (zero elsewhere), dh += dt W, grad += dt^T hr.
+    if (d_token_vectors != nullptr && s.vector_offsets[items] != 0) {
+        float *dt = s.dnarrow.data();
+        std::fill(dt, dt + N * TW, 0.0f);
+        for (std::size_t i = 0; i != items; ++i) {
+            if (!s.flagged[i]) continue;
+            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row) {
+                std::size_t const at = (s.vector_offsets[i] + row - s.item_rows[i]) * TW;
+                normalize_backward(s.vectors.data() + at, d_token_vectors + at, s.t_norm[row], dt + row * TW, TW);
+            }
+        }
+        pass.input_grad(dt, N, "head.token.weight", dh, ram::gemm_accumulate_k);
+        pass.weight_grad(dt, TW, s.hr.data(), H, N, "head.token.weight", p);
+    }
+    // Byte head at the logit rows, added to dh in row order.
+    if (d_logits != nullptr && R != 0) {
+        float *dgathered = s.dnarrow.data();
+        pass.input_grad(d_logits, R, "head.byte.weight", dgathered, 0);
+        for (std::size_t r = 0; r != R; ++r) {
+            float *target = dh + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H;
+            for (std::size_t j = 0; j != H; ++j) target[j] += dgathered[r * H + j];
+        }
+        for (std::size_t r = 0; r != R; ++r)
+            std::memcpy(s.gathered.data() + r * H,
+                        s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
+                        H * sizeof(float));
+        pass.weight_grad(d_logits, 256, s.gathered.data(), H, R, "head.byte.weight", p);
+    }
+    if (N == 0) return uform_status_ok_k;
+    // Final norm, then the blocks from the last.
+    std::fill(s.dx.begin(), s.dx.begin() + N * H, 0.0f);
+    pass.norm_backward(s.saved.data() + g.depth * N * H, dh, "final_norm.weight", s.dx.data(), p);
+    for (std::size_t l = g.depth; l-- != 0;) {
+        if (poll.fn != nullptr && poll.fn(poll.context))
+            return fail(message, uform_status_cancelled_k, "the trainer was asked to stop");
+        if (s.current != l) pass.block_forward(l);
+        pass.block_backward(l, p);
+    }
+    // Embeddings: byte rows scatter-added in token order; media weights and biases.
+    float const *dx = s.dx.data();
+    float *byte_grad = p.tensors[pass.index("embed.byte.weight")].grad.data();
+    for (std::size_t i = 0; i != items; ++i)
+        if (s.modalities[i] == uform_modality_text_k)
+            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                for (std::size_t j = 0; j != H; ++j) byte_grad[s.byte_ids[row] * H + j] += dx[row * H + j];
+    for (std::size_t m = 0; m != 3; ++m) {
+        std::size_t const rows = s.media_rows[m].size();
+        if (rows == 0) continue;
+        float *dy = s.dy.data();
+        float *bias = p.tensors[pass.index(media_bias(m))].grad.data();
+        for (std::size_t r = 0; r != rows; ++r) {
+            std::memcpy(dy + r * H, dx + s.media_rows[m][r] * H, H * sizeof(float));
+            for (std::size_t j = 0; j != H; ++j) bias[j] += dy[r * H + j];
+        }
+        tensor_t const &w = *p.find(media_weight(m));
+        pass.weight_grad(dy, H, s.media_patches[m].data(), w.shape[1], rows, media_weight(m), p);
+    }
+    return uform_status_ok_k;
+}
+
+} // namespace uform::train
