@@ -1,0 +1,99 @@
+// One optimiser step of the CPU trainer (MODEL.md, "Training"): the forward of a batch, every term the objective asks
+// for and the batch has data for, the backward, the gradient norm and clipping, AdamW, and the BF16 copies again.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <uform/train.h>
+
+#include "losses.hpp"
+#include "optimizer.hpp"
+#include "parameters.hpp"
+#include "relations.hpp"
+#include "trunk.hpp"
+
+namespace uform::train {
+
+/// What a trainer optimises and how, from its configuration with every zero default resolved.
+struct settings_t {
+    uform_objective_t objective = uform_objective_joint_k;
+    uform_masking_t masking{};
+    uform_contrastive_t contrastive{};
+    uform_late_interaction_t late_interaction{};
+    uform_choices_t choices{};
+    uform_schedule_t schedule{};
+    std::uint64_t seed = 0;
+};
+
+/// A step's batch as the trunk and the terms read it: built by the RAM backend from the ABI's items (texts masked,
+/// media decoded), or by a test that injects its own masks and decoded frames.
+struct batch_t {
+    /// One per item: text tokens already masked and followed by CHOOSE for choice items.
+    std::span<segment_t const> segments;
+    /// The masked positions of every text, in item order, and the original byte at each.
+    std::span<logit_row_t const> mask_rows;
+    std::span<std::uint8_t const> mask_targets;
+    /// Each item's bag; empty puts each item in its own.
+    std::span<std::size_t const> bags;
+    /// The attract, repel and ignore edges, checked by the ABI layer.
+    uform_relations_t relations{};
+    /// Each item's late-interaction side; empty for none.
+    std::span<uform_late_interaction_side_t const> sides;
+    /// Each item's legal choice bytes (`offsets` one per item plus one; null for no choice items) and the targets,
+    /// one per legal byte. A choice item's segment ends with CHOOSE.
+    std::uint8_t const *choices = nullptr;
+    float const *choice_targets = nullptr;
+    std::size_t const *choice_offsets = nullptr;
+};
+
+/// What a step measured: each term's value (zero without data), the joint loss, the gradient norm before clipping,
+/// the rate applied, and the tokens through the trunk.
+struct step_report_t {
+    double masking = 0, contrastive = 0, late_interaction = 0, choices = 0;
+    double loss = 0, gradient_norm = 0, learning_rate = 0;
+    std::size_t tokens = 0;
+    /// The scored unit embeddings, [items x dimensions], valid until the next step.
+    float const *embeddings = nullptr;
+};
+
+/// A nullable progress hook, told on the calling thread once the forward (1 of 2) and the backward (2 of 2) are done:
+/// true stops the step with `cancelled`, before any weight changes.
+struct progress_t {
+    bool (*fn)(void *context, std::size_t completed, std::size_t total) noexcept = nullptr;
+    void *context = nullptr;
+};
+
+/// A CPU trainer's state: its parameters, the trunk's activations, and the buffers of a step, grown to a high-water
+/// mark so that a steady loop of same-shaped steps allocates nothing after the first.
+class trainer_core_t {
+  public:
+    settings_t settings;
+    parameters_t parameters;
+    /// Optimiser steps applied so far: the schedule's `k` of the next step.
+    std::size_t steps = 0;
+
+    /// Runs one step over `batch`. Answers `cancelled` when `poll` or `progress` asked to stop, and `corrupt` when a
+    /// term or the gradient norm is not finite: then no weight, moment or step count changed. `parallel` runs the work.
+    uform_status_t step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll, progress_t progress,
+                        step_report_t &report, char const **message) noexcept;
+
+    /// The legal-byte logits at CHOOSE, temperature 1, of `segments` (each ending with CHOOSE) under the current
+    /// weights: item i's are `offsets[i] .. offsets[i + 1]` of `out`, for the bytes `choices` lists. For calibration.
+    uform_status_t choice_logits(std::span<segment_t const> segments, std::uint8_t const *choices,
+                                 std::size_t const *offsets, ram::parallel_t const &parallel, poll_t poll,
+                                 std::vector<float> &out, char const **message) noexcept;
+
+  private:
+    trunk_t trunk_;
+    relations_t relations_;
+    std::vector<logit_row_t> rows_;
+    std::vector<std::uint8_t> token_vector_flags_;
+    std::vector<float> grad_z_, grad_token_vectors_, grad_logits_, legal_logits_, grad_legal_;
+    std::vector<std::size_t> choice_offsets_;
+    std::vector<adamw_view_t> views_;
+};
+
+} // namespace uform::train
