@@ -76,9 +76,9 @@ void adamw_step(std::span<adamw_view_t const> views, std::size_t k, double lr, d
             float theta = view.master[e];
             if (view.decays) theta *= decay;
             float const g = view.grad[e];
-            // torch's lerp with weight below 0.5: `m + w (g - m)`, one fused multiply-add.
+            // torch's vectorised lerp (weight below 0.5) and addcmul: fused multiply-adds.
             float const m = std::fma(keep1, g - view.moment1[e], view.moment1[e]);
-            float const v = view.moment2[e] * beta2 + keep2 * g * g;
+            float const v = std::fma(keep2 * g, g, view.moment2[e] * beta2);
             float const denom = std::sqrt(v) / root2 + eps;
             view.moment1[e] = m;
             view.moment2[e] = v;

@@ -415,7 +415,7 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dwide, N * std::max(2 * F, 3 * A));
         grow(s.dnarrow, std::max({N * F, N * A, N * TW, R * H, items * H}));
         std::size_t outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
-        grow(s.transposed, outs * std::min(N, weight_chunk_rows_k) + outs * items);
+        grow(s.transposed, outs * std::min(std::max(N, R), weight_chunk_rows_k) + outs * items);
         grow(s.partial, ((N + reduce_rows_k - 1) / reduce_rows_k + 1) * std::max<std::size_t>(H, 1));
         grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N);
 
