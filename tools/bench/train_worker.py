@@ -10,7 +10,7 @@ its own so that its peak RSS is its own.
 two (items 2k and 2k + 1 in bag k, every other item of the batch a negative, MODEL.md "Contrastive, InfoNCE"), the
 backward, the gradient norm and clipping, and AdamW (`torch.optim.AdamW`, betas 0.9 and 0.95) at the trainer's
 default schedule, over every tensor the trainer trains. It prints one JSON object: the median seconds of `steps`
-steps after one warm-up step, tokens per second, the first and last losses, the peak RSS of the process, the peak
+steps after one warm-up step, tokens per second, the losses of every step, the peak RSS of the process, the peak
 RSS from the first step on (VmHWM after resetting it through /proc/self/clear_refs) and the RSS after the imports
 and after the load. The forward is eager PyTorch in F32 (the BF16 weights are exact in F32), or with `--bf16` under
 `torch.autocast("cpu", torch.bfloat16)` (master weights, gradients and moments stay F32; the similarities and the
@@ -215,6 +215,7 @@ def run_step(args) -> dict:
         "tokens_per_s": args.texts * args.bytes / median,
         "loss_first": losses[0],
         "loss_last": losses[-1],
+        "losses": losses,
         "step_peak_rss_mib": peak_mib(),
         "rss_after_import_mib": after_import,
         "rss_after_load_mib": after_load,
