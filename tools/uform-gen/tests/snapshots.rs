@@ -433,3 +433,27 @@ fn names() {
         "Makes one.\nAnswers it."
     );
 }
+
+#[test]
+fn a_struct_alias_is_a_second_config_of_the_same_fields() {
+    let text = generate(
+        r#"
+// @header model.h
+#[doc = " @brief The knobs of the GPU thing.\n @uform config GpuThing"]
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct uform_gpu_thing_args_t {
+    #[doc = " Blocks; zero takes 12."]
+    pub depth: usize,
+    #[doc = " A seed."]
+    pub seed: u64,
+}
+#[doc = " @brief The knobs of the CPU thing: the same struct.\n @uform config CpuThing"]
+pub type uform_cpu_thing_args_t = uform_gpu_thing_args_t;
+"#,
+        "model",
+    );
+    assert!(text.contains("pub struct GpuThingConfig"));
+    assert!(text.contains("pub struct CpuThingConfig"));
+    insta::assert_snapshot!(text);
+}

@@ -1,0 +1,218 @@
+// The RAM residency's training step through the public C API alone: one full step of the trainer (forward,
+// contrastive InfoNCE over bags of two, backward, gradient clipping, AdamW) on a batch of texts, timed as the median
+// wall-clock and process CPU time of the steps after one warm-up step, in tokens per second, with the peak resident
+// set. Not a test: tools/bench/train_compare.py runs it beside PyTorch (tools/bench/train_worker.py) on the same step.
+//
+//   uform_train_bench --model small.safetensors [--texts 32] [--bytes 256] [--threads 2] [--steps 3] [--json]
+//
+// Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch (as uform_bench and the PyTorch
+// workers write them); items 2k and 2k + 1 share bag k, every other item of the step is a negative (`device`). The
+// trainer starts from the checkpoint with the default schedule, its batch shape sized to the step (one text per row of
+// `--bytes` columns). One thread is the calling thread (a `NULL` executor); N threads are a RAM executor owning N - 1
+// threads, whose loops the calling thread joins. The last record, `rss`, holds the process's peak resident set and
+// the peak from the first step on (VmHWM after resetting it through /proc/self/clear_refs).
+//
+// The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <uform/uform.h>
+
+#include "report.hpp"
+
+namespace {
+
+using namespace uform::bench;
+
+/// Seconds of CPU time of the whole process, every thread's.
+double process_cpu_now() {
+    timespec now;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
+}
+
+/// Resets the resident set's high-water mark (VmHWM) to the current resident set; Linux only, else a no-op.
+void reset_peak_rss() {
+    if (std::FILE *refs = std::fopen("/proc/self/clear_refs", "w")) {
+        std::fputs("5", refs);
+        std::fclose(refs);
+    }
+}
+
+/// The resident set's high-water mark in MiB since the process began or since `reset_peak_rss`; 0 where unknown.
+double peak_rss_since_reset_mib() {
+    std::FILE *status = std::fopen("/proc/self/status", "r");
+    if (!status) return 0;
+    char line[256];
+    double kib = 0;
+    while (std::fgets(line, sizeof line, status))
+        if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+    std::fclose(status);
+    return kib / 1024;
+}
+
+/// SplitMix64's output for `index`, as tools/bench/text_bench.cpp and the PyTorch workers compute it.
+std::uint64_t splitmix64(std::uint64_t index) {
+    std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/// What the command line chose.
+struct options_t {
+    std::string model;
+    std::size_t texts = 32, bytes = 256, threads = 2, steps = 3;
+    bool json = false;
+};
+
+/// The step's inputs: the texts as a tape, their modalities and their bags.
+struct batch_t {
+    std::string contents;
+    std::vector<std::size_t> offsets{0}, bags;
+    std::vector<uform_modality_t> modalities;
+
+    /// `count` texts of `length` bytes, byte k of the batch `32 + splitmix64(k) % 95`; items 2k and 2k + 1 in bag k.
+    batch_t(std::size_t count, std::size_t length) {
+        for (std::size_t k = 0; k != count * length; ++k) contents.push_back(char(32 + splitmix64(k) % 95));
+        for (std::size_t i = 0; i != count; ++i) {
+            offsets.push_back((i + 1) * length);
+            bags.push_back(i / 2);
+            modalities.push_back(uform_modality_text_k);
+        }
+    }
+};
+
+/// The trainer's knobs: the checkpoint, contrastive InfoNCE with the device's items as negatives, the batch shape
+/// sized to the step, every other field at its default.
+uform_trainer_init_ram_args_t trainer_args(options_t const &options) {
+    uform_trainer_init_ram_args_t args{};
+    args.checkpoint = options.model.data();
+    args.checkpoint_length = options.model.size();
+    args.objective = uform_objective_contrastive_k;
+    args.contrastive.form = uform_pair_loss_form_info_nce_k;
+    args.contrastive.negatives = uform_negatives_device_k;
+    args.batch.max_rows_per_device = options.texts;
+    args.batch.max_segments_per_device = options.texts;
+    args.batch.max_columns_per_row = options.bytes;
+    args.batch.max_bags_per_device = options.texts / 2;
+    return args;
+}
+
+/// Times `steps` steps after a warm-up step and prints the `train` record; false with a message on standard error
+/// on a failure.
+bool bench_steps(options_t const &options, uform_trainer_t trainer, uform_executor_t executor) {
+    batch_t const batch(options.texts, options.bytes);
+    uform_trainer_step_stats_t stats{};
+    uform_trainer_step_args_t args{};
+    args.bags = batch.bags.data();
+    args.bags_count = batch.bags.size();
+    args.stats = &stats;
+    std::vector<double> wall, cpu;
+    float first_loss = 0;
+    reset_peak_rss();
+    for (std::size_t step = 0; step <= options.steps; ++step) {
+        char const *message = "";
+        double const wall_start = wall_now(), cpu_start = process_cpu_now();
+        uform_status_t const status =
+            uform_trainer_step(trainer, executor, batch.modalities.data(), batch.contents.data(), batch.contents.size(),
+                               batch.offsets.data(), options.texts, &args, nullptr, nullptr, &message);
+        double const wall_seconds = wall_now() - wall_start, cpu_seconds = process_cpu_now() - cpu_start;
+        if (status != uform_status_ok_k) {
+            std::fprintf(stderr, "step %zu failed (%s): %s\n", step, uform_status_name(status), message);
+            return false;
+        }
+        if (step == 0) first_loss = stats.loss; // the first step warms up
+        else {
+            wall.push_back(wall_seconds);
+            cpu.push_back(cpu_seconds);
+        }
+    }
+    double const seconds = median(wall), tokens = double(options.texts * options.bytes);
+    record_t("train")
+        .number("threads", double(options.threads))
+        .number("texts", double(options.texts))
+        .number("bytes", double(options.bytes))
+        .number("tokens", double(stats.tokens))
+        .number("seconds_per_step", seconds)
+        .number("cpu_seconds_per_step", median(cpu))
+        .number("tokens_per_s", tokens / seconds)
+        .number("loss_first", first_loss)
+        .number("loss_last", stats.loss)
+        .number("gradient_norm_last", stats.gradient_norm)
+        .print(options.json);
+    return true;
+}
+
+/// Parses the command line; false with a message on standard error for an unknown or missing flag.
+bool parse(int argc, char **argv, options_t &options) {
+    for (int i = 1; i < argc; ++i) {
+        std::string const flag = argv[i];
+        if (flag == "--json") {
+            options.json = true;
+            continue;
+        }
+        if (i + 1 == argc) {
+            std::fprintf(stderr, "%s needs a value\n", flag.c_str());
+            return false;
+        }
+        std::string const value = argv[++i];
+        std::size_t const count = std::max<std::size_t>(std::strtoul(value.c_str(), nullptr, 10), 1);
+        if (flag == "--model") options.model = value;
+        else if (flag == "--texts") options.texts = count;
+        else if (flag == "--bytes") options.bytes = count;
+        else if (flag == "--threads") options.threads = count;
+        else if (flag == "--steps") options.steps = count;
+        else {
+            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+            return false;
+        }
+    }
+    if (options.model.empty()) {
+        std::fprintf(stderr, "needs --model PATH\n");
+        return false;
+    }
+    if (options.texts % 2) {
+        std::fprintf(stderr, "--texts must be even: the items form bags of two\n");
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    options_t options;
+    if (!parse(argc, argv, options)) return 2;
+    char const *message = "";
+    uform_executor_t executor = nullptr;
+    if (options.threads > 1 && uform_executor_init_ram(nullptr, 0, uform_cpu_class_auto_k, options.threads - 1,
+                                                       &executor, &message) != uform_status_ok_k) {
+        std::fprintf(stderr, "cannot make an executor of %zu threads: %s\n", options.threads - 1, message);
+        return 1;
+    }
+    record_t("machine").number("hardware_threads", std::thread::hardware_concurrency()).print(options.json);
+    uform_trainer_init_ram_args_t const args = trainer_args(options);
+    uform_trainer_t trainer = nullptr;
+    uform_status_t const status = uform_trainer_init_ram(executor, &args, &trainer, &message);
+    bool ok = status == uform_status_ok_k;
+    if (!ok) std::fprintf(stderr, "cannot make a trainer from %s: %s\n", options.model.c_str(), message);
+    ok = ok && bench_steps(options, trainer, executor);
+    if (trainer) uform_trainer_free(trainer);
+    uform_executor_free(executor);
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    record_t("rss")
+        .number("peak_mib", double(usage.ru_maxrss) / 1024)
+        .number("step_peak_mib", peak_rss_since_reset_mib())
+        .print(options.json);
+    return ok ? 0 : 1;
+}
