@@ -1,7 +1,8 @@
 # The RAM residency's benchmarks (not tests: ctest never runs them), both into <build>/bench/:
 # - uform_bench, tools/bench/text_bench.cpp, includes the library's internal headers ("c/...", "cpp/...") and the
 #   crates' (NumKong, ForkUnion), so it builds like a unit test, against libuform_static.a;
-# - uform_media_bench, tools/bench/media_bench.cpp, calls the public C API alone, as an application would.
+# - uform_media_bench, tools/bench/media_bench.cpp, and uform_train_bench, tools/bench/train_bench.cpp, call the public
+#   C API alone, as an application would.
 
 include_guard(GLOBAL)
 
@@ -22,6 +23,13 @@ function(uform_add_bench)
     target_link_libraries(uform_media_bench PRIVATE uform::uform_static)
     target_compile_options(uform_media_bench PRIVATE ${UFORM_WARNING_FLAGS})
     set_target_properties(uform_media_bench PROPERTIES
+        CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+        RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+
+    add_executable(uform_train_bench "${PROJECT_SOURCE_DIR}/tools/bench/train_bench.cpp")
+    target_link_libraries(uform_train_bench PRIVATE uform::uform_static)
+    target_compile_options(uform_train_bench PRIVATE ${UFORM_WARNING_FLAGS})
+    set_target_properties(uform_train_bench PROPERTIES
         CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
         RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
 endfunction()
