@@ -323,6 +323,7 @@ constexpr tensor_kind_t kind_temperatures_k = UFORM_KIND("head.choice.temperatur
 constexpr tensor_kind_t kind_contrastive_scale_k = UFORM_KIND("trainer.contrastive.log_scale");
 constexpr tensor_kind_t kind_contrastive_bias_k = UFORM_KIND("trainer.contrastive.bias");
 constexpr tensor_kind_t kind_late_scale_k = UFORM_KIND("trainer.late_interaction.log_scale");
+constexpr tensor_kind_t kind_trainer_step_k = UFORM_KIND("trainer.step");
 
 #undef UFORM_KIND
 
@@ -557,10 +558,12 @@ verdict_t check_tensors(checkpoint_t const &c) {
     } else if (c.find("head.choice.temperatures")) {
         return corrupt("checkpoint: tensor head.choice.temperatures is present but uform.choice.groups is zero");
     }
-    // The trainer's scalars (MODEL.md, "Training"): optional, each F32 [1], ignored by inference.
+    // The trainer's scalars (MODEL.md, "Training") and its step count (docs/decisions.md): optional, each F32 [1],
+    // ignored by inference.
     for (auto const &[trainer_name, kind] : {std::pair{"trainer.contrastive.log_scale", &kind_contrastive_scale_k},
                                              std::pair{"trainer.contrastive.bias", &kind_contrastive_bias_k},
-                                             std::pair{"trainer.late_interaction.log_scale", &kind_late_scale_k}})
+                                             std::pair{"trainer.late_interaction.log_scale", &kind_late_scale_k},
+                                             std::pair{"trainer.step", &kind_trainer_step_k}})
         if (c.find(trainer_name))
             if (verdict_t v = e.expect(trainer_name, *kind, f32, {1})) return v;
     if (e.matched() != c.tensors.size())

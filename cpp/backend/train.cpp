@@ -190,6 +190,8 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
             ? train::parameters_load(a.checkpoint, a.checkpoint_length, *config.checkpoint, a.contrastive.form,
                                      made->core.parameters, message)
             : train::parameters_seeded(config.geometry, a.seed, a.contrastive.form, made->core.parameters, message);
+    if (status == uform_status_ok_k && config.checkpoint)
+        status = train::saved_steps(a.checkpoint, a.checkpoint_length, *config.checkpoint, made->core.steps, message);
     if (status == uform_status_ok_k)
         status = train::parameters_refresh(made->core.parameters, ram::parallel_of(call), message);
     geometry_t const &g = made->core.parameters.geometry;

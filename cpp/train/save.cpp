@@ -1,6 +1,7 @@
 // Saving a trainer's parameters as MODEL.md's checkpoint.
 #include "save.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -8,6 +9,8 @@
 #include "../../c/checkpoint_writer.hpp"
 #include "../../c/fail.hpp"
 #include "../../c/scalars.hpp"
+#include "../mapped_file.hpp"
+#include "../weights.hpp"
 
 namespace uform::train {
 namespace {
@@ -62,6 +65,25 @@ uform_status_t save_checkpoint(parameters_t const &parameters, std::size_t steps
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory saving the trainer");
     }
+}
+
+uform_status_t saved_steps(char const *path, std::size_t path_length, checkpoint_t const &checkpoint,
+                           std::size_t &steps, char const **message) noexcept {
+    steps = 0;
+    if (checkpoint.find(step_tensor_name_k) == nullptr) return uform_status_ok_k;
+    ram::mapped_file_t file;
+    if (uform_status_t status = file.open(path, path_length, message)) return status;
+    uform_status_t status = uform_status_ok_k;
+    char const *text = nullptr;
+    std::byte const *bytes =
+        ram::tensor_bytes(checkpoint, file.bytes(), &file, step_tensor_name_k, dtype_t::f32, 1, status, text);
+    if (bytes == nullptr) return fail(message, status, text);
+    float value;
+    std::memcpy(&value, bytes, sizeof value);
+    if (!(value >= 0 && value <= 16777216.0f) || value != std::floor(value))
+        return fail(message, uform_status_corrupt_k, "the checkpoint's trainer.step is not a whole number of steps");
+    steps = std::size_t(value);
+    return uform_status_ok_k;
 }
 
 } // namespace uform::train

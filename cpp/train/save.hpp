@@ -6,6 +6,7 @@
 
 #include <uform/types.h>
 
+#include "../../c/checkpoint.hpp"
 #include "parameters.hpp"
 
 namespace uform::train {
@@ -19,5 +20,10 @@ inline constexpr char const step_tensor_name_k[] = "trainer.step";
 /// and `steps` (as `trainer.step`) as F32 [1]. Answers `io` when the file cannot be written.
 uform_status_t save_checkpoint(parameters_t const &parameters, std::size_t steps, char const *path,
                                std::size_t path_length, char const **message) noexcept;
+
+/// The optimiser steps a checkpoint's weights took: its `trainer.step` (zero when absent, as in a checkpoint not
+/// written by a trainer). `corrupt` for a value that is not a whole number of steps, `io` when the file fails.
+uform_status_t saved_steps(char const *path, std::size_t path_length, checkpoint_t const &checkpoint,
+                           std::size_t &steps, char const **message) noexcept;
 
 } // namespace uform::train
