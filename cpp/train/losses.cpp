@@ -75,10 +75,11 @@ scale_t scale_of(float log_scale) noexcept {
 
 uform_status_t info_nce(float const *z, std::size_t dim, relations_t const &relations, float log_scale,
                         double gradient_weight, float *grad_z, double &grad_log_scale, term_t &term,
-                        char const **message) noexcept {
+                        loss_scratch_t &scratch, char const **message) noexcept {
     try {
         scale_t const scale = scale_of(log_scale);
-        std::vector<double> accumulated(relations.items * dim), x, s;
+        std::vector<double> &accumulated = scratch.accumulated, &x = scratch.x, &s = scratch.s;
+        accumulated.assign(relations.items * dim, 0.0);
         double grad_scale = 0;
         term = {};
         for (std::size_t a = 0; a != relations.anchors(); ++a) {
@@ -112,10 +113,11 @@ uform_status_t info_nce(float const *z, std::size_t dim, relations_t const &rela
 
 uform_status_t sigmoid_pairs(float const *z, std::size_t dim, relations_t const &relations, float log_scale, float bias,
                              double gradient_weight, float *grad_z, double &grad_log_scale, double &grad_bias,
-                             term_t &term, char const **message) noexcept {
+                             term_t &term, loss_scratch_t &scratch, char const **message) noexcept {
     try {
         scale_t const scale = scale_of(log_scale);
-        std::vector<double> accumulated(relations.items * dim);
+        std::vector<double> &accumulated = scratch.accumulated;
+        accumulated.assign(relations.items * dim, 0.0);
         double grad_scale = 0, grad_b = 0;
         term = {};
         for (std::size_t a = 0; a != relations.anchors(); ++a) {
@@ -175,16 +177,17 @@ double maxsim(float const *q, std::size_t rows_q, float const *d, std::size_t ro
 
 uform_status_t late_interaction(token_vectors_t const &vectors, uform_late_interaction_side_t const *sides,
                                 relations_t const &relations, float log_scale, double gradient_weight,
-                                float *grad_values, double &grad_log_scale, term_t &term,
+                                float *grad_values, double &grad_log_scale, term_t &term, loss_scratch_t &scratch,
                                 char const **message) noexcept {
     term = {};
     if (!sides) return uform_status_ok_k;
     try {
         scale_t const scale = scale_of(log_scale);
         std::size_t const width = vectors.width, *offsets = vectors.offsets;
-        std::vector<double> accumulated(offsets[relations.items] * width), x, S;
-        std::vector<float> c, w;
-        std::vector<std::size_t> docs, best;
+        std::vector<double> &accumulated = scratch.accumulated, &x = scratch.x, &S = scratch.s;
+        accumulated.assign(offsets[relations.items] * width, 0.0);
+        std::vector<float> &c = scratch.c, &w = scratch.w;
+        std::vector<std::size_t> &docs = scratch.docs, &best = scratch.best;
         double grad_scale = 0;
         for (std::size_t a = 0; a != relations.anchors(); ++a) {
             std::size_t const q = relations.first_anchor + a;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <uform/train.h>
 
@@ -23,6 +24,14 @@ struct term_t {
     std::size_t count = 0;
     /// False when the sum or a gradient it added is NaN or infinite: the caller refuses the step.
     bool finite = true;
+};
+
+/// The buffers the contrastive and late-interaction terms work in, kept by the caller between steps so that a steady
+/// loop of same-shaped steps allocates nothing after the first.
+struct loss_scratch_t {
+    std::vector<double> accumulated, x, s;
+    std::vector<float> c, w;
+    std::vector<std::size_t> docs, best;
 };
 
 /// A contrastive or late-interaction scale: `min(exp(log_scale), 100)` in F32 and its derivative in `log_scale`,
@@ -42,14 +51,14 @@ scale_t scale_of(float log_scale) noexcept;
 /// to `grad_z` (same shape) and `grad_log_scale`. Answers out-of-memory, else ok.
 uform_status_t info_nce(float const *z, std::size_t dim, relations_t const &relations, float log_scale,
                         double gradient_weight, float *grad_z, double &grad_log_scale, term_t &term,
-                        char const **message) noexcept;
+                        loss_scratch_t &scratch, char const **message) noexcept;
 
 /// The sigmoid form over the same candidates: per anchor with a candidate, `sum_{j in D(i)} weight_ij *
 /// softplus(-y_ij (scale s_ij + bias))`, y = 1 and weight w_ij on P(i), else y = -1 and weight c_ij. Adds the
 /// gradient to `grad_z`, `grad_log_scale` and `grad_bias`. Answers out-of-memory, else ok.
 uform_status_t sigmoid_pairs(float const *z, std::size_t dim, relations_t const &relations, float log_scale, float bias,
                              double gradient_weight, float *grad_z, double &grad_log_scale, double &grad_bias,
-                             term_t &term, char const **message) noexcept;
+                             term_t &term, loss_scratch_t &scratch, char const **message) noexcept;
 
 /// Token vectors of a step's items: item i's rows are `offsets[i] .. offsets[i + 1]` of `values`
 /// [offsets[items] x width]; items without token vectors (empty, or not on a side) have empty ranges.
@@ -68,7 +77,7 @@ struct token_vectors_t {
 /// `vectors.values`) and `grad_log_scale`. Answers out-of-memory, else ok.
 uform_status_t late_interaction(token_vectors_t const &vectors, uform_late_interaction_side_t const *sides,
                                 relations_t const &relations, float log_scale, double gradient_weight,
-                                float *grad_values, double &grad_log_scale, term_t &term,
+                                float *grad_values, double &grad_log_scale, term_t &term, loss_scratch_t &scratch,
                                 char const **message) noexcept;
 
 /// Masked-byte cross-entropy over `rows` chosen positions: `logits` [rows x 256] the byte head's logits there,

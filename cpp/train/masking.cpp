@@ -2,8 +2,9 @@
 #include "cpp/train/masking.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <new>
-#include <string>
+#include <string_view>
 
 #include "c/fail.hpp"
 #include "cpp/train/random.hpp"
@@ -24,8 +25,11 @@ uform_status_t sample_mask(std::uint64_t seed, std::size_t step, std::size_t ite
         double const floor_target = std::floor(double(ratio) * double(n));
         std::size_t const target = floor_target < 1 ? 1 : static_cast<std::size_t>(floor_target);
         double const keep_going = 1.0 - 1.0 / double(mean_span);
-        stream_t rng(seed, "mask/" + std::to_string(step) + "/" + std::to_string(item));
-        std::vector<char> chosen(n, 0);
+        char label[64];
+        int const length = std::snprintf(label, sizeof label, "mask/%zu/%zu", step, item);
+        stream_t rng(seed, std::string_view(label, std::size_t(length)));
+        std::vector<char> &chosen = mask.chosen;
+        chosen.assign(n, 0);
         std::size_t count = 0;
         while (count < target) {
             std::size_t const start = rng.below(n);

@@ -21,6 +21,8 @@ struct mask_t {
     std::vector<std::size_t> positions;
     /// The input token per position: `mask_token` or a byte.
     std::vector<std::uint16_t> tokens;
+    /// Which bytes the spans chose, kept between texts so that a steady loop allocates nothing.
+    std::vector<char> chosen;
 };
 
 /// Masks `text` from the stream (seed, "mask/{step}/{item}"): `max(1, floor(ratio * n))` positions in spans of

@@ -33,8 +33,9 @@ uform_status_t build_relations(relations_args_t const &args, std::size_t first_a
         bool const hard_only = args.negatives == uform_negatives_hard_k;
         bool const weighs_hard = hard_only || args.negatives == uform_negatives_mesh_and_hard_k;
         // Dense rows of the anchor at hand: w_ij, the hard weights, and whether j is allowed.
-        std::vector<float> positive(n), hard(n);
-        std::vector<char> allowed(n);
+        std::vector<float> &positive = relations.positive_row, &hard = relations.hard_row;
+        std::vector<char> &allowed = relations.allowed_row;
+        positive.resize(n), hard.resize(n), allowed.resize(n);
         for (std::size_t i = first_anchor; i != first_anchor + anchors; ++i) {
             for (std::size_t j = 0; j != n; ++j)
                 positive[j] = args.bags && j != i && args.bags[j] == args.bags[i] ? 1.0f : 0.0f;

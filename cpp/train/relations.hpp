@@ -27,6 +27,11 @@ struct relations_t {
     /// w_ij of each entry: above zero for the positives P(i), zero for the other candidates.
     std::vector<float> positive;
 
+    /// Dense rows of the anchor being built (w_ij, the hard weights, whether j is allowed): kept between builds so
+    /// that a steady loop allocates nothing.
+    std::vector<float> positive_row, hard_row;
+    std::vector<char> allowed_row;
+
     /// Anchors described.
     std::size_t anchors() const noexcept { return offsets.empty() ? 0 : offsets.size() - 1; }
 };

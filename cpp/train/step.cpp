@@ -107,9 +107,9 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
             uform_status_t const status =
                 s.contrastive.form == uform_pair_loss_form_sigmoid_k
                     ? sigmoid_pairs(out.z, g.dimensions, relations_, log_scale, scalar(p, "trainer.contrastive.bias"),
-                                    weight, grad_z_.data(), grad_log_scale, grad_bias, term, message)
+                                    weight, grad_z_.data(), grad_log_scale, grad_bias, term, loss_scratch_, message)
                     : info_nce(out.z, g.dimensions, relations_, log_scale, weight, grad_z_.data(), grad_log_scale, term,
-                               message);
+                               loss_scratch_, message);
             if (status) return status;
             add_scalar_grad(p, "trainer.contrastive.log_scale", grad_log_scale);
             add_scalar_grad(p, "trainer.contrastive.bias", grad_bias);
@@ -125,9 +125,9 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
             double grad_log_scale = 0;
             term_t term;
             token_vectors_t const vectors{out.token_vectors, out.token_vector_offsets, g.token_width};
-            if (uform_status_t status = late_interaction(vectors, batch.sides.data(), relations_,
-                                                         scalar(p, "trainer.late_interaction.log_scale"), weight,
-                                                         grad_token_vectors_.data(), grad_log_scale, term, message))
+            if (uform_status_t status = late_interaction(
+                    vectors, batch.sides.data(), relations_, scalar(p, "trainer.late_interaction.log_scale"), weight,
+                    grad_token_vectors_.data(), grad_log_scale, term, loss_scratch_, message))
                 return status;
             add_scalar_grad(p, "trainer.late_interaction.log_scale", grad_log_scale);
             report.late_interaction = term.sum / double(count);

@@ -89,6 +89,7 @@ class trainer_core_t {
   private:
     trunk_t trunk_;
     relations_t relations_;
+    loss_scratch_t loss_scratch_;
     std::vector<logit_row_t> rows_;
     std::vector<std::uint8_t> token_vector_flags_;
     std::vector<float> grad_z_, grad_token_vectors_, grad_logits_, legal_logits_, grad_legal_;

@@ -21,6 +21,9 @@
 
 namespace {
 
+/// The terms' buffers, reused by every call as the trainer reuses them.
+uform::train::loss_scratch_t scratch;
+
 int passed = 0, failed = 0;
 
 void check(bool ok, std::string const &what) {
@@ -120,9 +123,9 @@ void contrastive_variants(goldens::json_t const &batch, std::map<std::string, go
         char const *message = nullptr;
         uform_status_t const status =
             sigmoid ? uform::train::sigmoid_pairs(z.data(), dim, relations, log_scale, bias, 1.0 / double(count),
-                                                  grad_z.data(), grad_log_scale, grad_bias, term, &message)
+                                                  grad_z.data(), grad_log_scale, grad_bias, term, scratch, &message)
                     : uform::train::info_nce(z.data(), dim, relations, log_scale, 1.0 / double(count), grad_z.data(),
-                                             grad_log_scale, term, &message);
+                                             grad_log_scale, term, scratch, &message);
         check(status == uform_status_ok_k && term.finite && term.count == count, what + ": runs");
         double const loss = term.sum / double(term.count), expected = golden.at("variants.contrastive").values[v];
         check(near(loss, expected, 1e-3), what + ": loss " + std::to_string(loss) + " vs " + std::to_string(expected));
@@ -170,7 +173,7 @@ void late_variants(goldens::json_t const &batch, std::map<std::string, goldens::
         uform::train::term_t term;
         char const *message = nullptr;
         check(uform::train::late_interaction(vectors, step.sides.data(), relations, float(std::log(1 / 0.07)),
-                                             1.0 / double(count), grad.data(), grad_log_scale, term,
+                                             1.0 / double(count), grad.data(), grad_log_scale, term, scratch,
                                              &message) == uform_status_ok_k &&
                   term.finite && term.count == count && count > 0,
               what + ": runs");
@@ -347,12 +350,12 @@ void not_finite(goldens::json_t const &batch) {
     z[3] = NAN;
     double grad_log_scale = 0, grad_bias = 0;
     uform::train::term_t term;
-    check(uform::train::info_nce(z.data(), dim, relations, 2.0f, 1.0, grad.data(), grad_log_scale, term, nullptr) ==
-                  uform_status_ok_k &&
+    check(uform::train::info_nce(z.data(), dim, relations, 2.0f, 1.0, grad.data(), grad_log_scale, term, scratch,
+                                 nullptr) == uform_status_ok_k &&
               !term.finite,
           "InfoNCE: a NaN is reported");
     check(uform::train::sigmoid_pairs(z.data(), dim, relations, 2.0f, 0.0f, 1.0, grad.data(), grad_log_scale, grad_bias,
-                                      term, nullptr) == uform_status_ok_k &&
+                                      term, scratch, nullptr) == uform_status_ok_k &&
               !term.finite,
           "sigmoid: a NaN is reported");
     std::vector<float> logits(256, 0.0f), grad_logits(256, 0.0f);
