@@ -58,9 +58,9 @@ struct trunk_state_t {
     std::vector<std::size_t> prob_offsets;                // [items + 1]: floats of each item's heads' squares
     std::vector<float> h, hr, pooled, e, e_norm, z, t, t_norm, vectors, gathered, logits;
     // Backward.
-    std::vector<float> dx, dy, dwide, dnarrow, panels, small, partial, attention, gemm;
+    std::vector<float> dx, dy, dnarrow, panels, small, partial, attention, gemm;
     std::size_t attention_floats = 0;
-    std::size_t current = 0; // the block whose activations are held
+    std::size_t current = 0; // the block whose activations are held; depth: none (a backward spent them)
 };
 
 namespace {
@@ -200,23 +200,31 @@ struct pass_t {
     }
 
     /// The backward of block `l` (its activations current): `dx` holds dL/d saved[l + 1] and becomes dL/d saved[l].
+    /// Each gradient overwrites the activation it replaces once that activation's last reader is done (dm over m,
+    /// dgate_up over gate_up, dao over ao, dqkv over qkv), so the block's activations are spent afterwards.
     void block_backward(std::size_t l, parameters_t &target) noexcept {
         std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden;
         std::string const prefix = "blocks." + std::to_string(l) + ".";
         float *dx = s.dx.data();
+        s.current = g.depth;
         // MLP.
-        float *dm = s.dnarrow.data(), *dgu = s.dwide.data();
-        input_grad(dx, N, prefix + "mlp.down.weight", dm, 0);
+        float *dm = s.m.data(), *dgu = s.gu.data();
         weight_grad(dx, H, s.m.data(), F, N, prefix + "mlp.down.weight", target);
+        input_grad(dx, N, prefix + "mlp.down.weight", dm, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            constexpr std::size_t run = 256;
+            float sigmoid[run];
             for (std::size_t r = begin; r != end; ++r) {
-                float const *gate = s.gu.data() + r * 2 * F, *up = gate + F, *d = dm + r * F;
-                float *dg = dgu + r * 2 * F, *du = dg + F;
-                k.sigmoid(gate, dg, F);
-                for (std::size_t j = 0; j != F; ++j) {
-                    float const sig = dg[j];
-                    du[j] = d[j] * gate[j] * sig;
-                    dg[j] = d[j] * up[j] * sig * (1.0f + gate[j] * (1.0f - sig));
+                float *gate = dgu + r * 2 * F, *up = gate + F;
+                float const *d = dm + r * F;
+                for (std::size_t j0 = 0; j0 < F; j0 += run) {
+                    std::size_t const count = std::min(run, F - j0);
+                    k.sigmoid(gate + j0, sigmoid, count);
+                    for (std::size_t j = j0; j != j0 + count; ++j) {
+                        float const sig = sigmoid[j - j0], x = gate[j], y = up[j];
+                        up[j] = d[j] * x * sig;
+                        gate[j] = d[j] * y * sig * (1.0f + x * (1.0f - sig));
+                    }
                 }
             }
         });
@@ -225,18 +233,20 @@ struct pass_t {
         weight_grad(dgu, 2 * F, s.n2.data(), H, N, prefix + "mlp.gate_up.weight", target);
         norm_backward(s.xm.data(), dn, prefix + "mlp_norm.weight", dx, target);
         // Attention.
-        float *dao = s.dnarrow.data(), *dqkv = s.dwide.data();
-        input_grad(dx, N, prefix + "attn.out.weight", dao, 0);
+        float *dao = s.ao.data();
         weight_grad(dx, H, s.ao.data(), A, N, prefix + "attn.out.weight", target);
-        attention_backward(dao, dqkv);
+        input_grad(dx, N, prefix + "attn.out.weight", dao, 0);
+        attention_backward(dao);
+        float const *dqkv = s.qkv.data();
         input_grad(dqkv, N, prefix + "attn.qkv.weight", dn, 0);
         weight_grad(dqkv, 3 * A, s.n1.data(), H, N, prefix + "attn.qkv.weight", target);
         norm_backward(s.saved.data() + l * N * H, dn, prefix + "attn_norm.weight", dx, target);
     }
 
-    /// Per (item, head): dV = bf16(P)^T bf16(dO), dP = bf16(dO) v^T, the softmax's backward in F32, then dq and dk
-    /// through the scores' product and RoPE's inverse rotation, into `dqkv` [tokens x 3A].
-    void attention_backward(float const *dao, float *dqkv) noexcept {
+    /// Per (item, head): dP = bf16(dO) v^T, dV = bf16(P)^T bf16(dO), the softmax's backward in F32, then dq and dk
+    /// through the scores' product and RoPE's inverse rotation, each over its slice of `qkv` once q, k and v of that
+    /// item and head are read: `qkv` [tokens x 3A] becomes dL/d qkv.
+    void attention_backward(float const *dao) noexcept {
         std::size_t const A = width(), hd = g.head_dim, heads = g.heads, half = hd / 2;
         float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
         ram::parallel_t const serial{};
@@ -245,16 +255,15 @@ struct pass_t {
             std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
             if (n == 0) return;
             head_scratch_t const scratch = head_scratch(thread, n);
-            float *dp = scratch.rest, *rotated = dp + n * n;
+            float *dp = scratch.rest, *rotated_q = dp + n * n, *rotated_k = rotated_q + n * hd;
             float const *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
-            float const *qkv = s.qkv.data() + row * 3 * A + head * hd;
+            float *qkv = s.qkv.data() + row * 3 * A + head * hd;
             float const *d_o = dao + row * A + head * hd;
-            float *dq = dqkv + row * 3 * A + head * hd, *dk = dq + A, *dv = dq + 2 * A;
-            // dV = P^T dO, dP = dO v^T.
-            ram::panels_t b = ram::pack_panels(k, serial, {d_o, A}, n, hd, scratch.panels);
-            ram::product(k, serial, {P, n, true}, n, b, dv, 3 * A, 0, scratch.gemm);
-            b = ram::pack_panels(k, serial, {qkv + 2 * A, 3 * A, true}, hd, n, scratch.panels);
+            // dP = dO v^T, then dV = P^T dO over v.
+            ram::panels_t b = ram::pack_panels(k, serial, {qkv + 2 * A, 3 * A, true}, hd, n, scratch.panels);
             ram::product(k, serial, {d_o, A}, n, b, dp, n, 0, scratch.gemm);
+            b = ram::pack_panels(k, serial, {d_o, A}, n, hd, scratch.panels);
+            ram::product(k, serial, {P, n, true}, n, b, qkv + 2 * A, 3 * A, 0, scratch.gemm);
             // dS = P (dP - sum(dP P)) / sqrt(head_dim), in place.
             for (std::size_t i = 0; i != n; ++i) {
                 float const *pr = P + i * n;
@@ -262,13 +271,15 @@ struct pass_t {
                 for (std::size_t j = 0; j != n; ++j) dot += d[j] * pr[j];
                 for (std::size_t j = 0; j != n; ++j) d[j] = pr[j] * (d[j] - dot) / scale;
             }
-            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), each unrotated from scratch rows.
+            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), then both unrotated over q and k.
             b = ram::pack_panels(k, serial, {qkv + A, 3 * A}, n, hd, scratch.panels);
-            ram::product(k, serial, {dp, n}, n, b, rotated, hd, 0, scratch.gemm);
-            for (std::size_t i = 0; i != n; ++i) unrotate(rotated + i * hd, row + i, dq + i * 3 * A, half);
+            ram::product(k, serial, {dp, n}, n, b, rotated_q, hd, 0, scratch.gemm);
             b = ram::pack_panels(k, serial, {qkv, 3 * A}, n, hd, scratch.panels);
-            ram::product(k, serial, {dp, n, true}, n, b, rotated, hd, 0, scratch.gemm);
-            for (std::size_t i = 0; i != n; ++i) unrotate(rotated + i * hd, row + i, dk + i * 3 * A, half);
+            ram::product(k, serial, {dp, n, true}, n, b, rotated_k, hd, 0, scratch.gemm);
+            for (std::size_t i = 0; i != n; ++i) {
+                unrotate(rotated_q + i * hd, row + i, qkv + i * 3 * A, half);
+                unrotate(rotated_k + i * hd, row + i, qkv + i * 3 * A + A, half);
+            }
         });
     }
 
@@ -382,8 +393,8 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         }
         squares = s.prob_offsets[items];
         std::size_t const wide = std::max(longest, hd);
-        s.attention_floats =
-            ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) + longest * longest + longest * hd;
+        s.attention_floats = ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) + longest * longest +
+                             2 * longest * hd;
         std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
         std::size_t depth_max = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256), weight_chunk_rows_k});
         for (std::size_t m = 0; m != 3; ++m)
@@ -397,8 +408,7 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         grow(s.e_norm, items), grow(s.z, items * D);
         if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
         grow(s.gathered, std::max(R, items) * H), grow(s.logits, R * 256);
-        grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dwide, N * std::max(2 * F, 3 * A));
-        grow(s.dnarrow, std::max({N * F, N * A, N * TW, R * H, items * H}));
+        grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dnarrow, std::max({any_vectors ? N * TW : 0, R * H, items * H}));
         std::size_t const outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
         std::size_t const chunk = std::min(std::max(N, R), weight_chunk_rows_k);
         std::size_t panel_floats = 0;
