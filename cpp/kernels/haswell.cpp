@@ -242,6 +242,44 @@ void softmax_round_haswell(float *row, std::size_t count, float scale) noexcept 
     }
 }
 
+// Softmax of a scaled row in F32, unrounded: the same passes as `softmax_round_haswell` without the rounding.
+void softmax_haswell(float *row, std::size_t count, float scale) noexcept {
+    if (count == 0) return;
+    __m256 const factor = _mm256_set1_ps(scale);
+    __m256 maximum = _mm256_set1_ps(-INFINITY);
+    for (std::size_t i = 0; i < count; i += 8) {
+        std::size_t const lanes = count - i < 8 ? count - i : 8;
+        __m256 const value = _mm256_mul_ps(load_partial(row + i, lanes), factor);
+        store_partial(row + i, value, lanes);
+        __m256 const valid = _mm256_castsi256_ps(tail_mask(lanes));
+        maximum = _mm256_max_ps(maximum, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), value, valid));
+    }
+    __m256 const shift = _mm256_set1_ps(reduce_max(maximum));
+    __m256 sum = _mm256_setzero_ps();
+    for (std::size_t i = 0; i < count; i += 8) {
+        std::size_t const lanes = count - i < 8 ? count - i : 8;
+        __m256 const value = exp_x8(_mm256_sub_ps(load_partial(row + i, lanes), shift));
+        store_partial(row + i, value, lanes);
+        sum = _mm256_add_ps(sum, _mm256_and_ps(value, _mm256_castsi256_ps(tail_mask(lanes))));
+    }
+    __m256 const inverse = _mm256_set1_ps(1.0f / reduce_add(sum));
+    for (std::size_t i = 0; i < count; i += 8) {
+        std::size_t const lanes = count - i < 8 ? count - i : 8;
+        store_partial(row + i, _mm256_mul_ps(load_partial(row + i, lanes), inverse), lanes);
+    }
+}
+
+// The logistic function of every value, with an exact division.
+void sigmoid_haswell(float const *in, float *out, std::size_t count) noexcept {
+    __m256 const one = _mm256_set1_ps(1.0f);
+    for (std::size_t i = 0; i < count; i += 8) {
+        std::size_t const lanes = count - i < 8 ? count - i : 8;
+        __m256 const x = load_partial(in + i, lanes);
+        store_partial(out + i, _mm256_div_ps(one, _mm256_add_ps(one, exp_x8(_mm256_sub_ps(_mm256_setzero_ps(), x)))),
+                      lanes);
+    }
+}
+
 // SiLU of the gate times the up projection, rounded for the down projection.
 void silu_mul_round_haswell(float const *gate, float const *up, float *out, std::size_t count) noexcept {
     __m256 const one = _mm256_set1_ps(1.0f);
@@ -291,6 +329,11 @@ constexpr kernels_t haswell_k{
     add_haswell,
     scale_haswell,
     l2_normalize_haswell,
+    softmax_haswell,
+    sigmoid_haswell,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 } // namespace

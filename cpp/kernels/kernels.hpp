@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <uform/types.h>
 
@@ -79,6 +80,29 @@ struct kernels_t {
 
     /// Divides `x` by its L2 norm in place; a zero vector stays zero.
     void (*l2_normalize)(float *x, std::size_t count) noexcept;
+
+    /// `row = softmax(row * scale)` in place over `count` values in F32, unrounded (the trainer keeps it).
+    void (*softmax)(float *row, std::size_t count, float scale) noexcept;
+
+    /// `out[i] = 1 / (1 + exp(-in[i]))`; `out` may equal `in`.
+    void (*sigmoid)(float const *in, float *out, std::size_t count) noexcept;
+
+    // The trainer's BF16 pair products (cpp/kernels/product.hpp): null in classes without a BF16 dot-product
+    // instruction. A word holds two BF16 values, depth 2p in its low half and depth 2p + 1 in its high half.
+
+    /// C[rows x columns] (+)= A[rows x 2 pairs] * B[2 pairs x columns] with rows <= 6 and columns <= 64. A's word
+    /// (r, p) is at `a[r * a_row + p * a_pair]`; B's pair p is the 64 words at `b + p * 64`, zero past `columns`.
+    /// Each result sums its pairs from zero in depth order in F32 (a pair's two products are exact; BF16 subnormals
+    /// read as zero, subnormal sums flush to zero), then adds C when accumulating and rounds as `gemm_micro` does.
+    void (*gemm_micro_pairs)(std::size_t pairs, std::uint32_t const *a, std::size_t a_row, std::size_t a_pair,
+                             std::uint32_t const *b, float *c, std::size_t ldc, std::size_t rows, std::size_t columns,
+                             unsigned flags) noexcept;
+
+    /// `out[i] = bf16(high[i]) << 16 | bf16(low[i])` (nearest even); a null `high` reads zeros.
+    void (*interleave_bf16)(float const *low, float const *high, std::uint32_t *out, std::size_t count) noexcept;
+
+    /// `out[i] = bf16(in[i])` (nearest even) as bits.
+    void (*convert_bf16)(float const *in, std::uint16_t *out, std::size_t count) noexcept;
 };
 
 /// The portable floor: plain C++, no intrinsics.
@@ -87,5 +111,8 @@ kernels_t const &kernels_serial() noexcept;
 kernels_t const *kernels_haswell() noexcept;
 /// AVX-512 F/BW/DQ/VL (x86-64 builds only; nullptr elsewhere).
 kernels_t const *kernels_skylake() noexcept;
+/// AVX-512 with BF16 (AMD Genoa, Turin): Skylake's kernels plus the BF16 pair products (x86-64 only; nullptr
+/// elsewhere).
+kernels_t const *kernels_genoa() noexcept;
 
 } // namespace uform::ram

@@ -98,6 +98,28 @@ void softmax_round_serial(float *row, std::size_t count, float scale) noexcept {
     for (std::size_t i = 0; i != count; ++i) row[i] = round_bf16(row[i] * inverse);
 }
 
+// Softmax of a scaled row in F32, unrounded.
+void softmax_serial(float *row, std::size_t count, float scale) noexcept {
+    if (count == 0) return;
+    float maximum = -INFINITY;
+    for (std::size_t i = 0; i != count; ++i) {
+        row[i] *= scale;
+        maximum = row[i] > maximum ? row[i] : maximum;
+    }
+    float sum = 0;
+    for (std::size_t i = 0; i != count; ++i) {
+        row[i] = std::exp(row[i] - maximum);
+        sum += row[i];
+    }
+    float const inverse = 1.0f / sum;
+    for (std::size_t i = 0; i != count; ++i) row[i] *= inverse;
+}
+
+// The logistic function of every value.
+void sigmoid_serial(float const *in, float *out, std::size_t count) noexcept {
+    for (std::size_t i = 0; i != count; ++i) out[i] = 1.0f / (1.0f + std::exp(-in[i]));
+}
+
 // SiLU of the gate times the up projection, rounded for the down projection.
 void silu_mul_round_serial(float const *gate, float const *up, float *out, std::size_t count) noexcept {
     for (std::size_t i = 0; i != count; ++i) {
@@ -126,9 +148,23 @@ void l2_normalize_serial(float *x, std::size_t count) noexcept {
 }
 
 constexpr kernels_t serial_k{
-    uform_cpu_class_serial_k, pack_a_serial,   gemm_micro_serial, merge_serial,
-    round_bf16_serial,        rms_norm_serial, rope_round_serial, softmax_round_serial,
-    silu_mul_round_serial,    add_serial,      scale_serial,      l2_normalize_serial,
+    uform_cpu_class_serial_k,
+    pack_a_serial,
+    gemm_micro_serial,
+    merge_serial,
+    round_bf16_serial,
+    rms_norm_serial,
+    rope_round_serial,
+    softmax_round_serial,
+    silu_mul_round_serial,
+    add_serial,
+    scale_serial,
+    l2_normalize_serial,
+    softmax_serial,
+    sigmoid_serial,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 } // namespace

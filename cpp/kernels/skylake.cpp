@@ -298,6 +298,44 @@ void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept 
     }
 }
 
+// Softmax of a scaled row in F32, unrounded: the same passes as `softmax_round_skylake`'s long rows without the
+// rounding.
+void softmax_skylake(float *row, std::size_t count, float scale) noexcept {
+    if (count == 0) return;
+    __m512 const factor = _mm512_set1_ps(scale);
+    __m512 maximum = _mm512_set1_ps(-INFINITY);
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 const value = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), factor);
+        _mm512_mask_storeu_ps(row + i, mask, value);
+        maximum = _mm512_mask_max_ps(maximum, mask, maximum, value);
+    }
+    __m512 const shift = _mm512_set1_ps(_mm512_reduce_max_ps(maximum));
+    __m512 sum = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 const value = exp_x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + i), shift));
+        _mm512_mask_storeu_ps(row + i, mask, value);
+        sum = _mm512_mask_add_ps(sum, mask, sum, value);
+    }
+    __m512 const inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        _mm512_mask_storeu_ps(row + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inverse));
+    }
+}
+
+// The logistic function of every value, with an exact division.
+void sigmoid_skylake(float const *in, float *out, std::size_t count) noexcept {
+    __m512 const one = _mm512_set1_ps(1.0f);
+    for (std::size_t i = 0; i < count; i += 16) {
+        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __m512 const x = _mm512_maskz_loadu_ps(mask, in + i);
+        _mm512_mask_storeu_ps(out + i, mask,
+                              _mm512_div_ps(one, _mm512_add_ps(one, exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), x)))));
+    }
+}
+
 // silu(gate) * up for 16 lanes, rounded to BF16. An exact division, as the reference's x / (1 + exp(-x)): a cheaper
 // reciprocal flips more BF16 roundings.
 inline __m512 silu_mul_round_x16(__m512 gate, __m512 up) noexcept {
@@ -365,6 +403,11 @@ constexpr kernels_t skylake_k{
     add_skylake,
     scale_skylake,
     l2_normalize_skylake,
+    softmax_skylake,
+    sigmoid_skylake,
+    nullptr,
+    nullptr,
+    nullptr,
 };
 
 } // namespace

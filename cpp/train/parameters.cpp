@@ -219,20 +219,21 @@ uform_status_t parameters_refresh(parameters_t &p, ram::parallel_t const &parall
     try {
         if (p.kernels == nullptr) p.kernels = ram::kernels_for(uform_cpu_class_auto_k);
         if (p.kernels == nullptr) return fail(message, uform_status_unsupported_k, "no kernels for this machine");
-        p.packed.resize(p.tensors.size());
+        ram::kernels_t const &k = *p.kernels;
+        p.panel_data.resize(p.tensors.size());
+        p.panels.resize(p.tensors.size());
         for (std::size_t i = 0; i != p.tensors.size(); ++i) {
             tensor_t const &t = p.tensors[i];
-            bool const linear = t.rank == 2 && t.name != "embed.byte.weight";
-            if (linear && p.packed[i].columns() == 0 && !p.packed[i].allocate(t.shape[0], t.shape[1]))
-                return fail(message, uform_status_out_of_memory_k, "out of memory for the trainer's weight panels");
+            if (t.rank == 2 && t.name != "embed.byte.weight")
+                p.panel_data[i].resize(ram::panels_floats(k, t.shape[1], t.shape[0]));
         }
         parallel(p.tensors.size(), [&](std::size_t i, std::size_t) noexcept {
             tensor_t &t = p.tensors[i];
-            for (std::size_t e = 0; e != t.count(); ++e) t.copy[e] = round_bf16(t.master[e]);
-            if (p.packed[i].columns() == 0) return;
-            for (std::size_t column = 0; column != t.shape[0]; ++column)
-                for (std::size_t k = 0; k != t.shape[1]; ++k)
-                    p.packed[i].set(column, k, t.copy[column * t.shape[1] + k]);
+            k.round_bf16(t.master.data(), t.copy.data(), t.count());
+            if (p.panel_data[i].empty()) return;
+            ram::operand_t const weight{t.copy.data(), t.shape[1], true};
+            p.panels[i] =
+                ram::pack_panels(k, ram::parallel_t{}, weight, t.shape[1], t.shape[0], p.panel_data[i].data());
         });
         return uform_status_ok_k;
     } catch (std::bad_alloc const &) {

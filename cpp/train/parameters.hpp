@@ -12,8 +12,8 @@
 #include <uform/types.h>
 
 #include "../../c/checkpoint.hpp"
-#include "../kernels/gemm.hpp"
 #include "../kernels/kernels.hpp"
+#include "../kernels/product.hpp"
 #include "../parallel.hpp"
 
 namespace uform::train {
@@ -45,9 +45,11 @@ struct parameters_t {
     tensor_t const *find(std::string_view name) const noexcept;
 
     // The trunk's (cpp/train/trunk.cpp), set by `parameters_refresh`: the kernels of the machine's class, and per
-    // tensor (same index) the BF16 copy of a 2-D weight `W[out x in]` packed for `y = x W^T` (empty otherwise).
+    // tensor (same index) the BF16 copy of a 2-D weight `W[out x in]` packed as the B of `y = x W^T`
+    // (`ram::pack_panels` into `panel_data`; empty otherwise).
     ram::kernels_t const *kernels = nullptr;
-    std::vector<ram::packed_matrix_t> packed;
+    std::vector<std::vector<float>> panel_data;
+    std::vector<ram::panels_t> panels;
 };
 
 /// Loads a checkpoint file (its header already validated into `checkpoint`; tensors BF16 or F32) into `out`: the

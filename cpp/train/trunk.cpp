@@ -10,22 +10,17 @@
 
 #include "../../c/fail.hpp"
 #include "../../c/scalars.hpp"
-#include "../kernels/gemm.hpp"
+#include "../kernels/product.hpp"
 
 namespace uform::train {
 namespace {
 
-using ram::gemm_b_t;
+using ram::operand_t;
 
 /// Rows of one chunk of a row-wise reduction (norm weights, biases): fixed, so sums never depend on the threads.
 constexpr std::size_t reduce_rows_k = 64;
-/// Tokens per chunk of a weight gradient's product (`dW += dY^T X`), which bounds the transposed `dY` scratch.
+/// Tokens per chunk of a weight gradient's product (`dW += dY^T X`), which bounds the packed `X` scratch.
 constexpr std::size_t weight_chunk_rows_k = 1536;
-
-/// A row-major `[depth x columns]` matrix of BF16 values as a GEMM's B.
-gemm_b_t row_major(float const *data, std::size_t depth, std::size_t columns, std::size_t stride) noexcept {
-    return {data, depth, columns, ram::gemm_panel_columns_k, stride};
-}
 
 /// `(x, y)` rows in blocks of `rows`, per task.
 template <typename body_t>
@@ -63,9 +58,9 @@ struct trunk_state_t {
     std::vector<std::size_t> prob_offsets;                // [items + 1]: floats of each item's heads' squares
     std::vector<float> h, hr, pooled, e, e_norm, z, t, t_norm, vectors, gathered, logits;
     // Backward.
-    std::vector<float> dx, dy, dwide, dnarrow, transposed, partial, attention, gemm;
+    std::vector<float> dx, dy, dnarrow, panels, small, partial, attention, gemm;
     std::size_t attention_floats = 0;
-    std::size_t current = 0; // the block whose activations are held
+    std::size_t current = 0; // the block whose activations are held; depth: none (a backward spent them)
 };
 
 namespace {
@@ -84,33 +79,29 @@ struct pass_t {
     std::size_t index(std::string_view name) const noexcept {
         return static_cast<std::size_t>(p.find(name) - p.tensors.data());
     }
-    ram::packed_matrix_t const &packed(std::string_view name) const noexcept { return p.packed[index(name)]; }
 
     /// C = A W^T (or +=), A rounded as it is packed.
     void linear(float const *a, std::size_t lda, std::size_t rows, std::string_view name, float *c, std::size_t ldc,
                 unsigned flags) noexcept {
-        ram::gemm(k, parallel, a, lda, rows, packed(name).view(), c, ldc, flags, s.gemm.data());
+        ram::product(k, parallel, {a, lda}, rows, p.panels[index(name)], c, ldc, flags, s.gemm.data());
     }
     /// dX (+)= dY W: the complete `dY` rounded as packed, the BF16 copy row-major as B.
     void input_grad(float const *dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
         tensor_t const &w = tensor(name);
-        ram::gemm(k, parallel, dy, w.shape[0], rows, row_major(w.copy.data(), w.shape[0], w.shape[1], w.shape[1]), dx,
-                  w.shape[1], flags, s.gemm.data());
+        ram::panels_t const b =
+            ram::pack_panels(k, parallel, {w.copy.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
+        ram::product(k, parallel, {dy, w.shape[0]}, rows, b, dx, w.shape[1], flags, s.gemm.data());
     }
-    /// dW += dY^T X over `rows` tokens: dY^T transposed into scratch in chunks of tokens, X BF16 values row-major.
+    /// dW += dY^T X over `rows` tokens in chunks: dY read transposed as A, X's BF16 values packed as B.
     void weight_grad(float const *dy, std::size_t ldy, float const *x, std::size_t ldx, std::size_t rows,
                      std::string_view name, parameters_t &target) noexcept {
         tensor_t &w = target.tensors[index(name)];
         std::size_t const out = w.shape[0], in = w.shape[1];
         for (std::size_t row = 0; row < rows; row += weight_chunk_rows_k) {
             std::size_t const count = std::min(weight_chunk_rows_k, rows - row);
-            float *t = s.transposed.data();
-            for_chunks(parallel, out, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
-                for (std::size_t o = begin; o != end; ++o)
-                    for (std::size_t r = 0; r != count; ++r) t[o * count + r] = dy[(row + r) * ldy + o];
-            });
-            ram::gemm(k, parallel, t, count, out, row_major(x + row * ldx, count, in, ldx), w.grad.data(), in,
-                      ram::gemm_accumulate_k, s.gemm.data());
+            ram::panels_t const b = ram::pack_panels(k, parallel, {x + row * ldx, ldx}, count, in, s.panels.data());
+            ram::product(k, parallel, {dy + row * ldy, ldy, true}, out, b, w.grad.data(), in, ram::gemm_accumulate_k,
+                         s.gemm.data());
         }
     }
     /// `out = RMSNorm(x) * weight` over the tokens, rounded to BF16.
@@ -169,62 +160,71 @@ struct pass_t {
         norm(s.xm.data(), prefix + "mlp_norm.weight", s.n2.data(), true);
         linear(s.n2.data(), H, N, prefix + "mlp.gate_up.weight", s.gu.data(), 2 * F, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
-            for (std::size_t r = begin; r != end; ++r) {
-                float const *gate = s.gu.data() + r * 2 * F;
-                float *m = s.m.data() + r * F;
-                for (std::size_t j = 0; j != F; ++j)
-                    m[j] = round_bf16(gate[j] / (1.0f + std::exp(-gate[j])) * gate[F + j]);
-            }
+            for (std::size_t r = begin; r != end; ++r)
+                k.silu_mul_round(s.gu.data() + r * 2 * F, s.gu.data() + r * 2 * F + F, s.m.data() + r * F, F);
         });
         std::memcpy(next, s.xm.data(), N * H * sizeof(float));
         linear(s.m.data(), F, N, prefix + "mlp.down.weight", next, H, ram::gemm_accumulate_k);
     }
 
+    /// One (item, head)'s scratch on `thread`: B panels, the product's A scratch, then `floats` more.
+    struct head_scratch_t {
+        float *panels, *gemm, *rest;
+    };
+    head_scratch_t head_scratch(std::size_t thread, std::size_t n) const noexcept {
+        float *base = s.attention.data() + thread * s.attention_floats;
+        std::size_t const wide = std::max(n, g.head_dim);
+        float *gemm = base + ram::panels_floats(k, wide, wide);
+        return {base, gemm, gemm + ram::product_scratch_floats(wide)};
+    }
+
     /// Per (item, head): `P = softmax(q k^T / sqrt(head_dim))` kept in F32, `ao = bf16(bf16(P) v)`.
     void attention_forward() noexcept {
         std::size_t const A = width(), hd = g.head_dim, heads = g.heads;
-        float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+        float const scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+        ram::parallel_t const serial{};
         parallel(s.items * heads, [&](std::size_t task, std::size_t thread) noexcept {
             std::size_t const item = task / heads, head = task % heads;
             std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
             if (n == 0) return;
-            float *scratch = s.attention.data() + thread * s.attention_floats;
-            float *kt = scratch, *packed = scratch + hd * n;
+            head_scratch_t const scratch = head_scratch(thread, n);
             float const *q = s.qkv.data() + row * 3 * A + head * hd;
             float *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
-            for (std::size_t j = 0; j != n; ++j)
-                for (std::size_t d = 0; d != hd; ++d) kt[d * n + j] = q[j * 3 * A + A + d];
-            k.pack_a(q, 3 * A, n, hd, packed);
-            ram::gemm_packed(k, packed, n, row_major(kt, hd, n, n), P, n, 0);
-            for (std::size_t i = 0; i != n; ++i) {
-                float *r = P + i * n, top = -INFINITY, sum = 0;
-                for (std::size_t j = 0; j != n; ++j) r[j] /= scale, top = std::max(top, r[j]);
-                for (std::size_t j = 0; j != n; ++j) r[j] = std::exp(r[j] - top), sum += r[j];
-                for (std::size_t j = 0; j != n; ++j) r[j] /= sum;
-            }
-            k.pack_a(P, n, n, n, packed);
-            ram::gemm_packed(k, packed, n, row_major(q + 2 * A, n, hd, 3 * A), s.ao.data() + row * A + head * hd, A,
-                             ram::gemm_round_output_k);
+            ram::panels_t keys = ram::pack_panels(k, serial, {q + A, 3 * A, true}, hd, n, scratch.panels);
+            ram::product(k, serial, {q, 3 * A}, n, keys, P, n, 0, scratch.gemm);
+            for (std::size_t i = 0; i != n; ++i) k.softmax(P + i * n, n, scale);
+            ram::panels_t values = ram::pack_panels(k, serial, {q + 2 * A, 3 * A}, n, hd, scratch.panels);
+            ram::product(k, serial, {P, n}, n, values, s.ao.data() + row * A + head * hd, A, ram::gemm_round_output_k,
+                         scratch.gemm);
         });
     }
 
     /// The backward of block `l` (its activations current): `dx` holds dL/d saved[l + 1] and becomes dL/d saved[l].
+    /// Each gradient overwrites the activation it replaces once that activation's last reader is done (dm over m,
+    /// dgate_up over gate_up, dao over ao, dqkv over qkv), so the block's activations are spent afterwards.
     void block_backward(std::size_t l, parameters_t &target) noexcept {
         std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden;
         std::string const prefix = "blocks." + std::to_string(l) + ".";
         float *dx = s.dx.data();
+        s.current = g.depth;
         // MLP.
-        float *dm = s.dnarrow.data(), *dgu = s.dwide.data();
-        input_grad(dx, N, prefix + "mlp.down.weight", dm, 0);
+        float *dm = s.m.data(), *dgu = s.gu.data();
         weight_grad(dx, H, s.m.data(), F, N, prefix + "mlp.down.weight", target);
+        input_grad(dx, N, prefix + "mlp.down.weight", dm, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            constexpr std::size_t run = 256;
+            float sigmoid[run];
             for (std::size_t r = begin; r != end; ++r) {
-                float const *gate = s.gu.data() + r * 2 * F, *up = gate + F, *d = dm + r * F;
-                float *dg = dgu + r * 2 * F, *du = dg + F;
-                for (std::size_t j = 0; j != F; ++j) {
-                    float const sig = 1.0f / (1.0f + std::exp(-gate[j]));
-                    du[j] = d[j] * gate[j] * sig;
-                    dg[j] = d[j] * up[j] * sig * (1.0f + gate[j] * (1.0f - sig));
+                float *gate = dgu + r * 2 * F, *up = gate + F;
+                float const *d = dm + r * F;
+                for (std::size_t j0 = 0; j0 < F; j0 += run) {
+                    std::size_t const count = std::min(run, F - j0);
+                    k.sigmoid(gate + j0, sigmoid, count);
+                    for (std::size_t j = j0; j != j0 + count; ++j) {
+                        float const sig = sigmoid[j - j0], x = gate[j], y = up[j];
+                        up[j] = d[j] * x * sig;
+                        gate[j] = d[j] * y * sig * (1.0f + x * (1.0f - sig));
+                    }
                 }
             }
         });
@@ -233,42 +233,37 @@ struct pass_t {
         weight_grad(dgu, 2 * F, s.n2.data(), H, N, prefix + "mlp.gate_up.weight", target);
         norm_backward(s.xm.data(), dn, prefix + "mlp_norm.weight", dx, target);
         // Attention.
-        float *dao = s.dnarrow.data(), *dqkv = s.dwide.data();
-        input_grad(dx, N, prefix + "attn.out.weight", dao, 0);
+        float *dao = s.ao.data();
         weight_grad(dx, H, s.ao.data(), A, N, prefix + "attn.out.weight", target);
-        attention_backward(dao, dqkv);
+        input_grad(dx, N, prefix + "attn.out.weight", dao, 0);
+        attention_backward(dao);
+        float const *dqkv = s.qkv.data();
         input_grad(dqkv, N, prefix + "attn.qkv.weight", dn, 0);
         weight_grad(dqkv, 3 * A, s.n1.data(), H, N, prefix + "attn.qkv.weight", target);
         norm_backward(s.saved.data() + l * N * H, dn, prefix + "attn_norm.weight", dx, target);
     }
 
-    /// Per (item, head): dV = bf16(P)^T bf16(dO), dP = bf16(dO) v^T, the softmax's backward in F32, then dq and dk
-    /// through the scores' product and RoPE's inverse rotation, into `dqkv` [tokens x 3A].
-    void attention_backward(float const *dao, float *dqkv) noexcept {
+    /// Per (item, head): dP = bf16(dO) v^T, dV = bf16(P)^T bf16(dO), the softmax's backward in F32, then dq and dk
+    /// through the scores' product and RoPE's inverse rotation, each over its slice of `qkv` once q, k and v of that
+    /// item and head are read: `qkv` [tokens x 3A] becomes dL/d qkv.
+    void attention_backward(float const *dao) noexcept {
         std::size_t const A = width(), hd = g.head_dim, heads = g.heads, half = hd / 2;
         float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
+        ram::parallel_t const serial{};
         parallel(s.items * heads, [&](std::size_t task, std::size_t thread) noexcept {
             std::size_t const item = task / heads, head = task % heads;
             std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
             if (n == 0) return;
-            float *scratch = s.attention.data() + thread * s.attention_floats;
-            float *packed = scratch, *square = packed + (n + 6) * std::max(n, hd);
-            float *dp = square + n * n, *small = dp + n * n; // small: [max(n, hd) x max(n, hd)] of head width
+            head_scratch_t const scratch = head_scratch(thread, n);
+            float *dp = scratch.rest, *rotated_q = dp + n * n, *rotated_k = rotated_q + n * hd;
             float const *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
-            float const *qkv = s.qkv.data() + row * 3 * A + head * hd;
+            float *qkv = s.qkv.data() + row * 3 * A + head * hd;
             float const *d_o = dao + row * A + head * hd;
-            float *dq = dqkv + row * 3 * A + head * hd, *dk = dq + A, *dv = dq + 2 * A;
-            // dV = P^T dO: P^T into `square`, dO rounded into `small`.
-            for (std::size_t i = 0; i != n; ++i)
-                for (std::size_t j = 0; j != n; ++j) square[j * n + i] = P[i * n + j];
-            for (std::size_t i = 0; i != n; ++i) k.round_bf16(d_o + i * A, small + i * hd, hd);
-            k.pack_a(square, n, n, n, packed);
-            ram::gemm_packed(k, packed, n, row_major(small, n, hd, hd), dv, 3 * A, 0);
-            // dP = dO v^T: v^T into `small`.
-            for (std::size_t j = 0; j != n; ++j)
-                for (std::size_t d = 0; d != hd; ++d) small[d * n + j] = qkv[j * 3 * A + 2 * A + d];
-            k.pack_a(d_o, A, n, hd, packed);
-            ram::gemm_packed(k, packed, n, row_major(small, hd, n, n), dp, n, 0);
+            // dP = dO v^T, then dV = P^T dO over v.
+            ram::panels_t b = ram::pack_panels(k, serial, {qkv + 2 * A, 3 * A, true}, hd, n, scratch.panels);
+            ram::product(k, serial, {d_o, A}, n, b, dp, n, 0, scratch.gemm);
+            b = ram::pack_panels(k, serial, {d_o, A}, n, hd, scratch.panels);
+            ram::product(k, serial, {P, n, true}, n, b, qkv + 2 * A, 3 * A, 0, scratch.gemm);
             // dS = P (dP - sum(dP P)) / sqrt(head_dim), in place.
             for (std::size_t i = 0; i != n; ++i) {
                 float const *pr = P + i * n;
@@ -276,16 +271,15 @@ struct pass_t {
                 for (std::size_t j = 0; j != n; ++j) dot += d[j] * pr[j];
                 for (std::size_t j = 0; j != n; ++j) d[j] = pr[j] * (d[j] - dot) / scale;
             }
-            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), into `small` as scratch rows first.
-            float *rotated = small;
-            k.pack_a(dp, n, n, n, packed);
-            ram::gemm_packed(k, packed, n, row_major(qkv + A, n, hd, 3 * A), rotated, hd, 0);
-            for (std::size_t i = 0; i != n; ++i) unrotate(rotated + i * hd, row + i, dq + i * 3 * A, half);
-            for (std::size_t i = 0; i != n; ++i)
-                for (std::size_t j = 0; j != n; ++j) square[j * n + i] = dp[i * n + j];
-            k.pack_a(square, n, n, n, packed);
-            ram::gemm_packed(k, packed, n, row_major(qkv, n, hd, 3 * A), rotated, hd, 0);
-            for (std::size_t i = 0; i != n; ++i) unrotate(rotated + i * hd, row + i, dk + i * 3 * A, half);
+            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), then both unrotated over q and k.
+            b = ram::pack_panels(k, serial, {qkv + A, 3 * A}, n, hd, scratch.panels);
+            ram::product(k, serial, {dp, n}, n, b, rotated_q, hd, 0, scratch.gemm);
+            b = ram::pack_panels(k, serial, {qkv, 3 * A}, n, hd, scratch.panels);
+            ram::product(k, serial, {dp, n, true}, n, b, rotated_k, hd, 0, scratch.gemm);
+            for (std::size_t i = 0; i != n; ++i) {
+                unrotate(rotated_q + i * hd, row + i, qkv + i * 3 * A, half);
+                unrotate(rotated_k + i * hd, row + i, qkv + i * 3 * A + A, half);
+            }
         });
     }
 
@@ -342,9 +336,10 @@ trunk_t::~trunk_t() noexcept = default;
 // Copies the request, sizes the state, embeds, runs every block, then the final norm and the heads asked for.
 uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &request, ram::parallel_t const &parallel,
                                 poll_t poll, trunk_outputs_t &out, char const **message) noexcept {
-    if (p.kernels == nullptr || p.packed.size() != p.tensors.size())
+    if (p.kernels == nullptr || p.panels.size() != p.tensors.size())
         return fail(message, uform_status_invalid_argument_k, "the parameters were never refreshed");
     geometry_t const &g = p.geometry;
+    ram::kernels_t const &k = *p.kernels;
     std::size_t const items = request.segments.size(), H = g.hidden, A = g.heads * g.head_dim, F = g.ffn_hidden;
     std::size_t const hd = g.head_dim, half = hd / 2, D = g.dimensions, TW = g.token_width;
     for (segment_t const &segment : request.segments) {
@@ -398,12 +393,13 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         }
         squares = s.prob_offsets[items];
         std::size_t const wide = std::max(longest, hd);
-        s.attention_floats = (longest + 6) * wide + 2 * longest * longest + wide * wide + 64;
+        s.attention_floats = ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) + longest * longest +
+                             2 * longest * hd;
         std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
         std::size_t depth_max = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256), weight_chunk_rows_k});
         for (std::size_t m = 0; m != 3; ++m)
             if (tensor_t const *w = p.find(media_weight(m))) depth_max = std::max(depth_max, w->shape[1]);
-        grow(s.gemm, threads * ram::gemm_scratch_floats(depth_max));
+        grow(s.gemm, threads * ram::product_scratch_floats(depth_max));
         grow(s.attention, threads * s.attention_floats);
         grow(s.saved, (g.depth + 1) * N * H);
         grow(s.n1, N * H), grow(s.qkv, N * 3 * A), grow(s.probs, squares), grow(s.ao, N * A), grow(s.xm, N * H);
@@ -412,10 +408,15 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         grow(s.e_norm, items), grow(s.z, items * D);
         if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
         grow(s.gathered, std::max(R, items) * H), grow(s.logits, R * 256);
-        grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dwide, N * std::max(2 * F, 3 * A));
-        grow(s.dnarrow, std::max({N * F, N * A, N * TW, R * H, items * H}));
-        std::size_t outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
-        grow(s.transposed, outs * std::min(std::max(N, R), weight_chunk_rows_k) + outs * items);
+        grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dnarrow, std::max({any_vectors ? N * TW : 0, R * H, items * H}));
+        std::size_t const outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
+        std::size_t const chunk = std::min(std::max(N, R), weight_chunk_rows_k);
+        std::size_t panel_floats = 0;
+        for (tensor_t const &t : p.tensors)
+            if (t.rank == 2)
+                panel_floats = std::max({panel_floats, ram::panels_floats(k, t.shape[0], t.shape[1]),
+                                         ram::panels_floats(k, chunk, t.shape[1])});
+        grow(s.panels, panel_floats), grow(s.small, outs * items);
         grow(s.partial, ((N + reduce_rows_k - 1) / reduce_rows_k + 1) * std::max<std::size_t>(H, 1));
         grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N);
 
@@ -527,7 +528,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
     std::fill(dh, dh + N * H, 0.0f);
     // Embedding head: de per non-empty item, d pooled = de W, spread over the item's tokens.
     if (d_z != nullptr && items != 0) {
-        float *de = s.transposed.data() + s.transposed.size() - items * D;
+        float *de = s.small.data();
         for (std::size_t i = 0; i != items; ++i)
             normalize_backward(s.z.data() + i * D, d_z + i * D, s.e_norm[i], de + i * D, D);
         float *dpooled = s.dnarrow.data();

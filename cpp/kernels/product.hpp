@@ -1,0 +1,47 @@
+// The trainer's products: C (+)= op(A) op(B) over F32 operands rounded to BF16 as they are packed, on the class's
+// BF16 pair micro-kernel where it has one (`gemm_micro_pairs`), else on its F32 one (`gemm_micro`).
+#pragma once
+
+#include <cstddef>
+
+#include "../parallel.hpp"
+#include "kernels.hpp"
+
+namespace uform::ram {
+
+/// An F32 matrix as a product's operand: element (i, k) of op(X) at `data[i * stride + k]`, or at
+/// `data[k * stride + i]` when `transposed`.
+struct operand_t {
+    float const *data = nullptr;
+    std::size_t stride = 0;
+    bool transposed = false;
+};
+
+/// A product's B packed by `pack_panels`: panels of 64 columns over the whole depth, zero past `columns`; BF16 pair
+/// words (`pairs`: panel p's pair q at word `(p * ceil(depth / 2) + q) * 64`) or F32 values (row k at float
+/// `(p * depth + k) * 64`).
+struct panels_t {
+    void const *data = nullptr;
+    std::size_t depth = 0, columns = 0;
+    bool pairs = false;
+};
+
+/// Floats `pack_panels` writes for op(B) of `depth x columns` on `kernels`.
+std::size_t panels_floats(kernels_t const &kernels, std::size_t depth, std::size_t columns) noexcept;
+
+/// Packs op(B) [depth x columns], rounded to BF16 (nearest even), into `out` (`panels_floats` floats), its panels
+/// spread across `parallel`.
+panels_t pack_panels(kernels_t const &kernels, parallel_t const &parallel, operand_t b, std::size_t depth,
+                     std::size_t columns, float *out) noexcept;
+
+/// Floats of A scratch one thread of `product` needs for a product of `depth`.
+std::size_t product_scratch_floats(std::size_t depth) noexcept;
+
+/// C[rows x b.columns] (+)= op(A)[rows x b.depth] * B, A rounded to BF16 as it is packed, in blocks of rows and
+/// columns across `parallel`'s threads; C's rows are `ldc` apart. `flags` are `gemm_flags_t`; `scratch` holds
+/// `parallel.threads * product_scratch_floats(b.depth)` floats. Each result's sum runs in depth order (in pairs on the
+/// BF16 path), so the bits do not depend on the threads.
+void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, std::size_t rows, panels_t const &b,
+             float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept;
+
+} // namespace uform::ram
