@@ -2,7 +2,8 @@
 //! its siblings (they take precedence over libc's for the library too) and forwards them to glibc's `__libc_*`
 //! entry points, counting every call on every thread. After a first call has grown the arena and the scratch
 //! to their high-water marks, a steady loop of same-shaped blocking calls (text, choices, pixels, samples, on
-//! the calling thread and on a two-thread executor) allocates nothing at all.
+//! the calling thread and on a two-thread executor; and training steps of the CPU trainer, every term of the joint
+//! objective, on the executor) allocates nothing at all.
 //!
 //! Its own `main` (`harness = false` in Cargo.toml): the test harness's threads would allocate meanwhile.
 //! `scripts/sanitize.sh` leaves it out, since a sanitizer's runtime must own `malloc` itself.
@@ -237,7 +238,50 @@ fn main() -> Result<()> {
         })?;
         results.push((receiver, text, choose, image, audio));
     }
-    let mut failed = false;
+    let trainer = Trainer::init_ram(
+        &executor,
+        TrainerInitRamConfig {
+            checkpoint: std::path::Path::new(TINY),
+            ..TrainerInitRamConfig::default()
+        },
+    )?;
+    let items =
+        b"a cat sits on the matthe cat is on the matdogs bark at nightIs it day? Answer y or n: ";
+    let item_offsets = [0usize, 21, 42, 60, items.len()];
+    let sides = [
+        LateInteractionSide::Query,
+        LateInteractionSide::Document,
+        LateInteractionSide::Document,
+        LateInteractionSide::None,
+    ];
+    let (legal, legal_offsets) = (b"yn".as_slice(), [0usize, 0, 0, 0, 2]);
+    let targets = ([0.75f32, 0.25].as_slice(), [0usize, 0, 0, 0, 2]);
+    let train = steady(5, || {
+        let mut stats = TrainerStepStats::default();
+        let config = TrainerStepConfig {
+            bags: &[0, 0, 1, 2],
+            sides: &sides,
+            choices: (legal, &legal_offsets),
+            choice_targets: (targets.0, &targets.1),
+            stats: Some(&mut stats),
+            arena: Some(&mut arena),
+            ..TrainerStepConfig::default()
+        };
+        let scored = trainer.on(&executor).step(
+            &[Modality::Text; 4],
+            (items.as_slice(), item_offsets.as_slice()),
+            config,
+        )?;
+        assert_eq!(scored.map(|rows| rows.count()), Some(4));
+        assert!(
+            stats.masking_loss > 0.0
+                && stats.late_interaction_loss > 0.0
+                && stats.choices_loss > 0.0
+        );
+        Ok(())
+    })?;
+    println!("two threads: steady training steps allocated {train}");
+    let mut failed = train != 0;
     for (receiver, text, choose, image, audio) in results {
         println!("{receiver}: steady loops allocated text {text}, choose {choose}, pixels {image}, samples {audio}");
         failed |= text + choose + image + audio != 0;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <new>
 #include <vector>
 
@@ -39,6 +41,24 @@ float rms_inverse(float const *x, std::size_t width, float eps) noexcept {
 
 } // namespace
 
+/// The name `blocks.{l}.{suffix}` of a block's tensor, written on the stack so that a step allocates no string; the
+/// answer is valid until the next call.
+class block_name_t {
+  public:
+    explicit block_name_t(std::size_t block) noexcept {
+        prefix_ = std::size_t(std::snprintf(text_, sizeof text_, "blocks.%zu.", block));
+    }
+    std::string_view operator()(std::string_view suffix) const noexcept {
+        std::size_t const length = std::min(suffix.size(), sizeof text_ - 1 - prefix_);
+        std::memcpy(text_ + prefix_, suffix.data(), length);
+        return {text_, prefix_ + length};
+    }
+
+  private:
+    mutable char text_[96];
+    std::size_t prefix_ = 0;
+};
+
 /// Everything one forward keeps for its backward, and the backward's scratch; grown, never shrunk.
 struct trunk_state_t {
     // The request, copied.
@@ -47,6 +67,7 @@ struct trunk_state_t {
     std::vector<uform_modality_t> modalities; // [items]
     std::vector<std::uint16_t> byte_ids;      // [tokens]: text tokens (others unused)
     std::vector<float> cos, sin;              // [tokens x head_dim / 2]
+    std::vector<double> frequency;            // [head_dim / 2]: RoPE's frequencies
     std::vector<std::size_t> media_rows[3];   // per image/video/audio: token rows in order
     std::vector<float> media_patches[3];      // their patch vectors, rounded to BF16
     std::vector<std::uint8_t> flagged;        // [items]
@@ -139,12 +160,12 @@ struct pass_t {
     /// Block `l` from `saved[l]` into its activations and `saved[l + 1]`.
     void block_forward(std::size_t l) noexcept {
         std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden, hd = g.head_dim;
-        std::string const prefix = "blocks." + std::to_string(l) + ".";
+        block_name_t const prefix{l};
         float const *x = s.saved.data() + l * N * H;
         float *next = s.saved.data() + (l + 1) * N * H;
         s.current = l;
-        norm(x, prefix + "attn_norm.weight", s.n1.data(), true);
-        linear(s.n1.data(), H, N, prefix + "attn.qkv.weight", s.qkv.data(), 3 * A, 0);
+        norm(x, prefix("attn_norm.weight"), s.n1.data(), true);
+        linear(s.n1.data(), H, N, prefix("attn.qkv.weight"), s.qkv.data(), 3 * A, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             for (std::size_t r = begin; r != end; ++r) {
                 float *q = s.qkv.data() + r * 3 * A;
@@ -156,15 +177,15 @@ struct pass_t {
         });
         attention_forward();
         std::memcpy(s.xm.data(), x, N * H * sizeof(float));
-        linear(s.ao.data(), A, N, prefix + "attn.out.weight", s.xm.data(), H, ram::gemm_accumulate_k);
-        norm(s.xm.data(), prefix + "mlp_norm.weight", s.n2.data(), true);
-        linear(s.n2.data(), H, N, prefix + "mlp.gate_up.weight", s.gu.data(), 2 * F, 0);
+        linear(s.ao.data(), A, N, prefix("attn.out.weight"), s.xm.data(), H, ram::gemm_accumulate_k);
+        norm(s.xm.data(), prefix("mlp_norm.weight"), s.n2.data(), true);
+        linear(s.n2.data(), H, N, prefix("mlp.gate_up.weight"), s.gu.data(), 2 * F, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             for (std::size_t r = begin; r != end; ++r)
                 k.silu_mul_round(s.gu.data() + r * 2 * F, s.gu.data() + r * 2 * F + F, s.m.data() + r * F, F);
         });
         std::memcpy(next, s.xm.data(), N * H * sizeof(float));
-        linear(s.m.data(), F, N, prefix + "mlp.down.weight", next, H, ram::gemm_accumulate_k);
+        linear(s.m.data(), F, N, prefix("mlp.down.weight"), next, H, ram::gemm_accumulate_k);
     }
 
     /// One (item, head)'s scratch on `thread`: B panels, the product's A scratch, then `floats` more.
@@ -204,13 +225,13 @@ struct pass_t {
     /// dgate_up over gate_up, dao over ao, dqkv over qkv), so the block's activations are spent afterwards.
     void block_backward(std::size_t l, parameters_t &target) noexcept {
         std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden;
-        std::string const prefix = "blocks." + std::to_string(l) + ".";
+        block_name_t const prefix{l};
         float *dx = s.dx.data();
         s.current = g.depth;
         // MLP.
         float *dm = s.m.data(), *dgu = s.gu.data();
-        weight_grad(dx, H, s.m.data(), F, N, prefix + "mlp.down.weight", target);
-        input_grad(dx, N, prefix + "mlp.down.weight", dm, 0);
+        weight_grad(dx, H, s.m.data(), F, N, prefix("mlp.down.weight"), target);
+        input_grad(dx, N, prefix("mlp.down.weight"), dm, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             constexpr std::size_t run = 256;
             float sigmoid[run];
@@ -229,18 +250,18 @@ struct pass_t {
             }
         });
         float *dn = s.dy.data();
-        input_grad(dgu, N, prefix + "mlp.gate_up.weight", dn, 0);
-        weight_grad(dgu, 2 * F, s.n2.data(), H, N, prefix + "mlp.gate_up.weight", target);
-        norm_backward(s.xm.data(), dn, prefix + "mlp_norm.weight", dx, target);
+        input_grad(dgu, N, prefix("mlp.gate_up.weight"), dn, 0);
+        weight_grad(dgu, 2 * F, s.n2.data(), H, N, prefix("mlp.gate_up.weight"), target);
+        norm_backward(s.xm.data(), dn, prefix("mlp_norm.weight"), dx, target);
         // Attention.
         float *dao = s.ao.data();
-        weight_grad(dx, H, s.ao.data(), A, N, prefix + "attn.out.weight", target);
-        input_grad(dx, N, prefix + "attn.out.weight", dao, 0);
+        weight_grad(dx, H, s.ao.data(), A, N, prefix("attn.out.weight"), target);
+        input_grad(dx, N, prefix("attn.out.weight"), dao, 0);
         attention_backward(dao);
         float const *dqkv = s.qkv.data();
-        input_grad(dqkv, N, prefix + "attn.qkv.weight", dn, 0);
-        weight_grad(dqkv, 3 * A, s.n1.data(), H, N, prefix + "attn.qkv.weight", target);
-        norm_backward(s.saved.data() + l * N * H, dn, prefix + "attn_norm.weight", dx, target);
+        input_grad(dqkv, N, prefix("attn.qkv.weight"), dn, 0);
+        weight_grad(dqkv, 3 * A, s.n1.data(), H, N, prefix("attn.qkv.weight"), target);
+        norm_backward(s.saved.data() + l * N * H, dn, prefix("attn_norm.weight"), dx, target);
     }
 
     /// Per (item, head): dP = bf16(dO) v^T, dV = bf16(P)^T bf16(dO), the softmax's backward in F32, then dq and dk
@@ -418,10 +439,10 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
                                          ram::panels_floats(k, chunk, t.shape[1])});
         grow(s.panels, panel_floats), grow(s.small, outs * items);
         grow(s.partial, ((N + reduce_rows_k - 1) / reduce_rows_k + 1) * std::max<std::size_t>(H, 1));
-        grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N);
+        grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N), grow(s.frequency, half);
 
         // Positions: RoPE's cosines and sines per token, angles in F64 rounded once.
-        std::vector<double> frequency(half);
+        double *frequency = s.frequency.data();
         for (std::size_t j = 0; j != half; ++j)
             frequency[j] = std::pow(static_cast<double>(g.rope_theta), -2.0 * static_cast<double>(j) / double(hd));
         for (std::size_t m = 0; m != 3; ++m) s.media_rows[m].clear(), s.media_patches[m].clear();
