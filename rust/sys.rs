@@ -1376,7 +1376,8 @@ pub struct uform_trainer_step_args_t {
     pub stats: *mut uform_trainer_step_stats_t,
     /// Nullable: the arena that receives the pooled embeddings the loss scored, in F32.
     pub arena: uform_arena_t,
-    /// Nullable; called with micro-batches completed and micro-batches in all.
+    /** Nullable; called with the step's units of work completed and in all: micro-batches, and on a RAM trainer its
+    forward and backward (1 then 2 of 2); answering stop before the update cancels the step with no weight changed.*/
     pub progress: uform_progress_t,
     /// Passed to `progress` untouched.
     pub progress_context: *mut ::std::os::raw::c_void,

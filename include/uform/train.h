@@ -463,7 +463,8 @@ typedef struct uform_trainer_step_args_t {
     uform_trainer_step_stats_t *stats;
     /** Nullable: the arena that receives the pooled embeddings the loss scored, in F32. */
     uform_arena_t arena;
-    /** Nullable; called with micro-batches completed and micro-batches in all. */
+    /** Nullable; called with the step's units of work completed and in all: micro-batches, and on a RAM trainer its
+     *  forward and backward (1 then 2 of 2); answering stop before the update cancels the step with no weight changed. */
     uform_progress_t progress;
     /** Passed to `progress` untouched. */
     void *progress_context;

@@ -1358,7 +1358,8 @@ pub struct TrainerStepConfig<'a> {
     pub stats: Option<&'a mut crate::TrainerStepStats>,
     /// Nullable: the arena that receives the pooled embeddings the loss scored, in F32.
     pub arena: Option<&'a mut crate::Arena>,
-    /// Nullable; called with micro-batches completed and micro-batches in all.
+    /// Nullable; called with the step's units of work completed and in all: micro-batches, and on a RAM trainer its
+    /// forward and backward (1 then 2 of 2); answering stop before the update cancels the step with no weight changed.
     pub progress: Option<crate::Progress<'a>>,
 }
 
