@@ -14,6 +14,9 @@ const WINDOW: usize = 10;
 /// Pairs shown in the cosine matrices.
 const SHOWN_PAIRS: usize = 4;
 
+/// A loss term's name and how to read it from a step's stats.
+type Term = (&'static str, fn(&TrainerStepStats) -> f32);
+
 /// The mean of `field` over `steps`.
 fn mean(steps: &[TrainerStepStats], field: impl Fn(&TrainerStepStats) -> f32) -> f32 {
     steps.iter().map(field).sum::<f32>() / steps.len().max(1) as f32
@@ -30,7 +33,7 @@ pub fn losses(history: &[TrainerStepStats]) {
         history.len(),
         tokens as f64 / seconds.max(1e-9)
     );
-    let terms: [(&str, fn(&TrainerStepStats) -> f32); 3] = [
+    let terms: [Term; 3] = [
         ("loss", |s| s.loss),
         ("masking", |s| s.masking_loss),
         ("contrastive", |s| s.contrastive_loss),
