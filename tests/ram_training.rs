@@ -1,6 +1,6 @@
 //! The CPU trainer through the crate (issue 11, item 5 and 7): a checkpoint saved mid-run encodes, through the
 //! inference loader, what the trainer's own forward scored with the same weights (embeddings cosine >= 0.9999, texts,
-//! an image file and an audio file); resuming continues the schedule; a cancelled step, a media file that does not
+//! an image, an audio and a video file); resuming continues the schedule; a cancelled step, a media file that does not
 //! decode and a non-finite step change no weight; calibration fits the temperatures the saved checkpoint carries.
 #![cfg(not(feature = "stub"))]
 
@@ -15,6 +15,7 @@ use uform::*;
 
 const IMAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/train/image.png");
 const AUDIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/train/audio.wav");
+const VIDEO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/media/clip.mp4");
 const TEXTS: [&str; 4] = [
     "a cat sits on the mat",
     "the cat is on the mat",
@@ -22,16 +23,16 @@ const TEXTS: [&str; 4] = [
     "a dog barks in the dark",
 ];
 
-/// The mixed batch: four texts in two bags, an image and a recording in a bag of their own.
+/// The mixed batch: four texts in two bags, an image and a recording in a bag, and a video clip.
 fn batch() -> (Vec<Modality>, Vec<&'static str>) {
     let mut modalities = vec![Modality::Text; TEXTS.len()];
-    modalities.extend([Modality::Image, Modality::Audio]);
+    modalities.extend([Modality::Image, Modality::Audio, Modality::Video]);
     let mut contents = TEXTS.to_vec();
-    contents.extend([IMAGE, AUDIO]);
+    contents.extend([IMAGE, AUDIO, VIDEO]);
     (modalities, contents)
 }
 
-const BAGS: [usize; 6] = [0, 0, 1, 1, 2, 2];
+const BAGS: [usize; 7] = [0, 0, 1, 1, 2, 2, 3];
 
 /// A contrastive trainer (no masking, so a step's embeddings are inference's) from the tiny checkpoint.
 fn trainer<'e>(executor: &'e Executor, checkpoint: &'e Path) -> Result<Trainer<'e>> {
@@ -78,7 +79,7 @@ fn a_saved_checkpoint_encodes_what_the_trainer_scored() -> Result<()> {
     let mut arena = Arena::new();
     let trainer = trainer(&executor, Path::new(TINY))?;
     let (first, _) = step(&trainer, &executor, &mut arena)?;
-    assert_eq!((first.step, first.items), (0, 6));
+    assert_eq!((first.step, first.items), (0, 7));
     assert!(first.loss.is_finite() && first.contrastive_loss > 0.0);
     assert!(first.gradient_norm > 0.0 && first.tokens > 0);
     assert_eq!(
@@ -103,6 +104,9 @@ fn a_saved_checkpoint_encodes_what_the_trainer_scored() -> Result<()> {
     encoded.extend_from_slice(image.embeddings.unwrap().values::<f32>()?);
     let audio = model.audio_encode(&[AUDIO], Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
     encoded.extend_from_slice(audio.embeddings.unwrap().values::<f32>()?);
+    let video = model.video_encode(&[VIDEO], Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
+    encoded.extend_from_slice(video.embeddings.unwrap().values::<f32>()?);
+    assert_eq!(encoded.len(), scored.len());
     for (item, (ours, theirs)) in encoded
         .chunks(DIMENSIONS)
         .zip(scored.chunks(DIMENSIONS))
