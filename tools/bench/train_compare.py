@@ -27,6 +27,9 @@ WORKER = os.path.join(ROOT, "tools", "bench", "train_worker.py")
 FRAMEWORKS = ["uform", "torch-f32", "torch-bf16"]
 # Issue 11's targets: tokens/s at least SPEED times the best PyTorch's, peak RSS at most MEMORY times PyTorch's.
 SPEED, MEMORY = 2.0, 0.5
+# How far PyTorch's F32 step may depart from the reference's unrounded one (loss and gradients, relative), which
+# agree to about 2e-6.
+CHECK_BOUND = 1e-4
 
 
 class Comparison:
@@ -36,7 +39,8 @@ class Comparison:
         self.args = args
         self.bench = os.path.join(args.build, "bench", "uform_train_bench")
         self.small = os.path.join(args.cache, "small.safetensors")
-        self.samples = {}  # framework -> [{"seconds", "peak_rss_mib", "step_peak_rss_mib", "loss_first", ...}]
+        # framework -> [{"seconds", "cpu_seconds", "peak_rss_mib", "step_peak_rss_mib", "loss_first", ...}]
+        self.samples = {}
 
     def prepare(self):
         """Writes the small checkpoint where it is missing and checks PyTorch's step against the reference."""
@@ -53,6 +57,9 @@ class Comparison:
             "tensor's largest magnitude",
             flush=True,
         )
+        loss_error = abs(check["loss"] - check["loss_reference"]) / abs(check["loss_reference"])
+        if loss_error > CHECK_BOUND or check["gradient_relative"] > CHECK_BOUND:
+            sys.exit(f"PyTorch's step departs from the reference by more than {CHECK_BOUND}: it would time other maths")
 
     def measure(self, framework: str):
         """One framework's steps in a process of its own."""
@@ -65,6 +72,7 @@ class Comparison:
             rss = next(record for record in records if record["kind"] == "rss")
             sample = {
                 "seconds": train["seconds_per_step"],
+                "cpu_seconds": train["cpu_seconds_per_step"],
                 "loss_first": train["loss_first"],
                 "loss_last": train["loss_last"],
                 "peak_rss_mib": rss["peak_mib"],
@@ -111,6 +119,7 @@ class Comparison:
         seconds = {f: self.median(f, "seconds") for f in frameworks}
         row("tokens/s", "tokens", {f: s and tokens / s for f, s in seconds.items()}, True)
         row("seconds per step", "seconds", seconds, False, 2)
+        row("  CPU seconds per step", "cpu", {f: self.median(f, "cpu_seconds") for f in frameworks}, False, 2)
         row("peak RSS, MiB", "rss", {f: self.median(f, "peak_rss_mib") for f in frameworks}, False)
         step_rss = {f: self.median(f, "step_peak_rss_mib") for f in frameworks}
         row("  from the first step, MiB", "step_rss", step_rss, False)

@@ -10,11 +10,11 @@ its own so that its peak RSS is its own.
 two (items 2k and 2k + 1 in bag k, every other item of the batch a negative, MODEL.md "Contrastive, InfoNCE"), the
 backward, the gradient norm and clipping, and AdamW (`torch.optim.AdamW`, betas 0.9 and 0.95) at the trainer's
 default schedule, over every tensor the trainer trains. It prints one JSON object: the median seconds of `steps`
-steps after one warm-up step, tokens per second, the losses of every step, the peak RSS of the process, the peak
-RSS from the first step on (VmHWM after resetting it through /proc/self/clear_refs) and the RSS after the imports
-and after the load. The forward is eager PyTorch in F32 (the BF16 weights are exact in F32), or with `--bf16` under
-`torch.autocast("cpu", torch.bfloat16)` (master weights, gradients and moments stay F32; the similarities and the
-loss are F32 either way).
+steps after one warm-up step and their median process CPU time, tokens per second, the losses of every step, the
+peak RSS of the process, the peak RSS from the first step on (VmHWM after resetting it through
+/proc/self/clear_refs) and the RSS after the imports and after the load. The forward is eager PyTorch in F32
+(the BF16 weights are exact in F32), or with `--bf16` under `torch.autocast("cpu", torch.bfloat16)` (master
+weights, gradients and moments stay F32; the similarities and the loss are F32 either way).
 
 `check` runs one step of the same module in F32 on a few texts beside tools/reference/train_model.py's
 `TrainableModel` within `uform_reference.exact_arithmetic()` (no BF16 rounding: the same maths in F32) and prints
@@ -79,10 +79,10 @@ def trainable_model(checkpoint: str, length: int):
         `scaled_dot_product_attention`, RoPE with every section at the byte's index (a text's positions are
         `(i, i, i)`), the embedding as the normalised head of the mean of the final-normed states."""
 
-        def __init__(self):
+        def __init__(self, weights: dict):
             super().__init__()
-            self.names = [name for name in reference.w if name not in FIXED]
-            self.tensors = torch.nn.ParameterList(torch.nn.Parameter(reference.w[name].float()) for name in self.names)
+            self.names = [name for name in weights if name not in FIXED]
+            self.tensors = torch.nn.ParameterList(torch.nn.Parameter(weights[name].float()) for name in self.names)
             # MODEL.md's InfoNCE initial values: both scales ln(1 / 0.07), the bias 0.
             self.log_scale = torch.nn.Parameter(torch.tensor([math.log(1 / 0.07)]))
             self.scalars = torch.nn.ParameterList(
@@ -132,9 +132,7 @@ def trainable_model(checkpoint: str, length: int):
             pooled = self.norm(x, "final_norm.weight").mean(dim=1)
             return F.normalize(F.linear(pooled, self.weight("head.embedding.weight")), dim=-1)
 
-    model = TrainableText()
-    del reference
-    return model, cfg
+    return TrainableText(reference.w), cfg
 
 
 def info_nce(z, log_scale):
@@ -199,11 +197,12 @@ def run_step(args) -> dict:
     ids = torch.tensor(text_ids(args.texts, args.bytes), dtype=torch.long)
     after_load = rss_mib()
     reset_peak()
-    losses, seconds = [trainer.step(ids)], []
+    losses, seconds, cpu = [trainer.step(ids)], [], []
     for _ in range(args.steps):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         losses.append(trainer.step(ids))
         seconds.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - cpu_start)
     median = statistics.median(seconds)
     return {
         "mode": "bf16-autocast" if args.bf16 else "f32",
@@ -212,6 +211,7 @@ def run_step(args) -> dict:
         "bytes": args.bytes,
         "seconds": median,
         "seconds_all": seconds,
+        "cpu_seconds": statistics.median(cpu),
         "tokens_per_s": args.texts * args.bytes / median,
         "loss_first": losses[0],
         "loss_last": losses[-1],
