@@ -98,14 +98,14 @@ class Progress:
     """A carriage-return progress line on stderr: label, count, percentage, rate and ETA."""
 
     def __init__(self, label, total):
-        self.label, self.total, self.start, self.last = label, total, time.time(), 0.0
+        self.label, self.total, self.start, self.last, self.shown = label, total, time.time(), 0.0, -1
         self.show(0, force=True)
 
     def show(self, done, force=False):
         now = time.time()
         if not force and now - self.last < 0.2 and done < self.total:
             return
-        self.last = now
+        self.last, self.shown = now, done
         elapsed = now - self.start
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = (self.total - done) / rate if rate > 0 else 0.0
@@ -116,8 +116,9 @@ class Progress:
         sys.stderr.write(f"\r{self.label:<10} [{bar}] {done}/{self.total} {pct:5.1f}% {rate:8.0f}/s ETA {eta:5.0f}s ")
         sys.stderr.flush()
 
-    def close(self, done=None):
-        self.show(self.total if done is None else done, force=True)
+    def close(self):
+        if self.shown != self.total:
+            self.show(self.total, force=True)
         sys.stderr.write(f" {time.time() - self.start:.1f}s\n")
         sys.stderr.flush()
 
@@ -542,9 +543,11 @@ def main():
               "packages": {p: package_version(p) for p in PACKAGES}}
     manifest_path = os.path.join(out, "manifest.json")
     outputs = ["groups.tsv", "items.tsv", "edges.tsv", "choices.tsv", "roles.tsv"]
-    if not args.force and os.path.exists(manifest_path) and all(os.path.exists(os.path.join(out, o)) for o in outputs):
+    old = {}
+    if os.path.exists(manifest_path):
         with open(manifest_path) as f:
             old = json.load(f)
+    if not args.force and all(os.path.exists(os.path.join(out, o)) for o in outputs):
         if old.get("config") == config:
             log(f"{out} is up to date ({old['counts']['items']} items, {old['counts']['choices']} choices); --force rebuilds")
             return
@@ -569,6 +572,9 @@ def main():
     if made:
         timings["audio_s_per_clip"] = round(spent / made, 4)
         timings["audio_clips_per_s"] = round(made / max(timings["audio_s"], 1e-9), 1)
+    elif old.get("timings", {}).get("audio_s_per_clip"):  # all cached: keep the last measurement
+        for name in ("audio_s_per_clip", "audio_clips_per_s"):
+            timings[name] = old["timings"].get(name)
     audio_seconds = sum(wav_seconds(os.path.join(out, c["path"])) for c in plan)
     log(f"audio: {len(plan)} clips ({made} made now, {spent / max(made, 1):.3f} s each in one pipeline), "
         f"{audio_seconds / 60:.1f} min of speech")
