@@ -515,6 +515,17 @@ def tsv(rows, header):
 # ------------------------------------------------------------------------------------------------ main
 
 
+def media_present(out):
+    """Whether every image and clip items.tsv names is on disk (the cache check; about a second)."""
+    with open(os.path.join(out, "items.tsv"), encoding="utf-8") as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) == 6 and fields[3] in ("image", "audio") and not os.path.exists(os.path.join(out, fields[5])):
+                log(f"{fields[5]} is missing: preparing again")
+                return False
+    return True
+
+
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -548,7 +559,7 @@ def main():
         with open(manifest_path) as f:
             old = json.load(f)
     if not args.force and all(os.path.exists(os.path.join(out, o)) for o in outputs):
-        if old.get("config") == config:
+        if old.get("config") == config and media_present(out):
             log(f"{out} is up to date ({old['counts']['items']} items, {old['counts']['choices']} choices); --force rebuilds")
             return
 

@@ -4,7 +4,6 @@
     python3 tools/data/test_data.py          # about 30 s on two cores; needs scripts/setup.sh's data packages
 """
 
-import io
 import json
 import os
 import random
@@ -106,6 +105,12 @@ class Prepare(unittest.TestCase):
         self.assertIn("(0 made now", forced.stderr)
         with open(os.path.join(self.out, "items.tsv"), "rb") as f:
             self.assertEqual(f.read(), before)
+        clip = next(i[4] for i in batches.Data(self.out).items if i[2] == "audio")
+        os.remove(os.path.join(self.out, clip))
+        healed = subprocess.run(self.command, capture_output=True, text=True)
+        self.assertEqual(healed.returncode, 0, healed.stderr)
+        self.assertIn("(1 made now", healed.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.out, clip)))
 
 
 if __name__ == "__main__":
