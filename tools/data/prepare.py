@@ -148,7 +148,8 @@ def write_atomic(path, text_or_bytes):
 
 def package_version(name):
     try:
-        return subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True, text=True).stdout or None
+        answer = subprocess.run(["dpkg-query", "-W", "-f=${Version}", name], capture_output=True, text=True)
+        return answer.stdout or None
     except OSError:
         return None
 
@@ -520,7 +521,8 @@ def media_present(out):
     with open(os.path.join(out, "items.tsv"), encoding="utf-8") as f:
         for line in f:
             fields = line.rstrip("\n").split("\t")
-            if len(fields) == 6 and fields[3] in ("image", "audio") and not os.path.exists(os.path.join(out, fields[5])):
+            media = len(fields) == 6 and fields[3] in ("image", "audio")
+            if media and not os.path.exists(os.path.join(out, fields[5])):
                 log(f"{fields[5]} is missing: preparing again")
                 return False
     return True
@@ -529,12 +531,13 @@ def media_present(out):
 def main():
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=os.path.join(repo, "target", "data"), help="the data directory (default: %(default)s)")
+    parser.add_argument("--out", default=os.path.join(repo, "target", "data"),
+                        help="the data directory (default: %(default)s)")
     parser.add_argument("--audio", type=int, default=4000, help="spoken clips to make (default: %(default)s; 0: none)")
     parser.add_argument("--audio-gloss-share", type=float, default=0.25, help="share of clips that speak a short gloss")
     parser.add_argument("--max-gloss-words", type=int, default=8, help="longest gloss spoken, in words")
     parser.add_argument("--images", type=int, default=0, help="Fashion-MNIST images to keep (default: all 70,000)")
-    parser.add_argument("--synsets", type=int, default=0, help="WordNet synsets to keep (default: all), for a quick run")
+    parser.add_argument("--synsets", type=int, default=0, help="WordNet synsets to keep (default: all)")
     parser.add_argument("--choice-max-bytes", type=int, default=320, help="longest choice item text in bytes")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="espeak-ng pipelines at once")
     parser.add_argument("--force", action="store_true", help="rebuild the index files even when cached")
@@ -550,7 +553,8 @@ def main():
     os.makedirs(out, exist_ok=True)
     config = {"format": FORMAT_VERSION, "seed": SEED, "audio": args.audio, "audio_gloss_share": args.audio_gloss_share,
               "max_gloss_words": args.max_gloss_words, "images": args.images, "synsets": args.synsets,
-              "choice_max_bytes": args.choice_max_bytes, "script": hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16],
+              "choice_max_bytes": args.choice_max_bytes,
+              "script": hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16],
               "packages": {p: package_version(p) for p in PACKAGES}}
     manifest_path = os.path.join(out, "manifest.json")
     outputs = ["groups.tsv", "items.tsv", "edges.tsv", "choices.tsv", "roles.tsv"]
@@ -560,7 +564,8 @@ def main():
             old = json.load(f)
     if not args.force and all(os.path.exists(os.path.join(out, o)) for o in outputs):
         if old.get("config") == config and media_present(out):
-            log(f"{out} is up to date ({old['counts']['items']} items, {old['counts']['choices']} choices); --force rebuilds")
+            counts = old["counts"]
+            log(f"{out} is up to date ({counts['items']} items, {counts['choices']} choices); --force rebuilds")
             return
 
     timings = {}
@@ -587,18 +592,22 @@ def main():
         for name in ("audio_s_per_clip", "audio_clips_per_s"):
             timings[name] = old["timings"].get(name)
     audio_seconds = sum(wav_seconds(os.path.join(out, c["path"])) for c in plan)
-    log(f"audio: {len(plan)} clips ({made} made now, {spent / max(made, 1):.3f} s each in one pipeline), "
-        f"{audio_seconds / 60:.1f} min of speech")
+    each = f", {spent / made:.3f} s each in one pipeline" if made else ""
+    log(f"audio: {len(plan)} clips ({made} made now{each}), {audio_seconds / 60:.1f} min of speech")
 
     start = time.time()
     choice_rows = choices(synsets, sister_map, args.choice_max_bytes, calibration=0.5)
     groups, items, edges = build_index(synsets, sister_map, images, plan)
-    write_atomic(os.path.join(out, "groups.tsv"), tsv(groups, ["group", "split", "source", "key", "first_item", "items", "label"]))
-    write_atomic(os.path.join(out, "items.tsv"), tsv(items, ["item", "group", "split", "modality", "role", "content"]))
-    write_atomic(os.path.join(out, "edges.tsv"), tsv(edges, ["objective", "relation", "from_group", "to_group", "weight"]))
-    write_atomic(os.path.join(out, "roles.tsv"), tsv(ROLE_WEIGHTS, ["role_a", "role_b", "weight"]))
-    write_atomic(os.path.join(out, "choices.tsv"), tsv([[i, *r] for i, r in enumerate(choice_rows)],
-                                                        ["choice", "split", "synset", "answer", "legal", "targets", "text"]))
+    tables = [
+        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label"]),
+        ("items.tsv", items, ["item", "group", "split", "modality", "role", "content"]),
+        ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
+        ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),
+        ("choices.tsv", [[i, *r] for i, r in enumerate(choice_rows)],
+         ["choice", "split", "synset", "answer", "legal", "targets", "text"]),
+    ]
+    for name, rows, header in tables:
+        write_atomic(os.path.join(out, name), tsv(rows, header))
     timings["index_s"] = round(time.time() - start, 2)
 
     def count(rows, column, values=None):
