@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Reads a data directory written by tools/data/prepare.py, checks it, and samples batches from it.
+
+    python3 tools/data/batches.py                          # check target/data, print one train batch's summary
+    python3 tools/data/batches.py DIR --split validation --batches 3 --json batch.json
+
+This is the reference of the batch recipe in docs/data.md ("Sampling a batch"): a trainer loop in Rust or C++
+reads the same TSV files and does the same. A batch is what `uform_trainer_step` takes: per item its modality and
+content (text, or the media file's path), its bag, the attract and repel edges between the batch's items as
+compressed sparse rows with weights, and for choice items their legal bytes and target probabilities.
+"""
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+
+def read_tsv(path):
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().lstrip("#").rstrip("\n").split("\t")
+        return header, [line.rstrip("\n").split("\t") for line in f]
+
+
+class Data:
+    def __init__(self, root):
+        self.root = root
+        _, groups = read_tsv(os.path.join(root, "groups.tsv"))
+        _, items = read_tsv(os.path.join(root, "items.tsv"))
+        _, edges = read_tsv(os.path.join(root, "edges.tsv"))
+        _, roles = read_tsv(os.path.join(root, "roles.tsv"))
+        _, choices = read_tsv(os.path.join(root, "choices.tsv"))
+        self.groups = [(g[1], g[2], g[3], int(g[4]), int(g[5]), g[6]) for g in groups]  # split source key first n label
+        self.items = [(int(i[1]), i[2], i[3], i[4], i[5]) for i in items]  # group split modality role content
+        self.roles = {}
+        for a, b, w in roles:
+            self.roles[(a, b)] = self.roles[(b, a)] = float(w)
+        self.edges = {}  # from_group -> [(to_group, objective, weight)]
+        for objective, relation, a, b, w in edges:
+            if objective in ("attract", "repel"):
+                self.edges.setdefault(int(a), []).append((int(b), objective, float(w)))
+        self.choices = [(c[1], c[2], c[3], c[4], [float(t) for t in c[5].split()], c[6]) for c in choices]
+        self.by_split = {}
+        for g, group in enumerate(self.groups):
+            self.by_split.setdefault((group[0], group[1]), []).append(g)
+        self.choices_by_split = {}
+        for c, choice in enumerate(self.choices):
+            self.choices_by_split.setdefault(choice[0], []).append(c)
+
+    def check(self, media=True):
+        """Every invariant docs/data.md promises; raises AssertionError on the first broken one."""
+        at = 0
+        for g, (split, source, key, first, n, label) in enumerate(self.groups):
+            assert first == at and n > 0, (g, first, at)
+            for i in range(first, first + n):
+                assert self.items[i][0] == g and self.items[i][1] == split, (g, i)
+            at += n
+        assert at == len(self.items)
+        for group, split, modality, role, content in self.items:
+            assert modality in ("text", "image", "audio") and content, (group, role)
+            if modality != "text" and media:
+                assert os.path.isfile(os.path.join(self.root, content)), content
+        for a, targets in self.edges.items():
+            for b, objective, w in targets:
+                assert a != b and w > 0 and self.groups[a][0] == self.groups[b][0], (a, b)
+        for g, (_, _, _, first, n, _) in enumerate(self.groups):
+            roles = {self.items[i][3] for i in range(first, first + n)}
+            for r in roles:
+                for s in roles:
+                    if r != s or sum(self.items[i][3] == r for i in range(first, first + n)) > 1:
+                        assert (r, s) in self.roles, (g, r, s)
+        for split, synset, answer, legal, targets, text in self.choices:
+            assert len(targets) == len(legal) and abs(sum(targets) - 1) < 1e-6, synset
+            assert targets[legal.index(answer)] == 1.0 and text.endswith("Answer:"), synset
+
+    def batch(self, rng, split, groups=24, images=4, per_group=3, hard=0.5, choices=4):
+        """The recipe of docs/data.md: WordNet groups (each possibly followed by one of its repel partners), image
+        class groups, up to `per_group` items from each, `choices` choice items; edges within the batch."""
+        wordnet = self.by_split.get((split, "wordnet"), [])
+        fashion = self.by_split.get((split, "fashion-mnist"), [])
+        chosen, taken = [], set()
+        while len(chosen) < groups - images and len(taken) < len(wordnet):
+            g = wordnet[rng.randrange(len(wordnet))]
+            if g in taken:
+                continue
+            chosen.append(g)
+            taken.add(g)
+            partners = [b for b, objective, _ in self.edges.get(g, ()) if objective == "repel" and b not in taken]
+            if partners and rng.random() < hard and len(chosen) < groups - images:
+                b = partners[rng.randrange(len(partners))]
+                chosen.append(b)
+                taken.add(b)
+        chosen += rng.sample(fashion, min(images, len(fashion)))
+        members, bags = [], []
+        for bag, g in enumerate(chosen):
+            _, source, _, first, n, _ = self.groups[g]
+            ids = list(range(first, first + n))
+            if source == "fashion-mnist":
+                captions = [i for i in ids if self.items[i][3] == "caption"]
+                pictures = [i for i in ids if self.items[i][3] == "image"]
+                pick = [rng.choice(captions)] + rng.sample(pictures, min(per_group - 1, len(pictures)))
+            else:
+                pick = [ids[0]] + rng.sample(ids[1:], min(per_group - 1, n - 1))  # the canonical lemma first
+            members += pick
+            bags += [bag] * len(pick)
+        attract = [[] for _ in members]
+        repel = [[] for _ in members]
+        group_of = [self.items[i][0] for i in members]
+        position = {}
+        for p, g in enumerate(group_of):
+            position.setdefault(g, []).append(p)
+        for p, i in enumerate(members):
+            for q, j in enumerate(members):
+                if p != q and bags[p] == bags[q]:
+                    attract[p].append((q, self.roles[(self.items[i][3], self.items[j][3])]))
+            for b, objective, w in self.edges.get(group_of[p], ()):
+                for q in position.get(b, ()):
+                    (attract if objective == "attract" else repel)[p].append((q, w))
+        modalities = [self.items[i][2] for i in members]
+        contents = [self.items[i][4] if self.items[i][2] == "text" else os.path.join(self.root, self.items[i][4])
+                    for i in members]
+        legal, targets = [""] * len(members), [[] for _ in members]
+        pool = self.choices_by_split.get(split, [])
+        for c in rng.sample(pool, min(choices, len(pool))):
+            _, _, _, letters, target, text = self.choices[c]
+            modalities.append("text")
+            contents.append(text)
+            bags.append(len(chosen) + len(legal) - len(members))
+            attract.append([])
+            repel.append([])
+            legal.append(letters)
+            targets.append(target)
+
+        def csr(rows):
+            offsets, ids, weights = [0], [], []
+            for row in rows:
+                for q, w in sorted(row):
+                    ids.append(q)
+                    weights.append(w)
+                offsets.append(len(ids))
+            return {"offsets": offsets, "ids": ids, "weights": weights}
+
+        return {"modalities": modalities, "contents": contents, "bags": bags, "attract": csr(attract),
+                "repel": csr(repel), "choices": legal, "choice_targets": targets}
+
+
+def main():
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", nargs="?", default=os.path.join(repo, "target", "data"))
+    parser.add_argument("--split", default="train", choices=["train", "validation", "test"])
+    parser.add_argument("--batches", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--json", help="write the batches here as JSON")
+    parser.add_argument("--no-check", action="store_true", help="skip checking the files")
+    args = parser.parse_args()
+    start = time.time()
+    data = Data(args.root)
+    print(f"loaded {len(data.groups)} groups, {len(data.items)} items, "
+          f"{sum(len(v) for v in data.edges.values())} attract/repel edges, {len(data.choices)} choices "
+          f"in {time.time() - start:.1f} s", file=sys.stderr)
+    if not args.no_check:
+        start = time.time()
+        data.check()
+        print(f"checked in {time.time() - start:.1f} s", file=sys.stderr)
+    rng = random.Random(args.seed)
+    batches = [data.batch(rng, args.split) for _ in range(args.batches)]
+    for b in batches:
+        kinds = {}
+        for m in b["modalities"]:
+            kinds[m] = kinds.get(m, 0) + 1
+        print(f"batch: {len(b['modalities'])} items {kinds}, {max(b['bags']) + 1} bags, "
+              f"{len(b['attract']['ids'])} attract and {len(b['repel']['ids'])} repel edges, "
+              f"{sum(1 for c in b['choices'] if c)} choice items")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(batches, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

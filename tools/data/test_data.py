@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Tests of tools/data: a small preparation into a temporary directory, checked, re-run from its cache.
+
+    python3 tools/data/test_data.py          # about 30 s on two cores; needs scripts/setup.sh's data packages
+"""
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import batches  # noqa: E402
+import prepare  # noqa: E402
+
+
+class Gloss(unittest.TestCase):
+    def test_examples_and_attribution_leave_the_definition(self):
+        definition, examples = prepare.parse_gloss(
+            'characterized by diminution; "their views were reductive" - R.H.Rovere')
+        self.assertEqual(definition, "characterized by diminution")
+        self.assertEqual(examples, ["their views were reductive"])
+
+    def test_several_examples(self):
+        self.assertEqual(prepare.parse_gloss('(of a person) tired; "a"; "b c"'), ("(of a person) tired", ["a", "b c"]))
+
+
+class Split(unittest.TestCase):
+    def test_the_split_depends_on_the_key_and_seed_alone(self):
+        # docs/data.md: sha256("13:split:<key>"), first 8 bytes big-endian / 2^64; < 0.1 test, < 0.2 validation.
+        self.assertAlmostEqual(prepare.fraction("split", "n02084071"), 0.9584082752329183)
+        self.assertEqual(prepare.split_of("n02084071"), "train")
+        keys = [f"n{i:08d}" for i in range(20000)]
+        shares = {s: sum(prepare.split_of(k) == s for k in keys) / len(keys) for s in ("train", "validation", "test")}
+        self.assertAlmostEqual(shares["test"], 0.1, delta=0.01)
+        self.assertAlmostEqual(shares["validation"], 0.1, delta=0.01)
+
+
+@unittest.skipUnless(os.path.isdir(prepare.WORDNET) and os.path.isdir(prepare.FASHION), "scripts/setup.sh first")
+class Prepare(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.out = os.path.join(cls.tmp.name, "data")
+        cls.command = [sys.executable, os.path.join(HERE, "prepare.py"), "--out", cls.out, "--synsets", "600",
+                       "--images", "300", "--audio", "8", "--jobs", "2"]
+        cls.first = subprocess.run(cls.command, capture_output=True, text=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_writes_only_under_the_data_directory_and_checks(self):
+        self.assertEqual(self.first.returncode, 0, self.first.stderr)
+        self.assertEqual(os.listdir(self.tmp.name), ["data"])
+        data = batches.Data(self.out)
+        data.check()
+        with open(os.path.join(self.out, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertEqual(manifest["counts"]["synsets"], 600)
+        self.assertEqual(manifest["counts"]["images"], 300)
+        self.assertEqual(manifest["counts"]["audio_clips"], len([i for i in data.items if i[2] == "audio"]))
+        self.assertEqual(len(data.groups), 600 + 30)
+
+    def test_clips_are_16_khz_mono_pcm(self):
+        clips = [i[4] for i in batches.Data(self.out).items if i[2] == "audio"]
+        self.assertTrue(clips)
+        for clip in clips:
+            with open(os.path.join(self.out, clip), "rb") as f:
+                header = f.read(44)
+            self.assertEqual(header[:4], b"RIFF")
+            self.assertEqual(int.from_bytes(header[22:24], "little"), 1)  # channels
+            self.assertEqual(int.from_bytes(header[24:28], "little"), 16000)  # rate
+            self.assertEqual(int.from_bytes(header[34:36], "little"), 16)  # bits
+
+    def test_a_batch_has_bags_edges_and_choices(self):
+        data = batches.Data(self.out)
+        b = data.batch(random.Random(1), "train", groups=12, images=2, per_group=3, hard=1.0, choices=3)
+        n = len(b["modalities"])
+        self.assertEqual(len(b["bags"]), n)
+        for edges in (b["attract"], b["repel"]):
+            self.assertEqual(len(edges["offsets"]), n + 1)
+            self.assertEqual(len(edges["ids"]), len(edges["weights"]))
+            for i in range(n):
+                for j in edges["ids"][edges["offsets"][i] : edges["offsets"][i + 1]]:
+                    self.assertNotEqual(i, j)
+        self.assertEqual(sum(1 for c in b["choices"] if c), 3)
+        for legal, targets in zip(b["choices"], b["choice_targets"]):
+            self.assertEqual(len(legal), len(targets))
+
+    def test_a_second_run_is_cached_and_a_forced_one_writes_the_same_bytes(self):
+        with open(os.path.join(self.out, "items.tsv"), "rb") as f:
+            before = f.read()
+        again = subprocess.run(self.command, capture_output=True, text=True)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertIn("up to date", again.stderr)
+        forced = subprocess.run(self.command + ["--force"], capture_output=True, text=True)
+        self.assertEqual(forced.returncode, 0, forced.stderr)
+        self.assertIn("(0 written now)", forced.stderr)
+        self.assertIn("(0 made now", forced.stderr)
+        with open(os.path.join(self.out, "items.tsv"), "rb") as f:
+            self.assertEqual(f.read(), before)
+        clip = next(i[4] for i in batches.Data(self.out).items if i[2] == "audio")
+        os.remove(os.path.join(self.out, clip))
+        healed = subprocess.run(self.command, capture_output=True, text=True)
+        self.assertEqual(healed.returncode, 0, healed.stderr)
+        self.assertIn("(1 made now", healed.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(self.out, clip)))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
