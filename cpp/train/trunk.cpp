@@ -135,11 +135,11 @@ struct pass_t {
                 unsigned flags) noexcept {
         ram::product(k, parallel, a, rows, p.panels[index(name)], c, ldc, flags, s.gemm.data());
     }
-    /// dX (+)= dY W: the complete `dY` rounded as packed, the BF16 copy row-major as B.
+    /// dX (+)= dY W: the complete `dY` rounded as packed, the master row-major as B (rounded as packed: the copy).
     void input_grad(float const *dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
         tensor_t const &w = tensor(name);
         ram::panels_t const b =
-            ram::pack_panels(k, parallel, {w.copy.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
+            ram::pack_panels(k, parallel, {w.master.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
         ram::product(k, parallel, {dy, w.shape[0]}, rows, b, dx, w.shape[1], flags, s.gemm.data());
     }
     /// dW += dY^T X over `rows` tokens in chunks: dY read transposed as A, X's BF16 values packed as B.
