@@ -86,6 +86,7 @@ struct trunk_state_t {
     std::vector<float> h, hr, pooled, e, e_norm, z, t, t_norm, vectors, gathered, logits;
     // Backward.
     std::vector<float> dx, dy, dnarrow, panels, small, partial, attention, gemm;
+    std::vector<std::uint16_t> dbits; // [tokens x max(hidden, 2 ffn, 3 A)]: a block gradient rounded once
     std::size_t attention_floats = 0;
 };
 
@@ -135,24 +136,36 @@ struct pass_t {
                 unsigned flags) noexcept {
         ram::product(k, parallel, a, rows, p.panels[index(name)], c, ldc, flags, s.gemm.data());
     }
-    /// dX (+)= dY W: the complete `dY` rounded as packed, the master row-major as B (rounded as packed: the copy).
-    void input_grad(float const *dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
+    /// dX (+)= dY W: the complete `dY` (row-major) rounded as packed, the master row-major as B (rounded as packed:
+    /// the copy).
+    void input_grad(ram::operand_t dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
         tensor_t const &w = tensor(name);
         ram::panels_t const b =
             ram::pack_panels(k, parallel, {w.master.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
-        ram::product(k, parallel, {dy, w.shape[0]}, rows, b, dx, w.shape[1], flags, s.gemm.data());
+        ram::product(k, parallel, dy, rows, b, dx, w.shape[1], flags, s.gemm.data());
     }
-    /// dW += dY^T X over `rows` tokens in chunks: dY read transposed as A, X's BF16 values packed as B.
-    void weight_grad(float const *dy, std::size_t ldy, ram::operand_t x, std::size_t rows, std::string_view name,
+    /// dW += dY^T X over `rows` tokens in chunks: dY (row-major) read transposed as A, X's BF16 values packed as B.
+    void weight_grad(ram::operand_t dy, ram::operand_t x, std::size_t rows, std::string_view name,
                      parameters_t &target) noexcept {
         tensor_t &w = target.tensors[index(name)];
         std::size_t const out = w.shape[0], in = w.shape[1];
         for (std::size_t row = 0; row < rows; row += weight_chunk_rows_k) {
             std::size_t const count = std::min(weight_chunk_rows_k, rows - row);
             ram::panels_t const b = ram::pack_panels(k, parallel, x.advanced(row), count, in, s.panels.data());
-            ram::product(k, parallel, {dy + row * ldy, ldy, true}, out, b, w.grad.data(), in, ram::gemm_accumulate_k,
-                         s.gemm.data());
+            ram::operand_t a = dy.advanced(row);
+            a.transposed = true;
+            ram::product(k, parallel, a, out, b, w.grad.data(), in, ram::gemm_accumulate_k, s.gemm.data());
         }
+    }
+    /// A block's gradient `d` [tokens x width] rounded once into `s.dbits`, for both of its products.
+    ram::operand_t gradient_bits(float const *d, std::size_t width) noexcept {
+        for_chunks(parallel, s.tokens, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r)
+                if (k.convert_bf16 != nullptr) k.convert_bf16(d + r * width, s.dbits.data() + r * width, width);
+                else
+                    for (std::size_t j = 0; j != width; ++j) s.dbits[r * width + j] = f32_to_bf16(d[r * width + j]);
+        });
+        return ram::operand_t::bf16(s.dbits.data(), width);
     }
     /// `out = RMSNorm(x) * weight` over the tokens, rounded to BF16.
     void norm(float const *x, std::string_view name, float *out, bool round) noexcept {
@@ -300,8 +313,9 @@ struct pass_t {
         s.holder[slot_index(l)] = g.depth, s.gu_holder = g.depth;
         // MLP.
         float *dm = s.wide.data(), *dgu = s.gu.data();
-        weight_grad(dx, H, ram::operand_t::bf16(a.m, F), N, prefix("mlp.down.weight"), target);
-        input_grad(dx, N, prefix("mlp.down.weight"), dm, 0);
+        ram::operand_t dy = gradient_bits(dx, H);
+        weight_grad(dy, ram::operand_t::bf16(a.m, F), N, prefix("mlp.down.weight"), target);
+        input_grad(dy, N, prefix("mlp.down.weight"), dm, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             constexpr std::size_t run = 256;
             float sigmoid[run];
@@ -320,16 +334,19 @@ struct pass_t {
             }
         });
         float *dn = s.dy.data();
-        input_grad(dgu, N, prefix("mlp.gate_up.weight"), dn, 0);
-        weight_grad(dgu, 2 * F, ram::operand_t::bf16(a.n2, H), N, prefix("mlp.gate_up.weight"), target);
+        dy = gradient_bits(dgu, 2 * F);
+        input_grad(dy, N, prefix("mlp.gate_up.weight"), dn, 0);
+        weight_grad(dy, ram::operand_t::bf16(a.n2, H), N, prefix("mlp.gate_up.weight"), target);
         norm_backward(a.xm, dn, prefix("mlp_norm.weight"), dx, target);
         // Attention.
         float *dao = s.wide.data(), *dqkv = dao + N * A;
-        weight_grad(dx, H, ram::operand_t::bf16(a.ao, A), N, prefix("attn.out.weight"), target);
-        input_grad(dx, N, prefix("attn.out.weight"), dao, 0);
+        dy = gradient_bits(dx, H);
+        weight_grad(dy, ram::operand_t::bf16(a.ao, A), N, prefix("attn.out.weight"), target);
+        input_grad(dy, N, prefix("attn.out.weight"), dao, 0);
         attention_backward(a, dao, dqkv);
-        input_grad(dqkv, N, prefix("attn.qkv.weight"), dn, 0);
-        weight_grad(dqkv, 3 * A, ram::operand_t::bf16(a.n1, H), N, prefix("attn.qkv.weight"), target);
+        dy = gradient_bits(dqkv, 3 * A);
+        input_grad(dy, N, prefix("attn.qkv.weight"), dn, 0);
+        weight_grad(dy, ram::operand_t::bf16(a.n1, H), N, prefix("attn.qkv.weight"), target);
         norm_backward(s.saved.data() + l * N * H, dn, prefix("attn_norm.weight"), dx, target);
     }
 
@@ -493,7 +510,8 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
                                           std::max<std::size_t>(g.depth, 1));
         grow(s.kept_bits, s.slots * N * pass.slot_bits()), grow(s.kept_floats, s.slots * N * H);
         s.holder.assign(s.slots, g.depth), s.gu_holder = g.depth;
-        grow(s.gu, N * 2 * F), grow(s.wide, N * std::max({4 * A, F, H}));
+        grow(s.gu, N * 2 * F), grow(s.wide, N * std::max({4 * A, F, H})),
+            grow(s.dbits, N * std::max({H, 2 * F, 3 * A}));
         grow(s.h, N * H), grow(s.hr, N * H), grow(s.pooled, items * H), grow(s.e, items * D);
         grow(s.e_norm, items), grow(s.z, items * D);
         if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
@@ -621,7 +639,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
         for (std::size_t i = 0; i != items; ++i)
             normalize_backward(s.z.data() + i * D, d_z + i * D, s.e_norm[i], de + i * D, D);
         float *dpooled = s.dnarrow.data();
-        pass.input_grad(de, items, "head.embedding.weight", dpooled, 0);
+        pass.input_grad({de, D}, items, "head.embedding.weight", dpooled, 0);
         float *pooled_rounded = s.gathered.data();
         round_into(s.pooled.data(), pooled_rounded, items * H);
         // de^T pooled: a small product, done directly (items rows).
@@ -649,13 +667,13 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
                 normalize_backward(s.vectors.data() + at, d_token_vectors + at, s.t_norm[row], dt + row * TW, TW);
             }
         }
-        pass.input_grad(dt, N, "head.token.weight", dh, ram::gemm_accumulate_k);
-        pass.weight_grad(dt, TW, {s.hr.data(), H}, N, "head.token.weight", p);
+        pass.input_grad({dt, TW}, N, "head.token.weight", dh, ram::gemm_accumulate_k);
+        pass.weight_grad({dt, TW}, {s.hr.data(), H}, N, "head.token.weight", p);
     }
     // Byte head at the logit rows, added to dh in row order.
     if (d_logits != nullptr && R != 0) {
         float *dgathered = s.dnarrow.data();
-        pass.input_grad(d_logits, R, "head.byte.weight", dgathered, 0);
+        pass.input_grad({d_logits, 256}, R, "head.byte.weight", dgathered, 0);
         for (std::size_t r = 0; r != R; ++r) {
             float *target = dh + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H;
             for (std::size_t j = 0; j != H; ++j) target[j] += dgathered[r * H + j];
@@ -664,7 +682,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
             std::memcpy(s.gathered.data() + r * H,
                         s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
                         H * sizeof(float));
-        pass.weight_grad(d_logits, 256, {s.gathered.data(), H}, R, "head.byte.weight", p);
+        pass.weight_grad({d_logits, 256}, {s.gathered.data(), H}, R, "head.byte.weight", p);
     }
     if (N == 0) return uform_status_ok_k;
     // Final norm, then the blocks from the last.
@@ -693,7 +711,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
             for (std::size_t j = 0; j != H; ++j) bias[j] += dy[r * H + j];
         }
         tensor_t const &w = *p.find(media_weight(m));
-        pass.weight_grad(dy, H, {s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), p);
+        pass.weight_grad({dy, H}, {s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), p);
     }
     return uform_status_ok_k;
 }
