@@ -45,6 +45,20 @@ constexpr std::size_t panel_count(std::size_t columns) noexcept {
     return (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
 }
 
+/// `out[i] = high[i] << 16 | low[i]` over BF16 bits; a null `high` reads zeros.
+void interleave_bits(std::uint16_t const *low, std::uint16_t const *high, std::uint32_t *out,
+                     std::size_t count) noexcept {
+    if (high == nullptr)
+        for (std::size_t i = 0; i != count; ++i) out[i] = low[i];
+    else
+        for (std::size_t i = 0; i != count; ++i) out[i] = low[i] | std::uint32_t(high[i]) << 16;
+}
+
+/// Element `at` of an operand's storage as F32 rounded to BF16.
+inline float element(operand_t const &x, std::size_t at) noexcept {
+    return x.bits != nullptr ? bf16_to_f32(x.bits[at]) : round_bf16(x.data[at]);
+}
+
 /// Pair panels of a row-major op(B): pair q of panel p interleaves rows 2q and 2q + 1, zero past the columns.
 void pack_pairs_rows(kernels_t const &k, operand_t b, std::size_t depth, std::size_t columns, std::size_t panel,
                      std::size_t q_begin, std::size_t q_end, std::uint32_t *words) noexcept {
@@ -52,8 +66,14 @@ void pack_pairs_rows(kernels_t const &k, operand_t b, std::size_t depth, std::si
     std::size_t const count = std::min(gemm_panel_columns_k, columns - column);
     for (std::size_t q = q_begin; q != q_end; ++q) {
         std::uint32_t *row = words + (panel * half + q) * gemm_panel_columns_k;
-        float const *low = b.data + 2 * q * b.stride + column;
-        k.interleave_bf16(low, 2 * q + 1 < depth ? low + b.stride : nullptr, row, count);
+        bool const high = 2 * q + 1 < depth;
+        if (b.bits != nullptr) {
+            std::uint16_t const *low = b.bits + 2 * q * b.stride + column;
+            interleave_bits(low, high ? low + b.stride : nullptr, row, count);
+        } else {
+            float const *low = b.data + 2 * q * b.stride + column;
+            k.interleave_bf16(low, high ? low + b.stride : nullptr, row, count);
+        }
         std::fill(row + count, row + gemm_panel_columns_k, 0u);
     }
 }
@@ -66,8 +86,9 @@ void pack_pairs_columns(kernels_t const &k, operand_t b, std::size_t depth, std:
     for (std::size_t j = 0; j != gemm_panel_columns_k; ++j) {
         std::size_t const column = panel * gemm_panel_columns_k + j;
         std::size_t const count = std::min(depth, 2 * q_end) - 2 * q_begin;
-        if (column < columns) k.convert_bf16(b.data + column * b.stride + 2 * q_begin, bits, count);
-        else std::fill(bits, bits + count, std::uint16_t(0));
+        if (column >= columns) std::fill(bits, bits + count, std::uint16_t(0));
+        else if (b.bits != nullptr) std::memcpy(bits, b.bits + column * b.stride + 2 * q_begin, count * 2);
+        else k.convert_bf16(b.data + column * b.stride + 2 * q_begin, bits, count);
         if (count % 2 != 0) bits[count] = 0;
         for (std::size_t q = q_begin; q != q_end; ++q) {
             std::size_t const at = 2 * (q - q_begin);
@@ -83,9 +104,11 @@ void pack_floats(kernels_t const &k, operand_t b, std::size_t depth, std::size_t
     std::size_t const count = std::min(gemm_panel_columns_k, columns - column);
     for (std::size_t d = k_begin; d != k_end; ++d) {
         float *row = out + (panel * depth + d) * gemm_panel_columns_k;
-        if (!b.transposed) k.round_bf16(b.data + d * b.stride + column, row, count);
+        if (!b.transposed && b.bits == nullptr) k.round_bf16(b.data + d * b.stride + column, row, count);
+        else if (!b.transposed)
+            for (std::size_t j = 0; j != count; ++j) row[j] = bf16_to_f32(b.bits[d * b.stride + column + j]);
         else
-            for (std::size_t j = 0; j != count; ++j) row[j] = round_bf16(b.data[(column + j) * b.stride + d]);
+            for (std::size_t j = 0; j != count; ++j) row[j] = element(b, (column + j) * b.stride + d);
         std::fill(row + count, row + gemm_panel_columns_k, 0.0f);
     }
 }
@@ -93,38 +116,53 @@ void pack_floats(kernels_t const &k, operand_t b, std::size_t depth, std::size_t
 /// Rows [row, row + count) of op(A) over depths [k, k + depth) as F32 micro panels (`pack_a`'s layout).
 void pack_a_floats(kernels_t const &kernels, operand_t a, std::size_t row, std::size_t count, std::size_t k,
                    std::size_t depth, float *out) noexcept {
-    if (!a.transposed) return kernels.pack_a(a.data + row * a.stride + k, a.stride, count, depth, out);
+    if (!a.transposed && a.bits == nullptr)
+        return kernels.pack_a(a.data + row * a.stride + k, a.stride, count, depth, out);
     for (std::size_t tile = 0; tile * gemm_micro_rows_k < count; ++tile) {
         float *panel = out + tile * depth * gemm_micro_rows_k;
         std::size_t const first = tile * gemm_micro_rows_k;
         std::size_t const present = std::min(gemm_micro_rows_k, count - first);
-        for (std::size_t d = 0; d != depth; ++d) {
-            float const *source = a.data + (k + d) * a.stride + row + first;
-            for (std::size_t r = 0; r != gemm_micro_rows_k; ++r)
-                panel[d * gemm_micro_rows_k + r] = r < present ? round_bf16(source[r]) : 0.0f;
-        }
+        for (std::size_t d = 0; d != depth; ++d)
+            for (std::size_t r = 0; r != gemm_micro_rows_k; ++r) {
+                std::size_t const at =
+                    a.transposed ? (k + d) * a.stride + row + first + r : (row + first + r) * a.stride + k + d;
+                panel[d * gemm_micro_rows_k + r] = r < present ? element(a, at) : 0.0f;
+            }
     }
 }
 
 /// Rows [row, row + count) of op(A) over depths [k, k + depth) as pair words: row-major A as rows of pairs
-/// (`a_row` = pairs, `a_pair` = 1), transposed A as runs of rows per pair (`a_row` = 1, `a_pair` = count).
-void pack_a_pairs(kernels_t const &kernels, operand_t a, std::size_t row, std::size_t count, std::size_t k,
-                  std::size_t depth, std::uint32_t *out, std::size_t &a_row, std::size_t &a_pair) noexcept {
+/// (`a_row` = pairs, `a_pair` = 1), transposed A as runs of rows per pair (`a_row` = 1, `a_pair` = count). Answers
+/// the words: `out`, or row-major BF16 bits in place (`a_row` = half the stride) when their pairs are whole words.
+std::uint32_t const *pack_a_pairs(kernels_t const &kernels, operand_t a, std::size_t row, std::size_t count,
+                                  std::size_t k, std::size_t depth, std::uint32_t *out, std::size_t &a_row,
+                                  std::size_t &a_pair) noexcept {
     std::size_t const pairs = (depth + 1) / 2;
     if (!a.transposed) {
         a_row = pairs, a_pair = 1;
+        if (a.bits != nullptr && depth % 2 == 0 && a.stride % 2 == 0 && k % 2 == 0 &&
+            reinterpret_cast<std::uintptr_t>(a.bits) % 4 == 0) {
+            a_row = a.stride / 2;
+            return reinterpret_cast<std::uint32_t const *>(a.bits + row * a.stride + k);
+        }
         for (std::size_t r = 0; r != count; ++r) {
             std::uint32_t *words = out + r * pairs;
+            auto *bits = reinterpret_cast<std::uint16_t *>(words);
             if (depth % 2 != 0) words[pairs - 1] = 0;
-            kernels.convert_bf16(a.data + (row + r) * a.stride + k, reinterpret_cast<std::uint16_t *>(words), depth);
+            if (a.bits != nullptr) std::memcpy(bits, a.bits + (row + r) * a.stride + k, depth * 2);
+            else kernels.convert_bf16(a.data + (row + r) * a.stride + k, bits, depth);
         }
-        return;
+        return out;
     }
     a_row = 1, a_pair = count;
     for (std::size_t q = 0; q != pairs; ++q) {
-        float const *low = a.data + (k + 2 * q) * a.stride + row;
-        kernels.interleave_bf16(low, 2 * q + 1 < depth ? low + a.stride : nullptr, out + q * count, count);
+        std::size_t const at = (k + 2 * q) * a.stride + row;
+        bool const high = 2 * q + 1 < depth;
+        if (a.bits != nullptr)
+            interleave_bits(a.bits + at, high ? a.bits + at + a.stride : nullptr, out + q * count, count);
+        else kernels.interleave_bf16(a.data + at, high ? a.data + at + a.stride : nullptr, out + q * count, count);
     }
+    return out;
 }
 
 } // namespace
@@ -190,8 +228,10 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
             std::size_t const depth = std::min(depth_step, b.depth - k);
             unsigned const block_flag = block_flags(flags, k, depth, b.depth);
             std::size_t a_row = 0, a_pair = 0;
-            auto *words = reinterpret_cast<std::uint32_t *>(packed);
-            if (b.pairs) pack_a_pairs(kernels, a, row, count, k, depth, words, a_row, a_pair);
+            std::uint32_t const *words = nullptr;
+            if (b.pairs)
+                words = pack_a_pairs(kernels, a, row, count, k, depth, reinterpret_cast<std::uint32_t *>(packed), a_row,
+                                     a_pair);
             else pack_a_floats(kernels, a, row, count, k, depth, packed);
             for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
                 std::size_t const column = panel * gemm_panel_columns_k;

@@ -3,18 +3,31 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "../parallel.hpp"
 #include "kernels.hpp"
 
 namespace uform::ram {
 
-/// An F32 matrix as a product's operand: element (i, k) of op(X) at `data[i * stride + k]`, or at
-/// `data[k * stride + i]` when `transposed`.
+/// A matrix as a product's operand: element (i, k) of op(X) at `data[i * stride + k]`, or at `data[k * stride + i]`
+/// when `transposed`; F32 values rounded as they are packed, or, when `bits` is set, BF16 values read from `bits` at
+/// the same places instead (already rounded: packing only moves them).
 struct operand_t {
     float const *data = nullptr;
     std::size_t stride = 0;
     bool transposed = false;
+    std::uint16_t const *bits = nullptr;
+
+    /// BF16 bits as an operand.
+    static constexpr operand_t bf16(std::uint16_t const *bits, std::size_t stride, bool transposed = false) noexcept {
+        return {nullptr, stride, transposed, bits};
+    }
+    /// The operand `rows` stored rows (of `stride` values) further on.
+    constexpr operand_t advanced(std::size_t rows) const noexcept {
+        return {data != nullptr ? data + rows * stride : nullptr, stride, transposed,
+                bits != nullptr ? bits + rows * stride : nullptr};
+    }
 };
 
 /// A product's B packed by `pack_panels`: panels of 64 columns over the whole depth, zero past `columns`; BF16 pair

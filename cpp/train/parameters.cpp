@@ -34,9 +34,11 @@ void add_tensor(std::vector<tensor_t> &tensors, std::string name, std::size_t ro
     t.rank = columns == 0 ? 1 : 2;
     t.shape[0] = rows, t.shape[1] = columns == 0 ? 1 : columns;
     t.decays = t.rank == 2 && name != "embed.byte.weight";
+    t.panelled = t.decays;
     t.name = std::move(name);
     std::size_t const count = t.count();
-    t.master.assign(count, 0.0f), t.copy.assign(count, 0.0f), t.grad.assign(count, 0.0f);
+    t.master.assign(count, 0.0f), t.grad.assign(count, 0.0f);
+    if (!t.panelled) t.copy.assign(count, 0.0f);
     t.moment1.assign(count, 0.0f), t.moment2.assign(count, 0.0f);
     tensors.push_back(std::move(t));
 }
@@ -214,7 +216,8 @@ uform_status_t parameters_seeded(geometry_t const &geometry, std::uint64_t seed,
     }
 }
 
-// BF16 copies of every master, then each linear's copy packed for `y = x W^T`, one tensor per task.
+// BF16 copies of the masters, each panelled weight's packed for `y = x W^T` instead (rounded as packed), one tensor per
+// task.
 uform_status_t parameters_refresh(parameters_t &p, ram::parallel_t const &parallel, char const **message) noexcept {
     try {
         if (p.kernels == nullptr) p.kernels = ram::kernels_for(uform_cpu_class_auto_k);
@@ -224,14 +227,12 @@ uform_status_t parameters_refresh(parameters_t &p, ram::parallel_t const &parall
         p.panels.resize(p.tensors.size());
         for (std::size_t i = 0; i != p.tensors.size(); ++i) {
             tensor_t const &t = p.tensors[i];
-            if (t.rank == 2 && t.name != "embed.byte.weight")
-                p.panel_data[i].resize(ram::panels_floats(k, t.shape[1], t.shape[0]));
+            if (t.panelled) p.panel_data[i].resize(ram::panels_floats(k, t.shape[1], t.shape[0]));
         }
         parallel(p.tensors.size(), [&](std::size_t i, std::size_t) noexcept {
             tensor_t &t = p.tensors[i];
-            k.round_bf16(t.master.data(), t.copy.data(), t.count());
-            if (p.panel_data[i].empty()) return;
-            ram::operand_t const weight{t.copy.data(), t.shape[1], true};
+            if (!t.panelled) return k.round_bf16(t.master.data(), t.copy.data(), t.count());
+            ram::operand_t const weight{t.master.data(), t.shape[1], true};
             p.panels[i] =
                 ram::pack_panels(k, ram::parallel_t{}, weight, t.shape[1], t.shape[0], p.panel_data[i].data());
         });

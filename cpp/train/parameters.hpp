@@ -18,13 +18,14 @@
 
 namespace uform::train {
 
-/// One trained tensor: F32 master, its BF16-rounded copy the forward reads (F32 holding BF16 values, row-major), its
-/// gradient and AdamW moments.
+/// One trained tensor: F32 master, its BF16-rounded copy the forward reads (F32 holding BF16 values, row-major; empty
+/// for a `panelled` weight, whose copy only its packed panels hold), its gradient and AdamW moments.
 struct tensor_t {
     std::string name;
     std::size_t rank = 1, shape[2] = {0, 1}; // rank 1: shape[1] is 1
     std::vector<float> master, copy, grad, moment1, moment2;
-    bool decays = false; // MODEL.md: every 2-D tensor but embed.byte.weight
+    bool decays = false;   // MODEL.md: every 2-D tensor but embed.byte.weight
+    bool panelled = false; // a product's weight (every 2-D tensor but embed.byte.weight): `parameters_t::panels`
 
     /// Values in the tensor.
     std::size_t count() const noexcept { return shape[0] * shape[1]; }
@@ -45,7 +46,7 @@ struct parameters_t {
     tensor_t const *find(std::string_view name) const noexcept;
 
     // The trunk's (cpp/train/trunk.cpp), set by `parameters_refresh`: the kernels of the machine's class, and per
-    // tensor (same index) the BF16 copy of a 2-D weight `W[out x in]` packed as the B of `y = x W^T`
+    // tensor (same index) the BF16 copy of a panelled weight `W[out x in]` packed as the B of `y = x W^T`
     // (`ram::pack_panels` into `panel_data`; empty otherwise).
     ram::kernels_t const *kernels = nullptr;
     std::vector<std::vector<float>> panel_data;
@@ -64,7 +65,8 @@ uform_status_t parameters_load(char const *path, std::size_t path_length, checkp
 uform_status_t parameters_seeded(geometry_t const &geometry, std::uint64_t seed, uform_pair_loss_form_t form,
                                  parameters_t &out, char const **message) noexcept;
 
-/// After the masters moved (and once at init): `copy = bf16(master)` (nearest even) and the packed panels again.
+/// After the masters moved (and once at init): `copy = bf16(master)` (nearest even) and the packed panels again. A
+/// panelled weight's backward packs `bf16(master)` itself, so its master must not move between refresh and backward.
 uform_status_t parameters_refresh(parameters_t &parameters, ram::parallel_t const &parallel,
                                   char const **message) noexcept;
 

@@ -1,5 +1,6 @@
-// The trainer's trunk: the forward keeps each block's input; the backward recomputes one block at a time from it
-// (docs/decisions.md, "Training": activation checkpointing per block), then runs that block's backward by hand.
+// The trainer's trunk: the forward keeps each block's input and, within a bound, its activations (BF16 product inputs
+// as bits); the backward recomputes what was not kept (docs/decisions.md, "The trunk's memory"), then runs each block's
+// backward by hand.
 #include "trunk.hpp"
 
 #include <algorithm>
@@ -74,14 +75,27 @@ struct trunk_state_t {
     std::vector<std::size_t> vector_offsets;  // [items + 1]
     std::vector<logit_row_t> logit_rows;
     // Activations.
-    std::vector<float> saved;                             // [(depth + 1) x tokens x hidden]: each block's input
-    std::vector<float> n1, qkv, probs, ao, xm, n2, gu, m; // one block's, recomputed in the backward
-    std::vector<std::size_t> prob_offsets;                // [items + 1]: floats of each item's heads' squares
+    std::vector<float> saved;             // [(depth + 1) x tokens x hidden]: each block's input
+    std::vector<std::uint16_t> kept_bits; // [slots x tokens x slot_bits_per_token]: `slot_t`'s BF16 values
+    std::vector<float> kept_floats;       // [slots x tokens x hidden]: `slot_t::xm`
+    std::vector<std::size_t> holder;      // [slots]: the block whose activations a slot holds; depth: none
+    std::size_t slots = 0;                // block l in slot min(l, slots - 1)
+    std::vector<float> gu;                // [tokens x 2 ffn]: one block's gate and up, F32
+    std::size_t gu_holder = 0;            // the block whose gate and up `gu` holds; depth: none
+    std::vector<float> wide;              // [tokens x max(4 A, ffn)]: F32 products before rounding, gradients
     std::vector<float> h, hr, pooled, e, e_norm, z, t, t_norm, vectors, gathered, logits;
     // Backward.
     std::vector<float> dx, dy, dnarrow, panels, small, partial, attention, gemm;
+    std::vector<std::uint16_t> dbits; // [tokens x max(hidden, 2 ffn, 3 A)]: a block gradient rounded once
     std::size_t attention_floats = 0;
-    std::size_t current = 0; // the block whose activations are held; depth: none (a backward spent them)
+};
+
+/// One block's kept activations: the BF16-rounded product inputs as bits (n1, q and k after RoPE with v, the attention
+/// output, n2, the SwiGLU product m) and the F32 `xm` (x plus attention) the MLP norm's backward reads. Attention's
+/// probabilities are recomputed per head from q and k; gate and up from n2.
+struct slot_t {
+    std::uint16_t *n1, *qkv, *ao, *n2, *m;
+    float *xm;
 };
 
 namespace {
@@ -101,29 +115,57 @@ struct pass_t {
         return static_cast<std::size_t>(p.find(name) - p.tensors.data());
     }
 
-    /// C = A W^T (or +=), A rounded as it is packed.
-    void linear(float const *a, std::size_t lda, std::size_t rows, std::string_view name, float *c, std::size_t ldc,
-                unsigned flags) noexcept {
-        ram::product(k, parallel, {a, lda}, rows, p.panels[index(name)], c, ldc, flags, s.gemm.data());
+    /// BF16 values per token of a slot.
+    std::size_t slot_bits() const noexcept { return 2 * hidden() + 4 * width() + g.ffn_hidden; }
+    /// Block `l`'s slot.
+    std::size_t slot_index(std::size_t l) const noexcept { return std::min(l, s.slots - 1); }
+    slot_t slot(std::size_t l) const noexcept {
+        std::size_t const N = s.tokens, H = hidden(), A = width(), i = slot_index(l);
+        std::uint16_t *bits = s.kept_bits.data() + i * N * slot_bits();
+        std::uint16_t *qkv = bits + N * H, *ao = qkv + N * 3 * A, *n2 = ao + N * A, *m = n2 + N * H;
+        return {bits, qkv, ao, n2, m, s.kept_floats.data() + i * N * H};
     }
-    /// dX (+)= dY W: the complete `dY` rounded as packed, the BF16 copy row-major as B.
-    void input_grad(float const *dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
+    /// `out = bits(in)` of `count` BF16-rounded floats.
+    void to_bits(float const *in, std::uint16_t *out, std::size_t count) const noexcept {
+        if (k.convert_bf16 != nullptr) return k.convert_bf16(in, out, count);
+        for (std::size_t i = 0; i != count; ++i) out[i] = f32_to_bf16(in[i]);
+    }
+
+    /// C = A W^T (or +=), A rounded as it is packed.
+    void linear(ram::operand_t a, std::size_t rows, std::string_view name, float *c, std::size_t ldc,
+                unsigned flags) noexcept {
+        ram::product(k, parallel, a, rows, p.panels[index(name)], c, ldc, flags, s.gemm.data());
+    }
+    /// dX (+)= dY W: the complete `dY` (row-major) rounded as packed, the master row-major as B (rounded as packed:
+    /// the copy).
+    void input_grad(ram::operand_t dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
         tensor_t const &w = tensor(name);
         ram::panels_t const b =
-            ram::pack_panels(k, parallel, {w.copy.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
-        ram::product(k, parallel, {dy, w.shape[0]}, rows, b, dx, w.shape[1], flags, s.gemm.data());
+            ram::pack_panels(k, parallel, {w.master.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
+        ram::product(k, parallel, dy, rows, b, dx, w.shape[1], flags, s.gemm.data());
     }
-    /// dW += dY^T X over `rows` tokens in chunks: dY read transposed as A, X's BF16 values packed as B.
-    void weight_grad(float const *dy, std::size_t ldy, float const *x, std::size_t ldx, std::size_t rows,
-                     std::string_view name, parameters_t &target) noexcept {
+    /// dW += dY^T X over `rows` tokens in chunks: dY (row-major) read transposed as A, X's BF16 values packed as B.
+    void weight_grad(ram::operand_t dy, ram::operand_t x, std::size_t rows, std::string_view name,
+                     parameters_t &target) noexcept {
         tensor_t &w = target.tensors[index(name)];
         std::size_t const out = w.shape[0], in = w.shape[1];
         for (std::size_t row = 0; row < rows; row += weight_chunk_rows_k) {
             std::size_t const count = std::min(weight_chunk_rows_k, rows - row);
-            ram::panels_t const b = ram::pack_panels(k, parallel, {x + row * ldx, ldx}, count, in, s.panels.data());
-            ram::product(k, parallel, {dy + row * ldy, ldy, true}, out, b, w.grad.data(), in, ram::gemm_accumulate_k,
-                         s.gemm.data());
+            ram::panels_t const b = ram::pack_panels(k, parallel, x.advanced(row), count, in, s.panels.data());
+            ram::operand_t a = dy.advanced(row);
+            a.transposed = true;
+            ram::product(k, parallel, a, out, b, w.grad.data(), in, ram::gemm_accumulate_k, s.gemm.data());
         }
+    }
+    /// A block's gradient `d` [tokens x width] rounded once into `s.dbits`, for both of its products.
+    ram::operand_t gradient_bits(float const *d, std::size_t width) noexcept {
+        for_chunks(parallel, s.tokens, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r)
+                if (k.convert_bf16 != nullptr) k.convert_bf16(d + r * width, s.dbits.data() + r * width, width);
+                else
+                    for (std::size_t j = 0; j != width; ++j) s.dbits[r * width + j] = f32_to_bf16(d[r * width + j]);
+        });
+        return ram::operand_t::bf16(s.dbits.data(), width);
     }
     /// `out = RMSNorm(x) * weight` over the tokens, rounded to BF16.
     void norm(float const *x, std::string_view name, float *out, bool round) noexcept {
@@ -131,6 +173,18 @@ struct pass_t {
         for_chunks(parallel, s.tokens, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             for (std::size_t r = begin; r != end; ++r)
                 k.rms_norm(x + r * hidden(), w, hidden(), g.norm_eps, out + r * hidden(), round);
+        });
+    }
+    /// `out = bits(bf16(RMSNorm(x) * weight))` over the tokens, through `wide`.
+    void norm_bits(float const *x, std::string_view name, std::uint16_t *out) noexcept {
+        float const *w = tensor(name).copy.data();
+        std::size_t const H = hidden();
+        for_chunks(parallel, s.tokens, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            for (std::size_t r = begin; r != end; ++r) {
+                float *row = s.wide.data() + r * H;
+                k.rms_norm(x + r * H, w, H, g.norm_eps, row, true);
+                to_bits(row, out + r * H, H);
+            }
         });
     }
     /// The backward of `y = RMSNorm(x) * w`: `dx += ...`, `grad(w) += sum over tokens` in fixed chunks.
@@ -157,35 +211,48 @@ struct pass_t {
             for (std::size_t j = 0; j != H; ++j) grad[j] += partial[c * H + j];
     }
 
-    /// Block `l` from `saved[l]` into its activations and `saved[l + 1]`.
+    /// Block `l` from `saved[l]` into its slot, `gu` and `saved[l + 1]`.
     void block_forward(std::size_t l) noexcept {
         std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden, hd = g.head_dim;
         block_name_t const prefix{l};
         float const *x = s.saved.data() + l * N * H;
-        float *next = s.saved.data() + (l + 1) * N * H;
-        s.current = l;
-        norm(x, prefix("attn_norm.weight"), s.n1.data(), true);
-        linear(s.n1.data(), H, N, prefix("attn.qkv.weight"), s.qkv.data(), 3 * A, 0);
+        float *next = s.saved.data() + (l + 1) * N * H, *wide = s.wide.data();
+        slot_t const a = slot(l);
+        s.holder[slot_index(l)] = l;
+        norm_bits(x, prefix("attn_norm.weight"), a.n1);
+        linear(ram::operand_t::bf16(a.n1, H), N, prefix("attn.qkv.weight"), wide, 3 * A, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             for (std::size_t r = begin; r != end; ++r) {
-                float *q = s.qkv.data() + r * 3 * A;
+                float *q = wide + r * 3 * A;
                 float const *c = s.cos.data() + r * hd / 2, *sn = s.sin.data() + r * hd / 2;
                 k.rope_round(q, g.heads, hd, c, sn);
                 k.rope_round(q + A, g.heads, hd, c, sn);
                 k.round_bf16(q + 2 * A, q + 2 * A, A);
+                to_bits(q, a.qkv + r * 3 * A, 3 * A);
             }
         });
-        attention_forward();
-        std::memcpy(s.xm.data(), x, N * H * sizeof(float));
-        linear(s.ao.data(), A, N, prefix("attn.out.weight"), s.xm.data(), H, ram::gemm_accumulate_k);
-        norm(s.xm.data(), prefix("mlp_norm.weight"), s.n2.data(), true);
-        linear(s.n2.data(), H, N, prefix("mlp.gate_up.weight"), s.gu.data(), 2 * F, 0);
+        attention_forward(a);
+        std::memcpy(a.xm, x, N * H * sizeof(float));
+        linear(ram::operand_t::bf16(a.ao, A), N, prefix("attn.out.weight"), a.xm, H, ram::gemm_accumulate_k);
+        norm_bits(a.xm, prefix("mlp_norm.weight"), a.n2);
+        gate_up(l);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
-            for (std::size_t r = begin; r != end; ++r)
-                k.silu_mul_round(s.gu.data() + r * 2 * F, s.gu.data() + r * 2 * F + F, s.m.data() + r * F, F);
+            for (std::size_t r = begin; r != end; ++r) {
+                float *row = wide + r * F;
+                k.silu_mul_round(s.gu.data() + r * 2 * F, s.gu.data() + r * 2 * F + F, row, F);
+                to_bits(row, a.m + r * F, F);
+            }
         });
-        std::memcpy(next, s.xm.data(), N * H * sizeof(float));
-        linear(s.m.data(), F, N, prefix("mlp.down.weight"), next, H, ram::gemm_accumulate_k);
+        std::memcpy(next, a.xm, N * H * sizeof(float));
+        linear(ram::operand_t::bf16(a.m, F), N, prefix("mlp.down.weight"), next, H, ram::gemm_accumulate_k);
+    }
+
+    /// Block `l`'s gate and up into `gu` from its slot's n2.
+    void gate_up(std::size_t l) noexcept {
+        block_name_t const prefix{l};
+        s.gu_holder = l;
+        linear(ram::operand_t::bf16(slot(l).n2, hidden()), s.tokens, prefix("mlp.gate_up.weight"), s.gu.data(),
+               2 * g.ffn_hidden, 0);
     }
 
     /// One (item, head)'s scratch on `thread`: B panels, the product's A scratch, then `floats` more.
@@ -199,39 +266,56 @@ struct pass_t {
         return {base, gemm, gemm + ram::product_scratch_floats(wide)};
     }
 
-    /// Per (item, head): `P = softmax(q k^T / sqrt(head_dim))` kept in F32, `ao = bf16(bf16(P) v)`.
-    void attention_forward() noexcept {
-        std::size_t const A = width(), hd = g.head_dim, heads = g.heads;
+    /// One (item, head)'s `P = softmax(q k^T / sqrt(head_dim))` in F32 into `P` [n x n], q and k from the slot.
+    void probabilities(slot_t const &a, std::size_t row, std::size_t n, std::size_t head, head_scratch_t const &scratch,
+                       float *P) const noexcept {
+        std::size_t const A = width(), hd = g.head_dim;
         float const scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
         ram::parallel_t const serial{};
+        std::uint16_t const *q = a.qkv + row * 3 * A + head * hd;
+        ram::panels_t const keys =
+            ram::pack_panels(k, serial, ram::operand_t::bf16(q + A, 3 * A, true), hd, n, scratch.panels);
+        ram::product(k, serial, ram::operand_t::bf16(q, 3 * A), n, keys, P, n, 0, scratch.gemm);
+        for (std::size_t i = 0; i != n; ++i) k.softmax(P + i * n, n, scale);
+    }
+
+    /// Per (item, head): `ao = bf16(bf16(P) v)` into `wide`, then the slot's `ao` as bits.
+    void attention_forward(slot_t const &a) noexcept {
+        std::size_t const A = width(), hd = g.head_dim, heads = g.heads;
+        ram::parallel_t const serial{};
+        float *ao = s.wide.data();
         parallel(s.items * heads, [&](std::size_t task, std::size_t thread) noexcept {
             std::size_t const item = task / heads, head = task % heads;
             std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
             if (n == 0) return;
             head_scratch_t const scratch = head_scratch(thread, n);
-            float const *q = s.qkv.data() + row * 3 * A + head * hd;
-            float *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
-            ram::panels_t keys = ram::pack_panels(k, serial, {q + A, 3 * A, true}, hd, n, scratch.panels);
-            ram::product(k, serial, {q, 3 * A}, n, keys, P, n, 0, scratch.gemm);
-            for (std::size_t i = 0; i != n; ++i) k.softmax(P + i * n, n, scale);
-            ram::panels_t values = ram::pack_panels(k, serial, {q + 2 * A, 3 * A}, n, hd, scratch.panels);
-            ram::product(k, serial, {P, n}, n, values, s.ao.data() + row * A + head * hd, A, ram::gemm_round_output_k,
+            float *P = scratch.rest;
+            probabilities(a, row, n, head, scratch, P);
+            std::uint16_t const *v = a.qkv + row * 3 * A + 2 * A + head * hd;
+            ram::panels_t const values =
+                ram::pack_panels(k, serial, ram::operand_t::bf16(v, 3 * A), n, hd, scratch.panels);
+            ram::product(k, serial, {P, n}, n, values, ao + row * A + head * hd, A, ram::gemm_round_output_k,
                          scratch.gemm);
+        });
+        for_chunks(parallel, s.tokens, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
+            to_bits(ao + begin * A, a.ao + begin * A, (end - begin) * A);
         });
     }
 
-    /// The backward of block `l` (its activations current): `dx` holds dL/d saved[l + 1] and becomes dL/d saved[l].
-    /// Each gradient overwrites the activation it replaces once that activation's last reader is done (dm over m,
-    /// dgate_up over gate_up, dao over ao, dqkv over qkv), so the block's activations are spent afterwards.
+    /// The backward of block `l` (its slot holding it): `dx` holds dL/d saved[l + 1] and becomes dL/d saved[l]. The
+    /// gradients of m, gate and up, the attention output and qkv are F32 in `wide` and `gu` (dgate_up over gate_up).
     void block_backward(std::size_t l, parameters_t &target) noexcept {
         std::size_t const H = hidden(), A = width(), N = s.tokens, F = g.ffn_hidden;
         block_name_t const prefix{l};
+        slot_t const a = slot(l);
         float *dx = s.dx.data();
-        s.current = g.depth;
+        if (s.gu_holder != l) gate_up(l);
+        s.holder[slot_index(l)] = g.depth, s.gu_holder = g.depth;
         // MLP.
-        float *dm = s.m.data(), *dgu = s.gu.data();
-        weight_grad(dx, H, s.m.data(), F, N, prefix("mlp.down.weight"), target);
-        input_grad(dx, N, prefix("mlp.down.weight"), dm, 0);
+        float *dm = s.wide.data(), *dgu = s.gu.data();
+        ram::operand_t dy = gradient_bits(dx, H);
+        weight_grad(dy, ram::operand_t::bf16(a.m, F), N, prefix("mlp.down.weight"), target);
+        input_grad(dy, N, prefix("mlp.down.weight"), dm, 0);
         for_chunks(parallel, N, 64, [&](std::size_t begin, std::size_t end, std::size_t) noexcept {
             constexpr std::size_t run = 256;
             float sigmoid[run];
@@ -250,24 +334,25 @@ struct pass_t {
             }
         });
         float *dn = s.dy.data();
-        input_grad(dgu, N, prefix("mlp.gate_up.weight"), dn, 0);
-        weight_grad(dgu, 2 * F, s.n2.data(), H, N, prefix("mlp.gate_up.weight"), target);
-        norm_backward(s.xm.data(), dn, prefix("mlp_norm.weight"), dx, target);
+        dy = gradient_bits(dgu, 2 * F);
+        input_grad(dy, N, prefix("mlp.gate_up.weight"), dn, 0);
+        weight_grad(dy, ram::operand_t::bf16(a.n2, H), N, prefix("mlp.gate_up.weight"), target);
+        norm_backward(a.xm, dn, prefix("mlp_norm.weight"), dx, target);
         // Attention.
-        float *dao = s.ao.data();
-        weight_grad(dx, H, s.ao.data(), A, N, prefix("attn.out.weight"), target);
-        input_grad(dx, N, prefix("attn.out.weight"), dao, 0);
-        attention_backward(dao);
-        float const *dqkv = s.qkv.data();
-        input_grad(dqkv, N, prefix("attn.qkv.weight"), dn, 0);
-        weight_grad(dqkv, 3 * A, s.n1.data(), H, N, prefix("attn.qkv.weight"), target);
+        float *dao = s.wide.data(), *dqkv = dao + N * A;
+        dy = gradient_bits(dx, H);
+        weight_grad(dy, ram::operand_t::bf16(a.ao, A), N, prefix("attn.out.weight"), target);
+        input_grad(dy, N, prefix("attn.out.weight"), dao, 0);
+        attention_backward(a, dao, dqkv);
+        dy = gradient_bits(dqkv, 3 * A);
+        input_grad(dy, N, prefix("attn.qkv.weight"), dn, 0);
+        weight_grad(dy, ram::operand_t::bf16(a.n1, H), N, prefix("attn.qkv.weight"), target);
         norm_backward(s.saved.data() + l * N * H, dn, prefix("attn_norm.weight"), dx, target);
     }
 
-    /// Per (item, head): dP = bf16(dO) v^T, dV = bf16(P)^T bf16(dO), the softmax's backward in F32, then dq and dk
-    /// through the scores' product and RoPE's inverse rotation, each over its slice of `qkv` once q, k and v of that
-    /// item and head are read: `qkv` [tokens x 3A] becomes dL/d qkv.
-    void attention_backward(float const *dao) noexcept {
+    /// Per (item, head): P recomputed, dP = bf16(dO) v^T, dV = bf16(P)^T bf16(dO), the softmax's backward in F32, then
+    /// dq and dk through the scores' product and RoPE's inverse rotation, into `dqkv` [tokens x 3A].
+    void attention_backward(slot_t const &a, float const *dao, float *dqkv) noexcept {
         std::size_t const A = width(), hd = g.head_dim, heads = g.heads, half = hd / 2;
         float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
         ram::parallel_t const serial{};
@@ -276,15 +361,17 @@ struct pass_t {
             std::size_t const row = s.item_rows[item], n = s.item_rows[item + 1] - row;
             if (n == 0) return;
             head_scratch_t const scratch = head_scratch(thread, n);
-            float *dp = scratch.rest, *rotated_q = dp + n * n, *rotated_k = rotated_q + n * hd;
-            float const *P = s.probs.data() + s.prob_offsets[item] + head * n * n;
-            float *qkv = s.qkv.data() + row * 3 * A + head * hd;
+            float *P = scratch.rest, *dp = P + n * n, *rotated_q = dp + n * n, *rotated_k = rotated_q + n * hd;
+            probabilities(a, row, n, head, scratch, P);
+            std::uint16_t const *q = a.qkv + row * 3 * A + head * hd;
+            float *dq = dqkv + row * 3 * A + head * hd;
             float const *d_o = dao + row * A + head * hd;
-            // dP = dO v^T, then dV = P^T dO over v.
-            ram::panels_t b = ram::pack_panels(k, serial, {qkv + 2 * A, 3 * A, true}, hd, n, scratch.panels);
+            // dP = dO v^T, then dV = P^T dO.
+            ram::panels_t b =
+                ram::pack_panels(k, serial, ram::operand_t::bf16(q + 2 * A, 3 * A, true), hd, n, scratch.panels);
             ram::product(k, serial, {d_o, A}, n, b, dp, n, 0, scratch.gemm);
             b = ram::pack_panels(k, serial, {d_o, A}, n, hd, scratch.panels);
-            ram::product(k, serial, {P, n, true}, n, b, qkv + 2 * A, 3 * A, 0, scratch.gemm);
+            ram::product(k, serial, {P, n, true}, n, b, dq + 2 * A, 3 * A, 0, scratch.gemm);
             // dS = P (dP - sum(dP P)) / sqrt(head_dim), in place.
             for (std::size_t i = 0; i != n; ++i) {
                 float const *pr = P + i * n;
@@ -292,14 +379,14 @@ struct pass_t {
                 for (std::size_t j = 0; j != n; ++j) dot += d[j] * pr[j];
                 for (std::size_t j = 0; j != n; ++j) d[j] = pr[j] * (d[j] - dot) / scale;
             }
-            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), then both unrotated over q and k.
-            b = ram::pack_panels(k, serial, {qkv + A, 3 * A}, n, hd, scratch.panels);
+            // dq = dS k, dk = dS^T q (k and q are the rotated, rounded values), then both unrotated.
+            b = ram::pack_panels(k, serial, ram::operand_t::bf16(q + A, 3 * A), n, hd, scratch.panels);
             ram::product(k, serial, {dp, n}, n, b, rotated_q, hd, 0, scratch.gemm);
-            b = ram::pack_panels(k, serial, {qkv, 3 * A}, n, hd, scratch.panels);
+            b = ram::pack_panels(k, serial, ram::operand_t::bf16(q, 3 * A), n, hd, scratch.panels);
             ram::product(k, serial, {dp, n, true}, n, b, rotated_k, hd, 0, scratch.gemm);
             for (std::size_t i = 0; i != n; ++i) {
-                unrotate(rotated_q + i * hd, row + i, qkv + i * 3 * A, half);
-                unrotate(rotated_k + i * hd, row + i, qkv + i * 3 * A + A, half);
+                unrotate(rotated_q + i * hd, row + i, dq + i * 3 * A, half);
+                unrotate(rotated_k + i * hd, row + i, dq + i * 3 * A + A, half);
             }
         });
     }
@@ -405,17 +492,11 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         std::size_t const R = s.logit_rows.size();
 
         // Sizes: the largest item's attention scratch and every buffer.
-        std::size_t longest = 0, squares = 0;
-        s.prob_offsets.assign(items + 1, 0);
-        for (std::size_t i = 0; i != items; ++i) {
-            std::size_t const n = request.segments[i].count;
-            longest = std::max(longest, n);
-            s.prob_offsets[i + 1] = s.prob_offsets[i] + g.heads * n * n;
-        }
-        squares = s.prob_offsets[items];
+        std::size_t longest = 0;
+        for (std::size_t i = 0; i != items; ++i) longest = std::max(longest, request.segments[i].count);
         std::size_t const wide = std::max(longest, hd);
-        s.attention_floats = ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) + longest * longest +
-                             2 * longest * hd;
+        s.attention_floats = ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) +
+                             2 * longest * longest + 2 * longest * hd;
         std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
         std::size_t depth_max = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256), weight_chunk_rows_k});
         for (std::size_t m = 0; m != 3; ++m)
@@ -423,8 +504,14 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         grow(s.gemm, threads * ram::product_scratch_floats(depth_max));
         grow(s.attention, threads * s.attention_floats);
         grow(s.saved, (g.depth + 1) * N * H);
-        grow(s.n1, N * H), grow(s.qkv, N * 3 * A), grow(s.probs, squares), grow(s.ao, N * A), grow(s.xm, N * H);
-        grow(s.n2, N * H), grow(s.gu, N * 2 * F), grow(s.m, N * F);
+        pass_t pass{p, s, parallel, k, g};
+        std::size_t const slot_bytes = N * (2 * pass.slot_bits() + 4 * H);
+        s.slots = std::clamp<std::size_t>(kept_bytes_ / std::max<std::size_t>(slot_bytes, 1), 1,
+                                          std::max<std::size_t>(g.depth, 1));
+        grow(s.kept_bits, s.slots * N * pass.slot_bits()), grow(s.kept_floats, s.slots * N * H);
+        s.holder.assign(s.slots, g.depth), s.gu_holder = g.depth;
+        grow(s.gu, N * 2 * F), grow(s.wide, N * std::max({4 * A, F, H})),
+            grow(s.dbits, N * std::max({H, 2 * F, 3 * A}));
         grow(s.h, N * H), grow(s.hr, N * H), grow(s.pooled, items * H), grow(s.e, items * D);
         grow(s.e_norm, items), grow(s.z, items * D);
         if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
@@ -470,7 +557,6 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
             round_into(segment.patches, s.media_patches[m].data() + at, segment.count * input);
             for (std::size_t t = 0; t != segment.count; ++t) s.media_rows[m].push_back(s.item_rows[i] + t);
         }
-        pass_t pass{p, s, parallel, *p.kernels, g};
 
         // Embedding: byte rows, media patches through their linears plus bias.
         float *x0 = s.saved.data();
@@ -484,7 +570,7 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
             if (rows == 0) continue;
             tensor_t const &w = *p.find(media_weight(m));
             float *embedded = s.dy.data();
-            pass.linear(s.media_patches[m].data(), w.shape[1], rows, media_weight(m), embedded, H, 0);
+            pass.linear({s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), embedded, H, 0);
             float const *bias = p.find(media_bias(m))->copy.data();
             for (std::size_t r = 0; r != rows; ++r)
                 for (std::size_t j = 0; j != H; ++j) x0[s.media_rows[m][r] * H + j] = embedded[r * H + j] + bias[j];
@@ -506,11 +592,11 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
                 for (std::size_t j = 0; j != H; ++j) pooled[j] += s.h[row * H + j];
             for (std::size_t j = 0; j != H && n != 0; ++j) pooled[j] /= static_cast<float>(n);
         }
-        if (items != 0) pass.linear(s.pooled.data(), H, items, "head.embedding.weight", s.e.data(), D, 0);
+        if (items != 0) pass.linear({s.pooled.data(), H}, items, "head.embedding.weight", s.e.data(), D, 0);
         for (std::size_t i = 0; i != items; ++i)
             s.e_norm[i] = normalize_into(s.e.data() + i * D, s.z.data() + i * D, D);
         if (any_vectors && N != 0) {
-            pass.linear(s.h.data(), H, N, "head.token.weight", s.t.data(), TW, 0);
+            pass.linear({s.h.data(), H}, N, "head.token.weight", s.t.data(), TW, 0);
             for (std::size_t i = 0; i != items; ++i) {
                 if (!s.flagged[i]) continue;
                 for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
@@ -523,7 +609,7 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
             std::memcpy(s.gathered.data() + r * H,
                         s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
                         H * sizeof(float));
-        if (R != 0) pass.linear(s.gathered.data(), H, R, "head.byte.weight", s.logits.data(), 256, 0);
+        if (R != 0) pass.linear({s.gathered.data(), H}, R, "head.byte.weight", s.logits.data(), 256, 0);
         out.z = s.z.data();
         out.token_vectors = any_vectors ? s.vectors.data() : nullptr;
         out.token_vector_offsets = s.vector_offsets.data();
@@ -535,7 +621,7 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
     }
 }
 
-// The heads' backward into dL/dh, the final norm's, each block's after recomputing it (the last one is still current),
+// The heads' backward into dL/dh, the final norm's, each block's (recomputed first when its slot was shared or spent),
 // then the embeddings'.
 uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const *d_token_vectors, float const *d_logits,
                                  ram::parallel_t const &parallel, poll_t poll, char const **message) noexcept {
@@ -553,7 +639,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
         for (std::size_t i = 0; i != items; ++i)
             normalize_backward(s.z.data() + i * D, d_z + i * D, s.e_norm[i], de + i * D, D);
         float *dpooled = s.dnarrow.data();
-        pass.input_grad(de, items, "head.embedding.weight", dpooled, 0);
+        pass.input_grad({de, D}, items, "head.embedding.weight", dpooled, 0);
         float *pooled_rounded = s.gathered.data();
         round_into(s.pooled.data(), pooled_rounded, items * H);
         // de^T pooled: a small product, done directly (items rows).
@@ -581,13 +667,13 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
                 normalize_backward(s.vectors.data() + at, d_token_vectors + at, s.t_norm[row], dt + row * TW, TW);
             }
         }
-        pass.input_grad(dt, N, "head.token.weight", dh, ram::gemm_accumulate_k);
-        pass.weight_grad(dt, TW, s.hr.data(), H, N, "head.token.weight", p);
+        pass.input_grad({dt, TW}, N, "head.token.weight", dh, ram::gemm_accumulate_k);
+        pass.weight_grad({dt, TW}, {s.hr.data(), H}, N, "head.token.weight", p);
     }
     // Byte head at the logit rows, added to dh in row order.
     if (d_logits != nullptr && R != 0) {
         float *dgathered = s.dnarrow.data();
-        pass.input_grad(d_logits, R, "head.byte.weight", dgathered, 0);
+        pass.input_grad({d_logits, 256}, R, "head.byte.weight", dgathered, 0);
         for (std::size_t r = 0; r != R; ++r) {
             float *target = dh + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H;
             for (std::size_t j = 0; j != H; ++j) target[j] += dgathered[r * H + j];
@@ -596,7 +682,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
             std::memcpy(s.gathered.data() + r * H,
                         s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
                         H * sizeof(float));
-        pass.weight_grad(d_logits, 256, s.gathered.data(), H, R, "head.byte.weight", p);
+        pass.weight_grad({d_logits, 256}, {s.gathered.data(), H}, R, "head.byte.weight", p);
     }
     if (N == 0) return uform_status_ok_k;
     // Final norm, then the blocks from the last.
@@ -605,7 +691,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
     for (std::size_t l = g.depth; l-- != 0;) {
         if (poll.fn != nullptr && poll.fn(poll.context))
             return fail(message, uform_status_cancelled_k, "the trainer was asked to stop");
-        if (s.current != l) pass.block_forward(l);
+        if (s.holder[pass.slot_index(l)] != l) pass.block_forward(l);
         pass.block_backward(l, p);
     }
     // Embeddings: byte rows scatter-added in token order; media weights and biases.
@@ -625,7 +711,7 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
             for (std::size_t j = 0; j != H; ++j) bias[j] += dy[r * H + j];
         }
         tensor_t const &w = *p.find(media_weight(m));
-        pass.weight_grad(dy, H, s.media_patches[m].data(), w.shape[1], rows, media_weight(m), p);
+        pass.weight_grad({dy, H}, {s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), p);
     }
     return uform_status_ok_k;
 }

@@ -77,8 +77,17 @@ class trunk_t {
                             float const *d_logits, ram::parallel_t const &parallel, poll_t poll,
                             char const **message) noexcept;
 
+    /// Most bytes of block activations a forward keeps for the backward by default (docs/decisions.md, "The trunk's
+    /// memory").
+    static constexpr std::size_t kept_bytes_default = std::size_t(2) << 30;
+
+    /// Bounds the block activations the next forwards keep: blocks past the bound share one slot and the backward
+    /// recomputes them from their inputs, with the same bits. Tests lower it to run that path.
+    void bound_kept_bytes(std::size_t bytes) noexcept { kept_bytes_ = bytes; }
+
   private:
     std::unique_ptr<trunk_state_t> state_;
+    std::size_t kept_bytes_ = kept_bytes_default;
 };
 
 } // namespace uform::train
