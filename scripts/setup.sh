@@ -2,7 +2,7 @@
 # Installs what building and testing UForm needs on a fresh Debian machine, and only what is missing, so
 # running it again costs a second: Clang 22 with its sanitizer runtimes and libclang (for the Rust generator
 # check), clang-format, Ninja, pkg-config,
-# the codec headers, CMake >= 3.27 (from PyPI when the system's is older), and the sources of the crates
+# the codec headers, Gloo (the RAM mesh), CMake >= 3.27 (from PyPI when the system's is older), and the sources of the crates
 # Cargo.lock names (NumKong, StringZilla, ForkUnion), which the standalone CMake build compiles.
 #
 #   scripts/setup.sh            # then: cmake -S . -B build -G Ninja && cmake --build build
@@ -18,6 +18,9 @@ UFORM_TOOL_PACKAGES=(clang-22 clang-format-22 libclang-rt-22-dev libclang1-22 ni
 # Codec headers: the Debian -dev packages of FFmpeg, whose decoders cpp/media/ uses for every image, video and
 # audio format, plus pkg-config, through which CMake finds them.
 UFORM_CODEC_PACKAGES=(pkg-config libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev libkissfft-dev)
+
+# The RAM residency's mesh: Gloo (its TCP transport and file rendezvous), which CMake finds as the package `Gloo`.
+UFORM_MESH_PACKAGES=(libgloo-dev)
 
 UFORM_CMAKE_MINIMUM=3.27
 
@@ -35,7 +38,7 @@ as_root() {
 }
 
 missing_packages=()
-for package in "${UFORM_TOOL_PACKAGES[@]}" "${UFORM_CODEC_PACKAGES[@]}"; do
+for package in "${UFORM_TOOL_PACKAGES[@]}" "${UFORM_CODEC_PACKAGES[@]}" "${UFORM_MESH_PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "install ok installed"; then
         missing_packages+=("$package")
     fi
