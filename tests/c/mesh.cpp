@@ -5,7 +5,8 @@
  * with B items (the loss and gradient norm equal on both ranks and within 1e-4 of one process's, the saved weights
  * equal on both ranks and within 1e-4 of one process's), for the contrastive objective with `mesh` negatives and for
  * the joint objective with `mesh-and-hard`; then that a rank that never arrives answers `timeout` within the
- * options' timeout, and that a directory that does not exist answers `io`.
+ * options' timeout, that a rank dying mid-run leaves the other's step `timeout` or `io` within it, and that a
+ * directory that does not exist answers `io`.
  *
  *   uform_test_cpp_mesh                              # the driver
  *   uform_test_cpp_mesh rank R DIRECTORY SCENARIO    # one rank, started by the driver
@@ -135,11 +136,21 @@ uform_status_t join(char const *directory, char const *job, std::size_t rank, st
     return status;
 }
 
-/** One rank of a scenario: joins, trains its half, writes its records and checkpoint. */
+/** One rank of a scenario: joins, trains its half, writes its records and checkpoint. Scenario 2: joins, makes its
+ * trainer, and dies before the first step. */
 int rank_main(std::size_t rank, char const *directory, int scenario) {
     std::string const job = "scenario" + std::to_string(scenario);
     uform_mesh_t mesh = NULL;
     if (!CHECK_OK(join(directory, job.c_str(), rank, 2, 60, &mesh))) return test_report("mesh rank");
+    if (scenario == 2) {
+        uform_executor_t ram = NULL;
+        uform_trainer_t trainer = NULL;
+        uform_trainer_init_ram_args_t const init = init_of(0, mesh);
+        if (CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG)))
+            CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG));
+        std::fflush(NULL);
+        _exit(0);
+    }
     uform_mesh_description_t description;
     if (CHECK_OK(uform_mesh_describe(mesh, &description, MSG))) {
         CHECK_SIZE(description.world_devices, 2);
@@ -303,6 +314,36 @@ void lonely(char const *directory) {
     }
 }
 
+/** A rank that dies after joining: the other's step answers `timeout` or `io` within the options' timeout. */
+void killed(char const *self, char const *directory) {
+    pid_t const peer = spawn_rank(self, 1, directory, 2);
+    uform_mesh_t mesh = NULL;
+    uform_executor_t ram = NULL;
+    uform_trainer_t trainer = NULL;
+    if (CHECK_OK(join(directory, "scenario2", 0, 2, 5, &mesh)) &&
+        CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) {
+        uform_trainer_init_ram_args_t const init = init_of(0, mesh);
+        if (CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG))) {
+            int status = 0;
+            CHECK(peer > 0 && waitpid(peer, &status, 0) == peer);
+            test_tape_t tape;
+            tape_of(&tape, texts_k, world_items_k / 2);
+            uform_modality_t const modalities[4] = {uform_modality_text_k, uform_modality_text_k, uform_modality_text_k,
+                                                    uform_modality_text_k};
+            auto const start = std::chrono::steady_clock::now();
+            uform_status_t const stepped = uform_trainer_step(trainer, ram, modalities, tape.data, tape.length,
+                                                              tape.offsets, tape.count, NULL, NULL, NULL, MSG);
+            double const seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::fprintf(stderr, "mesh: a dead peer's step answered %s in %.2f s\n", status_text(stepped), seconds);
+            CHECK(stepped == uform_status_timeout_k || stepped == uform_status_io_k);
+            CHECK(seconds < 6.0);
+            uform_trainer_free(trainer);
+        }
+    }
+    if (ram) uform_executor_free(ram);
+    if (mesh) uform_mesh_free(mesh);
+}
+
 /** A directory that does not exist: `io`, at once. */
 void missing(char const *directory) {
     uform_mesh_t mesh = NULL;
@@ -326,6 +367,7 @@ int main(int argc, char **argv) {
     scenario(self, directory, 0);
     scenario(self, directory, 1);
     lonely(directory);
+    killed(self, directory);
     missing(directory);
     return test_report("mesh");
 }
