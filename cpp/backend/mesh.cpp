@@ -221,8 +221,9 @@ uform_status_t mesh_t::gather(void const *mine, std::span<std::size_t const> byt
     }
     return guarded(
         [&] {
+            static char nothing = 0; // the input of a rank that gives no bytes, which may have no buffer
             gloo::AllgathervOptions options(context);
-            options.setInput(static_cast<char *>(const_cast<void *>(mine)), bytes[index]);
+            options.setInput(bytes[index] ? static_cast<char *>(const_cast<void *>(mine)) : &nothing, bytes[index]);
             options.setOutput(static_cast<char *>(all), std::vector<std::size_t>(bytes.begin(), bytes.end()));
             options.setTimeout(timeout);
             gloo::allgatherv(options);
