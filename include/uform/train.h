@@ -176,14 +176,12 @@ typedef struct uform_mesh_description_t {
 
 /**
  * @brief Joins the hosts of a run. Blocks until every host has joined or `timeout_seconds` pass
- * (`uform_status_timeout_k`).
- *
- * Over a VRAM executor a host contributes its devices, joined through NCCL; over a RAM executor a host is one process
- * contributing one device (its threads), joined through Gloo over TCP: the description then counts one device per
- * host (`world_devices` the hosts, `first_rank` the index), `multimem_tier` none and `gpu_class` auto. A RAM mesh's
- * hosts agree on a fresh attempt through files in the directory, so a rerun of the same job in the same directory
- * joins afresh; a directory that does not exist answers `uform_status_io_k`. Builds without the residency of the
- * executor's kind answer `uform_status_unsupported_k`.
+ * (`uform_status_timeout_k`). Over a VRAM executor a host contributes its devices, joined through NCCL; over a RAM
+ * executor a host is one process contributing one device (its threads), joined through Gloo over TCP: the
+ * description then counts one device per host (`world_devices` the hosts, `first_rank` the index), `multimem_tier`
+ * none and `gpu_class` auto. A RAM mesh's hosts agree on a fresh attempt through files in the directory, so a rerun
+ * of the same job in the same directory joins afresh; a directory that does not exist answers `uform_status_io_k`.
+ * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
  */
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
                                     char const **message);
@@ -359,27 +357,23 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
 
 /**
  * @brief The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
- * drift; all-zero is the default.
- *
- * `mesh`, when set, is a mesh bootstrapped over a RAM executor: the trainer is then one rank of a data-parallel run,
- * one process per rank, and every rank calls each verb in the same order:
- * - At construction rank 0's weights, moments and step count are broadcast to every rank, so the ranks start equal
- *   whatever each loaded (the same seed or checkpoint on every rank is the plain way).
- * - A step's items are the rank's share of the batch: the world's items are every rank's, rank by rank. Bag ids are
- *   global (items of one bag on two ranks are positives of each other); edges name the rank's own items, by their
- *   index in the rank's step. Masks are drawn by an item's index among the world's items, so two ranks with B/2
- *   items each take the same step as one process with B.
- * - Every term is normalised by its count over the mesh; the gradients are summed over the ranks before the norm,
- *   the clip and AdamW, so the weights stay equal on every rank; the stats' loss, terms and gradient norm are the
- *   mesh's, equal on every rank, while `items` and `tokens` (and the embeddings) are the rank's own.
- * - `mesh` and `mesh-and-hard` negatives score each anchor against the world's items (embeddings, and the token
- *   vectors of late interaction, gathered; their gradients summed back to the owners before the backward);
- *   `device` and `hard` keep the candidates to the rank's own items.
- * - `uform_trainer_save` and `uform_trainer_calibrate` involve no peer: any rank may save alone (the weights are
- *   equal), and a calibration fits the temperatures of the calling rank only.
- * A rank that fails or stops a step (a progress handler's cancel, a refused item) leaves its peers waiting in a
- * collective until the mesh's timeout, which they answer with `uform_status_timeout_k` (or `uform_status_io_k` when
- * the connection closes first); the mesh is then broken.
+ * drift; all-zero is the default. `mesh`, when set, is a mesh bootstrapped over a RAM executor: the trainer is then
+ * one rank of a data-parallel run, one process per rank, and every rank calls each verb in the same order. At
+ * construction rank 0's weights, moments and step count are broadcast to every rank, so the ranks start equal
+ * whatever each loaded (the same seed or checkpoint on every rank is the plain way). A step's items are the rank's
+ * share of the batch: the world's items are every rank's, rank by rank. Bag ids are global (items of one bag on two
+ * ranks are positives of each other); edges name the rank's own items, by their index in the rank's step. Masks are
+ * drawn by an item's index among the world's items, so two ranks with B/2 items each take the same step as one
+ * process with B. Every term is normalised by its count over the mesh, and the gradients are summed over the ranks
+ * before the norm, the clip and AdamW, so the weights stay equal on every rank; the stats' loss, terms and gradient
+ * norm are the mesh's, equal on every rank, while `items` and `tokens` (and the embeddings) are the rank's own.
+ * `mesh` and `mesh-and-hard` negatives score each anchor against the world's items (the embeddings, and the token
+ * vectors of late interaction, gathered; their gradients summed back to the owners before the backward); `device`
+ * and `hard` keep the candidates to the rank's own items. `uform_trainer_save` and `uform_trainer_calibrate` involve
+ * no peer: any rank may save alone (the weights are equal), and a calibration fits the calling rank's temperatures
+ * only. A rank that fails or stops a step (a progress handler's cancel, a refused item) leaves its peers waiting in
+ * a collective until the mesh's timeout, which they answer with `uform_status_timeout_k` (or `uform_status_io_k`
+ * when the connection closes first); the mesh is then broken.
  * @uform config TrainerInitRam
  */
 typedef uform_trainer_init_vram_args_t uform_trainer_init_ram_args_t;
