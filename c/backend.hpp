@@ -22,9 +22,11 @@
 #ifndef UFORM_C_BACKEND_HPP
 #define UFORM_C_BACKEND_HPP
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include <uform/uform.h>
 
@@ -168,8 +170,8 @@ uform_status_t text_choose(model_t const &model, call_t &call, tape_view_t<char>
 /* ---------------------------------------------------------------------------------------------------------- */
 
 /// A checked trainer configuration: every zero default resolved. A RAM trainer (`residency` RAM) runs on the
-/// threads `call_t` lends each call, in one process: no devices, no mesh, `world_devices` 1. A VRAM trainer runs on
-/// `devices`, across `mesh` when there is one.
+/// threads `call_t` lends each call, one rank of `mesh` when there is one (a process per rank, `world_devices` the
+/// ranks; 1 without a mesh). A VRAM trainer runs on `devices`, across `mesh` when there is one.
 struct trainer_config_t {
     uform_trainer_init_vram_args_t args; // defaults resolved, geometry fields the checkpoint's; `checkpoint` as given
     geometry_t geometry;                 // the model's: from the checkpoint, or from `args`
@@ -179,8 +181,8 @@ struct trainer_config_t {
     uform_cpu_class_t cpu_class;             // RAM: resolved; VRAM: `auto`
     std::span<std::size_t const> devices;    // VRAM: this host's devices; RAM: empty
     uform_gpu_class_t gpu_class;             // VRAM: resolved; RAM: `auto`
-    mesh_t *mesh;                            // VRAM: or `nullptr`; RAM: always `nullptr`
-    std::size_t world_devices;               // devices across the mesh (this host's without one; 1 for RAM)
+    mesh_t *mesh;                            // the mesh of the trainer's residency, or `nullptr`
+    std::size_t world_devices;               // devices (RAM: ranks) across the mesh (this host's without one)
 };
 
 /// Makes a trainer of `config`'s residency: seeded weights, or the starting checkpoint's (read from
@@ -246,6 +248,20 @@ struct mesh_join_t {
 uform_status_t mesh_join(mesh_join_t const &join, mesh_t *&mesh, uform_multimem_tier_t &tier,
                          char const **message) noexcept;
 void mesh_free(mesh_t *mesh) noexcept;
+
+/// What a RAM mesh joins with: one rank per process (a "host" of the options), met through Gloo's file rendezvous in
+/// `directory`, which exists; `job` scopes the run's files and `hostname` is the address this rank listens on.
+struct mesh_rendezvous_t {
+    std::string_view directory, job, hostname;
+    std::size_t host_index, host_count;
+    std::chrono::steady_clock::time_point deadline; // waiting for the peers past it answers `timeout`
+    std::chrono::milliseconds timeout;              // each later collective's limit
+};
+
+/// Joins a RAM mesh: agrees on a fresh attempt with the other ranks through files in the directory, then connects
+/// every pair over TCP. Answers `timeout` when a rank did not arrive by the deadline, `io` when the directory or a
+/// connection failed, `unsupported` in builds without a RAM mesh.
+uform_status_t mesh_rendezvous(mesh_rendezvous_t const &rendezvous, mesh_t *&mesh, char const **message) noexcept;
 
 } // namespace backend
 } // namespace uform

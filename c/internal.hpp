@@ -167,8 +167,9 @@ struct uform_mesh_s {
     std::uint32_t magic = uform::mesh_magic_k;
     uform::backend::mesh_t *backend = nullptr;
     uform_mesh_description_t description{};
-    std::vector<std::size_t> devices;
-    std::atomic<std::size_t> references{1}; // the handle plus each trainer made over it
+    uform_residency_t residency = uform_residency_vram_k; // the executor's it was joined over: RAM or VRAM
+    std::vector<std::size_t> devices;                     // VRAM: this host's devices; RAM: empty
+    std::atomic<std::size_t> references{1};               // the handle plus each trainer made over it
 };
 
 /// A trainer: the backend's, its resolved configuration, and the call it serves.

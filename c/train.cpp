@@ -9,12 +9,15 @@
 //   identity it read and its device count;
 // - every host polls until all hosts' files carry the same identity, then joins through the backend.
 // Past `timeout_seconds` a host gives up with `timeout`. A one-host mesh writes nothing and returns at once.
-// Files are left in place; give each run a fresh job name.
+// Files are left in place; give each run a fresh job name. That is the VRAM mesh's; a RAM mesh (one process per
+// host) hands the checked options to the backend, whose Gloo rendezvous agrees on a fresh attempt itself.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <thread>
+
+#include <sys/stat.h>
 
 #include "checks.hpp"
 
@@ -33,6 +36,7 @@ void trainer_leave(uform_trainer_s *trainer) noexcept {
 namespace {
 
 constexpr std::size_t max_job_bytes_k = 200;
+constexpr std::size_t max_hostname_bytes_k = 255;
 
 void mesh_unreference(uform_mesh_s *mesh) noexcept {
     if (mesh->references.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
@@ -744,6 +748,38 @@ uform_status_t make_trainer(uform_executor_s *executor, uform_trainer_init_vram_
     }
 }
 
+/// Joins a RAM mesh of checked options: one process per host, met through the backend's rendezvous in `directory`.
+uform_status_t bootstrap_ram(uform_executor_s *executor, uform_mesh_options_t const &o, std::size_t count,
+                             uform_mesh_t *mesh, char const **message) noexcept {
+    try {
+        std::string const directory =
+            o.directory_length ? std::string(o.directory, o.directory_length) : std::string(".");
+        struct stat status;
+        if (::stat(directory.c_str(), &status) != 0 || !S_ISDIR(status.st_mode))
+            return fail(message, uform_status_io_k, "the mesh's directory does not exist or is not a directory");
+        if (uform_status_t status = executor_acquire(executor, true, message)) return status;
+        executor_release_t const release{executor};
+        std::size_t const seconds = o.timeout_seconds ? o.timeout_seconds : 600;
+        backend::mesh_rendezvous_t const rendezvous{
+            directory,
+            o.job_length ? std::string_view(o.job, o.job_length) : std::string_view("uform"),
+            o.hostname_length ? std::string_view(o.hostname, o.hostname_length) : std::string_view("127.0.0.1"),
+            o.host_domain_index,
+            count,
+            std::chrono::steady_clock::now() + std::chrono::seconds(seconds),
+            std::chrono::seconds(seconds)};
+        auto made = std::make_unique<uform_mesh_s>();
+        made->residency = uform_residency_ram_k;
+        if (uform_status_t status = backend::mesh_rendezvous(rendezvous, made->backend, message)) return status;
+        made->description = {o.host_domain_index,   count, 1, count, o.host_domain_index, uform_multimem_tier_none_k,
+                             uform_gpu_class_auto_k};
+        *mesh = made.release();
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory joining the mesh");
+    }
+}
+
 } // namespace
 
 } // namespace uform
@@ -755,7 +791,10 @@ extern "C" {
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
                                     char const **message) {
     if (!mesh) return fail(message, uform_status_invalid_argument_k, "the mesh out-pointer is null");
-    if (uform_status_t status = check_training_executor(executor, executor_kind_t::vram, message)) return status;
+    if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
+    if (uform_status_t status = check_training_executor(
+            executor, executor->kind == executor_kind_t::ram ? executor_kind_t::ram : executor_kind_t::vram, message))
+        return status;
     uform_mesh_options_t const o = options ? *options : uform_mesh_options_t{};
     std::size_t const count = o.host_domain_count ? o.host_domain_count : 1;
     if (o.host_domain_index >= count)
@@ -777,6 +816,13 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
             if (o.job[i] == '/' || o.job[i] == '\\' || o.job[i] == '\0')
                 return fail(message, uform_status_invalid_argument_k, "the job's name holds a slash or a NUL");
     }
+    if (!o.hostname && o.hostname_length)
+        return fail(message, uform_status_invalid_argument_k, "the hostname is null but has a length");
+    if (o.hostname_length > max_hostname_bytes_k)
+        return fail(message, uform_status_invalid_argument_k, "the hostname is longer than 255 bytes");
+    if (o.hostname && (!valid_utf8(o.hostname, o.hostname_length) || std::memchr(o.hostname, 0, o.hostname_length)))
+        return fail(message, uform_status_invalid_argument_k, "the hostname is not UTF-8 without NUL bytes");
+    if (executor->kind == executor_kind_t::ram) return bootstrap_ram(executor, o, count, mesh, message);
     if (uform_status_t status = executor_acquire(executor, true, message)) return status;
     executor_release_t const release{executor};
 
@@ -837,7 +883,7 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
     uform_trainer_init_vram_args_t a = args ? *args : uform_trainer_init_vram_args_t{};
     if (a.mesh) {
         if (!mesh_valid(a.mesh)) return fail(message, uform_status_invalid_argument_k, "the mesh is not a live mesh");
-        if (a.mesh->devices != executor->devices)
+        if (a.mesh->residency != uform_residency_vram_k || a.mesh->devices != executor->devices)
             return fail(message, uform_status_invalid_argument_k, "the mesh was joined over other devices");
     }
     geometry_t g{};
@@ -851,8 +897,11 @@ uform_status_t uform_trainer_init_ram(uform_executor_t executor, uform_trainer_i
     if (!trainer) return fail(message, uform_status_invalid_argument_k, "the trainer out-pointer is null");
     if (uform_status_t status = check_training_executor(executor, executor_kind_t::ram, message)) return status;
     uform_trainer_init_ram_args_t a = args ? *args : uform_trainer_init_ram_args_t{};
-    if (a.mesh)
-        return fail(message, uform_status_unsupported_k, "a RAM trainer takes no mesh: meshes join GPUs only, for now");
+    if (a.mesh) {
+        if (!mesh_valid(a.mesh)) return fail(message, uform_status_invalid_argument_k, "the mesh is not a live mesh");
+        if (a.mesh->residency != uform_residency_ram_k)
+            return fail(message, uform_status_invalid_argument_k, "a RAM trainer's mesh is joined over a RAM executor");
+    }
     geometry_t g{};
     checkpoint_t start;
     if (uform_status_t status = resolve_trainer(a, g, start, message)) return status;

@@ -1,8 +1,8 @@
 # What a program that links libuform_static.a with a plain C driver (`cc`) must add after `-luform_static`:
-# FFmpeg's libraries for the RAM residency, the C++ runtime the archive was compiled against, libm, the threads
+# FFmpeg's and Gloo's libraries for the RAM residency, the C++ runtime the archive was compiled against, libm, the threads
 # library, and the sanitizer runtimes when UFORM_SANITIZE is set. CMake consumers get the same through
 # uform::uform_static's link interface (C++ as a link language, the C++ runtime when they link with the C driver,
-# Threads::Threads, FFmpeg, the -fsanitize= link option). build.rs forwards the `Libs:` line of the build folder's
+# Threads::Threads, FFmpeg, Gloo, the -fsanitize= link option). build.rs forwards the `Libs:` line of the build folder's
 # uform.pc to rustc.
 
 include_guard(GLOBAL)
@@ -35,6 +35,10 @@ function(uform_system_link_flags out)
     if(UFORM_MEDIA_FOUND)
         # The system codecs of the RAM residency, as their pkg-config files name them.
         list(APPEND flags ${UFORM_MEDIA_LDFLAGS})
+    endif()
+    if(TARGET gloo)
+        # The RAM residency's mesh: Gloo's shared library, which its CMake package names `gloo`.
+        list(APPEND flags -lgloo)
     endif()
 
     uform_cxx_runtime_libraries(runtime)

@@ -1078,7 +1078,7 @@ pub struct uform_mesh_s {
 /// @brief An opaque mesh: the devices of every host of a run, joined for collectives.
 pub type uform_mesh_t = *mut uform_mesh_s;
 /** @brief How a mesh finds its peers: through a directory every host sees; all-zero is a one-host mesh in the
-working directory.*/
+working directory. Over a RAM executor each "host" is one process (a rank): several may run on one machine.*/
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct uform_mesh_options_t {
@@ -1086,8 +1086,8 @@ pub struct uform_mesh_options_t {
     pub host_domain_index: usize,
     /// Hosts in the run; zero means one.
     pub host_domain_count: usize,
-    /** The shared directory where host 0 publishes the run's identity atomically and the others poll,
-    as the OS's bytes; empty takes the working directory.
+    /** The shared directory where the hosts meet, as the OS's bytes; empty takes the working directory. It must
+    exist: a missing one answers `uform_status_io_k`.
     @uform path directory_length*/
     pub directory: *const ::std::os::raw::c_char,
     /// Bytes in `directory`.
@@ -1097,8 +1097,14 @@ pub struct uform_mesh_options_t {
     pub job: *const ::std::os::raw::c_char,
     /// Bytes in `job`.
     pub job_length: usize,
-    /// Seconds to wait for the peers; zero takes 600.
+    /// Seconds to wait for the peers, and, over a RAM executor, for each later collective; zero takes 600.
     pub timeout_seconds: usize,
+    /** RAM executors: the address (a name or a numeric address, UTF-8) this host's peers reach it at, where it
+    listens; empty takes `"127.0.0.1"`, for runs whose processes share one machine. VRAM executors ignore it.
+    @uform str hostname_length*/
+    pub hostname: *const ::std::os::raw::c_char,
+    /// Bytes in `hostname`.
+    pub hostname_length: usize,
 }
 /// @brief What a mesh is.
 #[repr(C)]
@@ -1279,8 +1285,23 @@ pub struct uform_trainer_init_vram_args_t {
     pub seed: u64,
 }
 /** @brief The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
-drift; all-zero is the default. `mesh` must be `NULL`: a RAM trainer trains in one process, and a mesh answers
-`uform_status_unsupported_k`.
+drift; all-zero is the default. `mesh`, when set, is a mesh bootstrapped over a RAM executor: the trainer is then
+one rank of a data-parallel run, one process per rank, and every rank calls each verb in the same order. At
+construction rank 0's weights, moments and step count are broadcast to every rank, so the ranks start equal
+whatever each loaded (the same seed or checkpoint on every rank is the plain way). A step's items are the rank's
+share of the batch: the world's items are every rank's, rank by rank. Bag ids are global (items of one bag on two
+ranks are positives of each other); edges name the rank's own items, by their index in the rank's step. Masks are
+drawn by an item's index among the world's items, so two ranks with B/2 items each take the same step as one
+process with B. Every term is normalised by its count over the mesh, and the gradients are summed over the ranks
+before the norm, the clip and AdamW, so the weights stay equal on every rank; the stats' loss, terms and gradient
+norm are the mesh's, equal on every rank, while `items` and `tokens` (and the embeddings) are the rank's own.
+`mesh` and `mesh-and-hard` negatives score each anchor against the world's items (the embeddings, and the token
+vectors of late interaction, gathered; their gradients summed back to the owners before the backward); `device`
+and `hard` keep the candidates to the rank's own items. `uform_trainer_save` and `uform_trainer_calibrate` involve
+no peer: any rank may save alone (the weights are equal), and a calibration fits the calling rank's temperatures
+only. A rank that fails or stops a step (a progress handler's cancel, a refused item) leaves its peers waiting in
+a collective until the mesh's timeout, which they answer with `uform_status_timeout_k` (or `uform_status_io_k`
+when the connection closes first); the mesh is then broken.
 @uform config TrainerInitRam*/
 pub type uform_trainer_init_ram_args_t = uform_trainer_init_vram_args_t;
 /** @brief A set of weighted edges between a step's items, as compressed sparse rows: item `i`'s neighbours
@@ -1448,8 +1469,13 @@ unsafe extern "C" {
     ) -> uform_status_t;
     /// @brief The name of a multimem tier, such as `"nvls"`; `NULL` for an unknown value. There is no parse.
     pub fn uform_multimem_tier_name(tier: uform_multimem_tier_t) -> *const ::std::os::raw::c_char;
-    /** @brief Joins the hosts of a run over the devices of a VRAM executor. Blocks until every host has joined
-    or `timeout_seconds` pass (`uform_status_timeout_k`).*/
+    /** @brief Joins the hosts of a run. Blocks until every host has joined or `timeout_seconds` pass
+    (`uform_status_timeout_k`). Over a VRAM executor a host contributes its devices, joined through NCCL; over a RAM
+    executor a host is one process contributing one device (its threads), joined through Gloo over TCP: the
+    description then counts one device per host (`world_devices` the hosts, `first_rank` the index), `multimem_tier`
+    none and `gpu_class` auto. A RAM mesh's hosts agree on a fresh attempt through files in the directory, so a rerun
+    of the same job in the same directory joins afresh; a directory that does not exist answers `uform_status_io_k`.
+    Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.*/
     pub fn uform_mesh_bootstrap(
         executor: uform_executor_t,
         options: *const uform_mesh_options_t,

@@ -2,8 +2,8 @@
 # Installs what building and testing UForm needs on a fresh Debian machine, and only what is missing, so
 # running it again costs a second: Clang 22 with its sanitizer runtimes and libclang (for the Rust generator
 # check), clang-format, Ninja, pkg-config,
-# the codec headers, the data of the training run (tools/data/prepare.py: WordNet, Fashion-MNIST, espeak-ng, sox),
-# CMake >= 3.27 (from PyPI when the system's is older), and the sources of the crates
+# the codec headers, Gloo (the RAM mesh), the data of the training run (tools/data/prepare.py: WordNet,
+# Fashion-MNIST, espeak-ng, sox), CMake >= 3.27 (from PyPI when the system's is older), and the sources of the crates
 # Cargo.lock names (NumKong, StringZilla, ForkUnion), which the standalone CMake build compiles.
 #
 #   scripts/setup.sh            # then: cmake -S . -B build -G Ninja && cmake --build build
@@ -19,6 +19,9 @@ UFORM_TOOL_PACKAGES=(clang-22 clang-format-22 libclang-rt-22-dev libclang1-22 ni
 # Codec headers: the Debian -dev packages of FFmpeg, whose decoders cpp/media/ uses for every image, video and
 # audio format, plus pkg-config, through which CMake finds them.
 UFORM_CODEC_PACKAGES=(pkg-config libavformat-dev libavcodec-dev libswscale-dev libswresample-dev libavutil-dev libkissfft-dev)
+
+# The RAM residency's mesh: Gloo (its TCP transport and file rendezvous), which CMake finds as the package `Gloo`.
+UFORM_MESH_PACKAGES=(libgloo-dev)
 
 # The training run's data (tools/data/prepare.py, docs/data.md): WordNet 3.0's database, Fashion-MNIST's IDX files,
 # espeak-ng to speak WordNet's lemmas and sox to resample the clips to 16 kHz; python3 runs the tool.
@@ -40,7 +43,8 @@ as_root() {
 }
 
 missing_packages=()
-for package in "${UFORM_TOOL_PACKAGES[@]}" "${UFORM_CODEC_PACKAGES[@]}" "${UFORM_DATA_PACKAGES[@]}"; do
+for package in "${UFORM_TOOL_PACKAGES[@]}" "${UFORM_CODEC_PACKAGES[@]}" "${UFORM_MESH_PACKAGES[@]}" \
+    "${UFORM_DATA_PACKAGES[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "install ok installed"; then
         missing_packages+=("$package")
     fi

@@ -467,4 +467,9 @@ uform_status_t mesh_join(mesh_join_t const &join, mesh_t *&mesh, uform_multimem_
 
 void mesh_free(mesh_t *mesh) noexcept { delete mesh; }
 
+uform_status_t mesh_rendezvous(mesh_rendezvous_t const &, mesh_t *&mesh, char const **message) noexcept {
+    mesh = nullptr;
+    return fail(message, uform_status_unsupported_k, "the stub joins no RAM mesh");
+}
+
 } // namespace uform::backend

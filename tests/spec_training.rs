@@ -328,8 +328,15 @@ fn a_ram_trainer_steps_calibrates_and_saves() -> uform::Result<()> {
     };
     assert_eq!(
         Trainer::init_ram(&executor, meshed).err().map(|e| e.status),
+        Some(Status::InvalidArgument),
+        "a RAM trainer's mesh is joined over a RAM executor, not a VRAM one"
+    );
+    assert_eq!(
+        Mesh::bootstrap(&executor, &MeshOptions::default())
+            .err()
+            .map(|e| e.status),
         Some(Status::Unsupported),
-        "a RAM trainer takes no mesh yet"
+        "the stub joins no RAM mesh"
     );
     assert_eq!(
         trainer.on(&vram).save(&checkpoint).err().map(|e| e.status),

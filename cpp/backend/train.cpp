@@ -1,6 +1,6 @@
 // Training in a RAM build: the CPU trainer. A step's items become the trunk's segments here (texts masked, media
-// decoded by the same front-ends as the encoders) and cpp/train runs the step; VRAM trainers and the mesh need GPUs,
-// which this build has none of.
+// decoded by the same front-ends as the encoders) and cpp/train runs the step, across the ranks of a RAM mesh when
+// the trainer has one; VRAM trainers need GPUs, which this build has none of.
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -14,6 +14,7 @@
 #include "../train/masking.hpp"
 #include "../train/save.hpp"
 #include "../train/step.hpp"
+#include "mesh.hpp"
 #include "patches.hpp"
 #include "ram.hpp"
 
@@ -26,8 +27,6 @@ struct item_inputs_t {
     std::vector<std::uint32_t> positions;
     std::vector<std::byte> work;
 };
-
-struct mesh_t {};
 
 struct trainer_t {
     train::trainer_core_t core;
@@ -79,8 +78,10 @@ uform_status_t text_tokens(trainer_t &t, trainer_step_t const &step, std::size_t
     }
     if (!masking || text.empty()) return uform_status_ok_k;
     train::settings_t const &s = t.core.settings;
-    if (uform_status_t status = train::sample_mask(s.seed, t.core.steps, i, {text.data(), text.size()}, s.masking.ratio,
-                                                   s.masking.mean_span, t.mask, message))
+    // Drawn by the item's index among the world's items, so a mesh's ranks draw what one process would.
+    std::size_t const index = t.core.layout().first + i;
+    if (uform_status_t status = train::sample_mask(s.seed, t.core.steps, index, {text.data(), text.size()},
+                                                   s.masking.ratio, s.masking.mean_span, t.mask, message))
         return status;
     for (std::size_t k = 0; k != t.mask.positions.size(); ++k) {
         std::size_t const position = t.mask.positions[k];
@@ -192,8 +193,8 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
             : train::parameters_seeded(config.geometry, a.seed, a.contrastive.form, made->core.parameters, message);
     if (status == uform_status_ok_k && config.checkpoint)
         status = train::saved_steps(a.checkpoint, a.checkpoint_length, *config.checkpoint, made->core.steps, message);
-    if (status == uform_status_ok_k)
-        status = train::parameters_refresh(made->core.parameters, ram::parallel_of(call), message);
+    made->core.mesh = config.mesh;
+    if (status == uform_status_ok_k) status = made->core.agree(ram::parallel_of(call), message);
     geometry_t const &g = made->core.parameters.geometry;
     if (status == uform_status_ok_k && g.has_audio) try {
             made->hann.resize(g.audio_n_fft);
@@ -215,6 +216,10 @@ void trainer_free(trainer_t *trainer) noexcept { delete trainer; }
 uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t const &step,
                             uform_trainer_step_stats_t &stats, uform_rows_t &embeddings,
                             char const **message) noexcept {
+    if (trainer.core.mesh)
+        if (uform_status_t status =
+                trainer.core.arrange(step.contents.count, !step.sides.empty(), !step.bags.empty(), message))
+            return status;
     if (uform_status_t status = build_segments(trainer, step, message)) return status;
     std::size_t const n = step.contents.count;
     train::batch_t batch;
@@ -331,16 +336,5 @@ uform_status_t trainer_save(trainer_t &trainer, call_t &, char const *path, std:
                             char const **message) noexcept {
     return train::save_checkpoint(trainer.core.parameters, trainer.core.steps, path, path_length, message);
 }
-
-uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char const **message) noexcept {
-    return fail(message, uform_status_unsupported_k, "a mesh joins GPUs: this build has none");
-}
-
-uform_status_t mesh_join(mesh_join_t const &, mesh_t *&mesh, uform_multimem_tier_t &, char const **message) noexcept {
-    mesh = nullptr;
-    return fail(message, uform_status_unsupported_k, "a mesh joins GPUs: this build has none");
-}
-
-void mesh_free(mesh_t *mesh) noexcept { delete mesh; }
 
 } // namespace uform::backend

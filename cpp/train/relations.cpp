@@ -9,12 +9,13 @@
 namespace uform::train {
 namespace {
 
-/// Calls `visit(j, weight)` for each edge of `edges` listed from item `i` (weight 1 when the set has no weights).
+/// Calls `visit(j, weight)` for each edge of `edges` listed from item `i` (weight 1 when the set has no weights), the
+/// sets' entries and ids counted from item `first`.
 template <typename visit_t>
-void for_each_edge(uform_edges_t const &edges, std::size_t i, visit_t &&visit) noexcept {
+void for_each_edge(uform_edges_t const &edges, std::size_t first, std::size_t i, visit_t &&visit) noexcept {
     if (edges.offsets_count == 0) return;
-    for (std::size_t e = edges.offsets[i]; e != edges.offsets[i + 1]; ++e)
-        visit(edges.ids[e], edges.weights_count ? edges.weights[e] : 1.0f);
+    for (std::size_t e = edges.offsets[i - first]; e != edges.offsets[i - first + 1]; ++e)
+        visit(first + edges.ids[e], edges.weights_count ? edges.weights[e] : 1.0f);
 }
 
 } // namespace
@@ -37,16 +38,18 @@ uform_status_t build_relations(relations_args_t const &args, std::size_t first_a
         std::vector<char> &allowed = relations.allowed_row;
         positive.resize(n), hard.resize(n), allowed.resize(n);
         for (std::size_t i = first_anchor; i != first_anchor + anchors; ++i) {
+            bool const bagged = args.bags && (!args.bagged || args.bagged[i]);
             for (std::size_t j = 0; j != n; ++j)
-                positive[j] = args.bags && j != i && args.bags[j] == args.bags[i] ? 1.0f : 0.0f;
+                positive[j] =
+                    bagged && j != i && (!args.bagged || args.bagged[j]) && args.bags[j] == args.bags[i] ? 1.0f : 0.0f;
             std::fill(hard.begin(), hard.end(), 0.0f);
             std::fill(allowed.begin(), allowed.end(), char(1));
             allowed[i] = 0;
-            for_each_edge(args.edges.attract, i, [&](std::size_t j, float w) { positive[j] = w; });
-            for_each_edge(args.edges.repel, i, [&](std::size_t j, float w) {
+            for_each_edge(args.edges.attract, args.edge_first, i, [&](std::size_t j, float w) { positive[j] = w; });
+            for_each_edge(args.edges.repel, args.edge_first, i, [&](std::size_t j, float w) {
                 hard[j] = static_cast<float>(double(args.hard_negative_weight) * double(w));
             });
-            for_each_edge(args.edges.ignore, i, [&](std::size_t j, float) { allowed[j] = 0; });
+            for_each_edge(args.edges.ignore, args.edge_first, i, [&](std::size_t j, float) { allowed[j] = 0; });
             for (std::size_t j = 0; j != n; ++j) {
                 if (!allowed[j]) continue;
                 float c = 1.0f;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include <uform/train.h>
@@ -14,7 +15,7 @@ namespace uform::train {
 /// `offsets[a] .. offsets[a + 1]`, items ascending. P(i) is inside D(i) under every negatives, so one list holds
 /// both: every entry is a candidate (`candidate` = c_ij > 0), and a positive too when `positive` (w_ij) is above 0.
 struct relations_t {
-    /// Items the anchors are scored against (the step's; a mesh's gathered items later).
+    /// Items the anchors are scored against (the step's, or a mesh's gathered items).
     std::size_t items = 0;
     /// The item index of anchor 0: anchors are the items `first_anchor .. first_anchor + anchors()`.
     std::size_t first_anchor = 0;
@@ -38,13 +39,19 @@ struct relations_t {
 
 /// What the relations are built from: the step's bags and edges, validated by the ABI layer already.
 struct relations_args_t {
-    /// Items in the step.
+    /// Items in the step (a mesh's gathered items, when the anchors are scored against the world's).
     std::size_t items = 0;
     /// Each item's bag (`items` entries); null puts each item in its own bag.
     std::size_t const *bags = nullptr;
-    /// The attract, repel and ignore edges (all-zero sets for none).
+    /// Whether each item has a bag (`items` entries; an item without one is in its own); null: every item has one.
+    std::uint8_t const *bagged = nullptr;
+    /// The attract, repel and ignore edges (all-zero sets for none), of the items `edge_first ..`: an edge set's
+    /// entry k is item `edge_first + k`'s and its ids name items less `edge_first` (a mesh rank's own items).
     uform_relations_t edges{};
-    /// Which items are negatives. One process: `mesh` is `device`, `mesh-and-hard` is `device` with hard weights.
+    /// The item of the edge sets' first entry (0 in one process).
+    std::size_t edge_first = 0;
+    /// Which items are negatives: `mesh` is `device` and `mesh-and-hard` is `device` with hard weights; over a mesh
+    /// the caller passes the gathered items for those two.
     uform_negatives_t negatives = uform_negatives_device_k;
     /// Multiplier of the repel edges' weights in c_ij (zero already replaced by 2).
     float hard_negative_weight = 2.0f;

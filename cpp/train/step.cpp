@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <new>
+#include <span>
 
 #include "../../c/fail.hpp"
 
@@ -47,18 +48,176 @@ bool stop(progress_t progress, std::size_t completed) noexcept {
 
 } // namespace
 
+uform_status_t trainer_core_t::agree(ram::parallel_t const &parallel, char const **message) noexcept {
+    if (mesh) {
+        for (tensor_t &t : parameters.tensors)
+            for (std::vector<float> *values : {&t.master, &t.moment1, &t.moment2})
+                if (uform_status_t status = mesh->broadcast(values->data(), values->size() * sizeof(float), message))
+                    return status;
+        std::uint64_t count = steps;
+        if (uform_status_t status = mesh->broadcast(&count, sizeof(count), message)) return status;
+        steps = std::size_t(count);
+    }
+    return parameters_refresh(parameters, parallel, message);
+}
+
+uform_status_t trainer_core_t::arrange(std::size_t items, bool sides, bool bags, char const **message) noexcept {
+    std::size_t const ranks = mesh ? mesh->ranks() : 1, rank = mesh ? mesh->rank() : 0;
+    try {
+        exchange_.assign(ranks + 2, 0.0);
+        layout_.items.assign(ranks, 0);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the step");
+    }
+    exchange_[rank] = double(items);
+    exchange_[ranks] = sides ? 1.0 : 0.0;
+    exchange_[ranks + 1] = bags ? 1.0 : 0.0;
+    if (mesh)
+        if (uform_status_t status = mesh->sum(exchange_, message)) return status;
+    layout_.first = layout_.world = 0;
+    for (std::size_t r = 0; r != ranks; ++r) {
+        layout_.items[r] = std::size_t(exchange_[r]);
+        if (r < rank) layout_.first += layout_.items[r];
+        layout_.world += layout_.items[r];
+    }
+    layout_.sides = exchange_[ranks] > 0;
+    layout_.bags = exchange_[ranks + 1] > 0;
+    layout_.arranged = true;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::gather_relations(batch_t const &batch, bool late, char const **message) noexcept {
+    std::size_t const items = batch.segments.size(), world = layout_.world, ranks = mesh->ranks();
+    settings_t const &s = settings;
+    try {
+        local_bags_.assign(items, 0);
+        local_flags_.assign(2 * items, 0);
+        world_bags_.resize(world);
+        world_bagged_.resize(2 * world);
+        bytes_.resize(ranks);
+        for (std::size_t i = 0; i != items; ++i) {
+            local_bags_[i] = batch.bags.empty() ? 0 : batch.bags[i];
+            local_flags_[i] = !batch.bags.empty();
+        }
+        for (std::size_t r = 0; r != ranks; ++r) bytes_[r] = layout_.items[r] * sizeof(std::size_t);
+        if (uform_status_t status = mesh->gather(local_bags_.data(), bytes_, world_bags_.data(), message))
+            return status;
+        // Bag flags, then sides, as bytes: one pass, the world's flags ahead of the world's sides.
+        for (std::size_t i = 0; i != items; ++i)
+            local_flags_[items + i] = batch.sides.empty() ? 0 : std::uint8_t(batch.sides[i]);
+        for (std::size_t r = 0; r != ranks; ++r) bytes_[r] = layout_.items[r];
+        if (uform_status_t status = mesh->gather(local_flags_.data(), bytes_, world_bagged_.data(), message))
+            return status;
+        if (uform_status_t status =
+                mesh->gather(local_flags_.data() + items, bytes_, world_bagged_.data() + world, message))
+            return status;
+        world_sides_.resize(late ? world : 0);
+        for (std::size_t i = 0; late && i != world; ++i)
+            world_sides_[i] = uform_late_interaction_side_t(world_bagged_[world + i]);
+        relations_args_t args;
+        args.items = world;
+        args.bags = layout_.bags ? world_bags_.data() : nullptr;
+        args.bagged = world_bagged_.data();
+        args.edges = batch.relations;
+        args.edge_first = layout_.first;
+        args.negatives = s.contrastive.negatives;
+        args.hard_negative_weight = s.contrastive.hard_negative_weight;
+        return build_relations(args, layout_.first, items, relations_, message);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory gathering the step's relations");
+    }
+}
+
+uform_status_t trainer_core_t::gather_outputs(trunk_outputs_t const &out, bool late, std::size_t width,
+                                              char const **message) noexcept {
+    std::size_t const items = layout_.items[mesh->rank()], world = layout_.world, ranks = mesh->ranks();
+    std::size_t const dim = parameters.geometry.dimensions;
+    try {
+        world_z_.resize(world * dim);
+        for (std::size_t r = 0; r != ranks; ++r) bytes_[r] = layout_.items[r] * dim * sizeof(float);
+        if (uform_status_t status = mesh->gather(out.z, bytes_, world_z_.data(), message)) return status;
+        if (!late) return uform_status_ok_k;
+        // Token vectors: each item's row count, then the rows, rank by rank.
+        bool const local = !token_vector_flags_.empty();
+        local_rows_.assign(items, 0);
+        for (std::size_t i = 0; local && i != items; ++i)
+            local_rows_[i] = out.token_vector_offsets[i + 1] - out.token_vector_offsets[i];
+        world_rows_.resize(world);
+        for (std::size_t r = 0; r != ranks; ++r) bytes_[r] = layout_.items[r] * sizeof(std::size_t);
+        if (uform_status_t status = mesh->gather(local_rows_.data(), bytes_, world_rows_.data(), message))
+            return status;
+        world_token_offsets_.assign(world + 1, 0);
+        for (std::size_t i = 0; i != world; ++i) world_token_offsets_[i + 1] = world_token_offsets_[i] + world_rows_[i];
+        for (std::size_t r = 0, item = 0; r != ranks; ++r) {
+            std::size_t const end = item + layout_.items[r];
+            bytes_[r] = (world_token_offsets_[end] - world_token_offsets_[item]) * width * sizeof(float);
+            item = end;
+        }
+        world_tokens_.resize(world_token_offsets_[world] * width);
+        return mesh->gather(out.token_vectors, bytes_, world_tokens_.data(), message);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory gathering the step's embeddings");
+    }
+}
+
+uform_status_t trainer_core_t::sum_gradients(char const **message) noexcept {
+    constexpr std::size_t bucket_floats_k = std::size_t(1) << 22;
+    try {
+        bucket_.resize(bucket_floats_k);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory summing the gradients");
+    }
+    // Tensors are packed into buckets in order; a bucket is summed when the next tensor would not fit (a tensor
+    // larger than a bucket is summed in place alone).
+    std::vector<tensor_t> &tensors = parameters.tensors;
+    std::size_t begin = 0, filled = 0;
+    auto flush = [&](std::size_t end) noexcept -> uform_status_t {
+        if (uform_status_t status = mesh->sum(std::span<float>(bucket_.data(), filled), message)) return status;
+        for (std::size_t t = begin, at = 0; t != end; ++t) {
+            std::copy_n(bucket_.data() + at, tensors[t].grad.size(), tensors[t].grad.data());
+            at += tensors[t].grad.size();
+        }
+        begin = end, filled = 0;
+        return uform_status_ok_k;
+    };
+    for (std::size_t t = 0; t != tensors.size(); ++t) {
+        std::vector<float> &grad = tensors[t].grad;
+        if (grad.size() > bucket_floats_k) {
+            if (uform_status_t status = flush(t)) return status;
+            if (uform_status_t status = mesh->sum(std::span<float>(grad), message)) return status;
+            begin = t + 1;
+            continue;
+        }
+        if (filled + grad.size() > bucket_floats_k)
+            if (uform_status_t status = flush(t)) return status;
+        std::copy(grad.begin(), grad.end(), bucket_.data() + filled);
+        filled += grad.size();
+    }
+    return flush(tensors.size());
+}
+
 uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,
                                     progress_t progress, step_report_t &report, char const **message) noexcept {
     parameters_t &p = parameters;
     geometry_t const &g = p.geometry;
     settings_t const &s = settings;
     std::size_t const items = batch.segments.size();
+    report = {};
+    if (!mesh) {
+        if (uform_status_t status = arrange(items, !batch.sides.empty(), !batch.bags.empty(), message)) return status;
+    } else if (!layout_.arranged || layout_.items[mesh->rank()] != items) {
+        return fail(message, uform_status_internal_k, "a mesh step's items were not arranged first");
+    }
+    layout_.arranged = false;
     bool const choices = batch.choice_offsets && optimises(s.objective, uform_objective_choices_k);
     bool const masking = !batch.mask_rows.empty() && optimises(s.objective, uform_objective_masking_k);
-    bool const late =
-        !batch.sides.empty() && g.has_token_head && optimises(s.objective, uform_objective_late_interaction_k);
+    // Late interaction runs on every rank when any rank has sides; a rank without computes no token vectors.
+    bool const late = layout_.sides && g.has_token_head && optimises(s.objective, uform_objective_late_interaction_k);
+    bool const local_late = late && !batch.sides.empty();
     bool const contrastive = optimises(s.objective, uform_objective_contrastive_k);
-    report = {};
+    bool const world_negatives =
+        s.contrastive.negatives == uform_negatives_mesh_k || s.contrastive.negatives == uform_negatives_mesh_and_hard_k;
+    bool const gathers = mesh && mesh->ranks() > 1 && world_negatives && (contrastive || late);
 
     // The rows of byte logits: the masked positions, then each choice item's CHOOSE.
     try {
@@ -68,15 +227,25 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
             for (std::size_t i = 0; i != items; ++i)
                 if (batch.choice_offsets[i + 1] != batch.choice_offsets[i])
                     rows_.push_back({i, batch.segments[i].count - 1});
-        token_vector_flags_.assign(late ? items : 0, 0);
-        for (std::size_t i = 0; late && i != items; ++i)
+        token_vector_flags_.assign(local_late ? items : 0, 0);
+        for (std::size_t i = 0; local_late && i != items; ++i)
             token_vector_flags_[i] = batch.sides[i] != uform_late_interaction_side_none_k;
-        relations_args_t const args{items, batch.bags.empty() ? nullptr : batch.bags.data(), batch.relations,
-                                    s.contrastive.negatives, s.contrastive.hard_negative_weight};
-        if (uform_status_t status = build_relations(args, 0, items, relations_, message)) return status;
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step");
     }
+    if (gathers) {
+        if (uform_status_t status = gather_relations(batch, late, message)) return status;
+    } else {
+        relations_args_t args;
+        args.items = items;
+        args.bags = batch.bags.empty() ? nullptr : batch.bags.data();
+        args.edges = batch.relations;
+        args.negatives = s.contrastive.negatives;
+        args.hard_negative_weight = s.contrastive.hard_negative_weight;
+        if (uform_status_t status = build_relations(args, 0, items, relations_, message)) return status;
+    }
+    uform_late_interaction_side_t const *sides =
+        gathers ? (late ? world_sides_.data() : nullptr) : (batch.sides.empty() ? nullptr : batch.sides.data());
     std::size_t const mask_count = masking ? batch.mask_rows.size() : 0;
 
     trunk_outputs_t out;
@@ -85,67 +254,72 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
     report.tokens = out.tokens;
     report.embeddings = out.z;
     if (stop(progress, 1)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
+    if (gathers)
+        if (uform_status_t status = gather_outputs(out, late, g.token_width, message)) return status;
+    float const *z = gathers ? world_z_.data() : out.z;
+    std::size_t const scored = gathers ? layout_.world : items; // the rows of `z`
+    token_vectors_t const vectors =
+        gathers ? token_vectors_t{world_tokens_.data(), world_token_offsets_.data(), g.token_width}
+                : token_vectors_t{out.token_vectors, out.token_vector_offsets, g.token_width};
+    std::size_t const token_rows = gathers && late ? world_token_offsets_[layout_.world]
+                                   : local_late    ? out.token_vector_offsets[items]
+                                                   : 0;
+
+    // Each term's units over the mesh: its gradient weight is the joint weight over that count.
+    std::size_t const choice_items = rows_.size() - mask_count;
+    double counts[4] = {0, 0, double(mask_count), double(choice_items)};
+    if (contrastive)
+        counts[0] = double(s.contrastive.form == uform_pair_loss_form_sigmoid_k ? anchors_with_candidates(relations_)
+                                                                                : anchors_with_positives(relations_));
+    if (late && sides) counts[1] = double(queries_with_positive_documents(relations_, sides));
+    if (mesh)
+        if (uform_status_t status = mesh->sum(std::span<double>(counts), message)) return status;
 
     // The terms, each adding weight / count times its sum's gradient to the outputs' gradients.
-    std::size_t const token_rows = late ? out.token_vector_offsets[items] : 0;
-    if (!zeroed(grad_z_, items * g.dimensions) || !zeroed(grad_token_vectors_, token_rows * g.token_width) ||
+    if (!zeroed(grad_z_, scored * g.dimensions) || !zeroed(grad_token_vectors_, token_rows * g.token_width) ||
         !zeroed(grad_logits_, rows_.size() * 256))
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step's gradients");
     for (tensor_t &t : p.tensors) std::fill(t.grad.begin(), t.grad.end(), 0.0f);
-    bool finite = true;
-    double loss = 0;
+    double sums[5] = {0, 0, 0, 0, 0}; // each term's sum over the rank's units, then whether a term was not finite
 
-    if (contrastive) {
-        std::size_t const count = s.contrastive.form == uform_pair_loss_form_sigmoid_k
-                                      ? anchors_with_candidates(relations_)
-                                      : anchors_with_positives(relations_);
-        if (count) {
-            double const weight = double(s.contrastive.weight) / double(count);
-            double grad_log_scale = 0, grad_bias = 0;
-            term_t term;
-            float const log_scale = scalar(p, "trainer.contrastive.log_scale");
-            uform_status_t const status =
-                s.contrastive.form == uform_pair_loss_form_sigmoid_k
-                    ? sigmoid_pairs(out.z, g.dimensions, relations_, log_scale, scalar(p, "trainer.contrastive.bias"),
-                                    weight, grad_z_.data(), grad_log_scale, grad_bias, term, loss_scratch_, message)
-                    : info_nce(out.z, g.dimensions, relations_, log_scale, weight, grad_z_.data(), grad_log_scale, term,
-                               loss_scratch_, message);
-            if (status) return status;
-            add_scalar_grad(p, "trainer.contrastive.log_scale", grad_log_scale);
-            add_scalar_grad(p, "trainer.contrastive.bias", grad_bias);
-            report.contrastive = term.sum / double(count);
-            loss += s.contrastive.weight * report.contrastive;
-            finite = finite && term.finite;
-        }
+    if (contrastive && counts[0] > 0) {
+        double const weight = double(s.contrastive.weight) / counts[0];
+        double grad_log_scale = 0, grad_bias = 0;
+        term_t term;
+        float const log_scale = scalar(p, "trainer.contrastive.log_scale");
+        uform_status_t const status =
+            s.contrastive.form == uform_pair_loss_form_sigmoid_k
+                ? sigmoid_pairs(z, g.dimensions, relations_, log_scale, scalar(p, "trainer.contrastive.bias"), weight,
+                                grad_z_.data(), grad_log_scale, grad_bias, term, loss_scratch_, message)
+                : info_nce(z, g.dimensions, relations_, log_scale, weight, grad_z_.data(), grad_log_scale, term,
+                           loss_scratch_, message);
+        if (status) return status;
+        add_scalar_grad(p, "trainer.contrastive.log_scale", grad_log_scale);
+        add_scalar_grad(p, "trainer.contrastive.bias", grad_bias);
+        sums[0] = term.sum;
+        sums[4] += term.finite ? 0 : 1;
     }
-    if (late) {
-        std::size_t const count = queries_with_positive_documents(relations_, batch.sides.data());
-        if (count) {
-            double const weight = double(s.late_interaction.weight) / double(count);
-            double grad_log_scale = 0;
-            term_t term;
-            token_vectors_t const vectors{out.token_vectors, out.token_vector_offsets, g.token_width};
-            if (uform_status_t status = late_interaction(
-                    vectors, batch.sides.data(), relations_, scalar(p, "trainer.late_interaction.log_scale"), weight,
-                    grad_token_vectors_.data(), grad_log_scale, term, loss_scratch_, message))
-                return status;
-            add_scalar_grad(p, "trainer.late_interaction.log_scale", grad_log_scale);
-            report.late_interaction = term.sum / double(count);
-            loss += s.late_interaction.weight * report.late_interaction;
-            finite = finite && term.finite;
-        }
+    if (late && counts[1] > 0 && sides) {
+        double const weight = double(s.late_interaction.weight) / counts[1];
+        double grad_log_scale = 0;
+        term_t term;
+        if (uform_status_t status =
+                late_interaction(vectors, sides, relations_, scalar(p, "trainer.late_interaction.log_scale"), weight,
+                                 grad_token_vectors_.data(), grad_log_scale, term, loss_scratch_, message))
+            return status;
+        add_scalar_grad(p, "trainer.late_interaction.log_scale", grad_log_scale);
+        sums[1] = term.sum;
+        sums[4] += term.finite ? 0 : 1;
     }
     if (mask_count) {
-        double const weight = double(s.masking.weight) / double(mask_count);
+        double const weight = double(s.masking.weight) / counts[2];
         term_t const term =
             masking_cross_entropy(out.logits, batch.mask_targets.data(), mask_count, weight, grad_logits_.data());
-        report.masking = term.sum / double(mask_count);
-        loss += s.masking.weight * report.masking;
-        finite = finite && term.finite;
+        sums[2] = term.sum;
+        sums[4] += term.finite ? 0 : 1;
     }
-    if (rows_.size() > mask_count) {
+    if (choice_items) {
         // Each choice item's legal logits gathered from its CHOOSE row, and their gradients scattered back.
-        std::size_t const choice_items = rows_.size() - mask_count;
         std::size_t const entries = batch.choice_offsets[items] - batch.choice_offsets[0];
         try {
             legal_logits_.resize(std::max(legal_logits_.size(), entries));
@@ -166,7 +340,7 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
         }
         // Targets of the choice items, contiguous as their logits are.
         float const *targets = batch.choice_targets + batch.choice_offsets[0];
-        double const weight = double(s.choices.weight) / double(choice_items);
+        double const weight = double(s.choices.weight) / counts[3];
         term_t const term = choices_cross_entropy(legal_logits_.data(), targets, choice_offsets_.data(), choice_items,
                                                   weight, grad_legal_.data());
         at = 0, row = mask_count;
@@ -176,19 +350,45 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
             for (std::size_t k = begin; k != end; ++k) grad_logits_[row * 256 + batch.choices[k]] += grad_legal_[at++];
             ++row;
         }
-        report.choices = term.sum / double(choice_items);
-        loss += s.choices.weight * report.choices;
-        finite = finite && term.finite;
+        sums[3] = term.sum;
+        sums[4] += term.finite ? 0 : 1;
     }
+    if (mesh)
+        if (uform_status_t status = mesh->sum(std::span<double>(sums), message)) return status;
+    double const term_weights[4] = {s.contrastive.weight, s.late_interaction.weight, s.masking.weight,
+                                    s.choices.weight};
+    double *values[4] = {&report.contrastive, &report.late_interaction, &report.masking, &report.choices};
+    double loss = 0;
+    for (std::size_t k = 0; k != 4; ++k)
+        if (counts[k] > 0) {
+            *values[k] = sums[k] / counts[k];
+            loss += term_weights[k] * *values[k];
+        }
     report.loss = loss;
-    if (!finite || !std::isfinite(loss))
+    if (sums[4] != 0 || !std::isfinite(loss))
         return fail(message, uform_status_corrupt_k, "the step's loss is not finite: no weight was updated");
     if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
 
-    if (uform_status_t status = trunk_.backward(p, grad_z_.data(), late ? grad_token_vectors_.data() : nullptr,
-                                                rows_.empty() ? nullptr : grad_logits_.data(), parallel, poll, message))
+    // A gathered embedding's gradient is summed over the ranks before the backward's products round it.
+    float const *grad_z = grad_z_.data();
+    float const *grad_tokens = local_late ? grad_token_vectors_.data() : nullptr;
+    if (gathers) {
+        if (uform_status_t status = mesh->sum(std::span<float>(grad_z_.data(), scored * g.dimensions), message))
+            return status;
+        grad_z += layout_.first * g.dimensions;
+        if (late) {
+            if (uform_status_t status =
+                    mesh->sum(std::span<float>(grad_token_vectors_.data(), token_rows * g.token_width), message))
+                return status;
+            if (grad_tokens) grad_tokens += world_token_offsets_[layout_.first] * g.token_width;
+        }
+    }
+    if (uform_status_t status = trunk_.backward(p, grad_z, grad_tokens, rows_.empty() ? nullptr : grad_logits_.data(),
+                                                parallel, poll, message))
         return status;
     if (stop(progress, 2)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
+    if (mesh)
+        if (uform_status_t status = sum_gradients(message)) return status;
 
     try {
         views_.clear();

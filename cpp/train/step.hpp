@@ -9,6 +9,7 @@
 
 #include <uform/train.h>
 
+#include "collectives.hpp"
 #include "losses.hpp"
 #include "optimizer.hpp"
 #include "parameters.hpp"
@@ -66,6 +67,18 @@ struct progress_t {
     void *context = nullptr;
 };
 
+/// Where a rank's items sit among the world's items of a step (one process: the rank is the world).
+struct layout_t {
+    /// The world index of the rank's first item, and the world's items.
+    std::size_t first = 0, world = 0;
+    /// Items of each rank.
+    std::vector<std::size_t> items;
+    /// Whether any rank's step has late-interaction sides, or bags.
+    bool sides = false, bags = false;
+    /// Whether `trainer_core_t::arrange` ran for the next step.
+    bool arranged = false;
+};
+
 /// A CPU trainer's state: its parameters, the trunk's activations, and the buffers of a step, grown to a high-water
 /// mark so that a steady loop of same-shaped steps allocates nothing after the first.
 class trainer_core_t {
@@ -74,9 +87,24 @@ class trainer_core_t {
     parameters_t parameters;
     /// Optimiser steps applied so far: the schedule's `k` of the next step.
     std::size_t steps = 0;
+    /// The mesh the trainer is a rank of (borrowed), or null for one process.
+    collectives_t *mesh = nullptr;
 
-    /// Runs one step over `batch`. Answers `cancelled` when `poll` or `progress` asked to stop, and `corrupt` when a
-    /// term or the gradient norm is not finite: then no weight, moment or step count changed. `parallel` runs the work.
+    /// Makes every rank's weights, moments and step count rank 0's (broadcast), then refreshes the BF16 copies. A
+    /// mesh's trainers call it once, together, after loading.
+    uform_status_t agree(ram::parallel_t const &parallel, char const **message) noexcept;
+
+    /// Tells the mesh how many items, and whether sides and bags, the rank's next step has, and learns where its
+    /// items sit among the world's (`layout()`). Over a mesh every rank calls it before each step; without one `step`
+    /// arranges itself.
+    uform_status_t arrange(std::size_t items, bool sides, bool bags, char const **message) noexcept;
+
+    /// Where the rank's items of the next (or last) step sit among the world's.
+    layout_t const &layout() const noexcept { return layout_; }
+
+    /// Runs one step over `batch` (over a mesh: the rank's share, arranged first). Answers `cancelled` when `poll` or
+    /// `progress` asked to stop, and `corrupt` when a term or the gradient norm is not finite (over a mesh: on any
+    /// rank): then no weight, moment or step count changed. `parallel` runs the work.
     uform_status_t step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll, progress_t progress,
                         step_report_t &report, char const **message) noexcept;
 
@@ -87,6 +115,20 @@ class trainer_core_t {
                                  std::vector<float> &out, char const **message) noexcept;
 
   private:
+    /// The gathers of a step whose anchors are scored against the world's items: bags, sides, embeddings and token
+    /// vectors, and the relations built over them.
+    uform_status_t gather_relations(batch_t const &batch, bool late, char const **message) noexcept;
+    uform_status_t gather_outputs(trunk_outputs_t const &out, bool late, std::size_t width,
+                                  char const **message) noexcept;
+    /// Sums every gradient over the mesh, in buckets.
+    uform_status_t sum_gradients(char const **message) noexcept;
+
+    layout_t layout_;
+    std::vector<double> exchange_;
+    std::vector<std::size_t> bytes_, local_bags_, world_bags_, local_rows_, world_rows_, world_token_offsets_;
+    std::vector<std::uint8_t> local_flags_, world_bagged_; // bag flags, then sides: the rank's, the world's
+    std::vector<uform_late_interaction_side_t> world_sides_;
+    std::vector<float> world_z_, world_tokens_, bucket_;
     trunk_t trunk_;
     relations_t relations_;
     loss_scratch_t loss_scratch_;

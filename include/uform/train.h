@@ -7,11 +7,10 @@
  * Every later call on a trainer takes an executor of the trainer's residency and placement (the same NUMA nodes,
  * or the same devices), else answers `uform_status_invalid_argument_k`; local executors answer
  * `uform_status_unsupported_k`. Builds without a GPU residency answer `uform_status_unsupported_k` to
- * `uform_trainer_init_vram` and `uform_mesh_bootstrap`, and a RAM trainer given a mesh answers it too (meshes join
- * GPUs only, for now). A trainer borrows its mesh, so the mesh must outlive every trainer made over it. A trainer
- * serves one call at a time, as executors and arenas do: a call finding another one running finishes at once with
- * `uform_status_contended_k`. Argument structs mirror the configuration field by field: a field left at zero is
- * derived by the library, as each field's comment says.
+ * `uform_trainer_init_vram` and to `uform_mesh_bootstrap` over a VRAM executor. A trainer borrows its mesh, so the mesh
+ * must outlive every trainer made over it. A trainer serves one call at a time, as executors and arenas do: a call
+ * finding another one running finishes at once with `uform_status_contended_k`. Argument structs mirror the
+ * configuration field by field: a field left at zero is derived by the library, as each field's comment says.
  */
 #ifndef UFORM_TRAIN_H
 #define UFORM_TRAIN_H
@@ -129,15 +128,15 @@ typedef struct uform_mesh_s *uform_mesh_t;
 
 /**
  * @brief How a mesh finds its peers: through a directory every host sees; all-zero is a one-host mesh in the
- * working directory.
+ * working directory. Over a RAM executor each "host" is one process (a rank): several may run on one machine.
  */
 typedef struct uform_mesh_options_t {
     /** This host's index among the hosts of the run, below `host_domain_count`. */
     size_t host_domain_index;
     /** Hosts in the run; zero means one. */
     size_t host_domain_count;
-    /** The shared directory where host 0 publishes the run's identity atomically and the others poll,
-     *  as the OS's bytes; empty takes the working directory.
+    /** The shared directory where the hosts meet, as the OS's bytes; empty takes the working directory. It must
+     *  exist: a missing one answers `uform_status_io_k`.
      *  @uform path directory_length */
     char const *directory;
     /** Bytes in `directory`. */
@@ -147,8 +146,14 @@ typedef struct uform_mesh_options_t {
     char const *job;
     /** Bytes in `job`. */
     size_t job_length;
-    /** Seconds to wait for the peers; zero takes 600. */
+    /** Seconds to wait for the peers, and, over a RAM executor, for each later collective; zero takes 600. */
     size_t timeout_seconds;
+    /** RAM executors: the address (a name or a numeric address, UTF-8) this host's peers reach it at, where it
+     *  listens; empty takes `"127.0.0.1"`, for runs whose processes share one machine. VRAM executors ignore it.
+     *  @uform str hostname_length */
+    char const *hostname;
+    /** Bytes in `hostname`. */
+    size_t hostname_length;
 } uform_mesh_options_t;
 
 /** @brief What a mesh is. */
@@ -170,8 +175,13 @@ typedef struct uform_mesh_description_t {
 } uform_mesh_description_t;
 
 /**
- * @brief Joins the hosts of a run over the devices of a VRAM executor. Blocks until every host has joined
- * or `timeout_seconds` pass (`uform_status_timeout_k`).
+ * @brief Joins the hosts of a run. Blocks until every host has joined or `timeout_seconds` pass
+ * (`uform_status_timeout_k`). Over a VRAM executor a host contributes its devices, joined through NCCL; over a RAM
+ * executor a host is one process contributing one device (its threads), joined through Gloo over TCP: the
+ * description then counts one device per host (`world_devices` the hosts, `first_rank` the index), `multimem_tier`
+ * none and `gpu_class` auto. A RAM mesh's hosts agree on a fresh attempt through files in the directory, so a rerun
+ * of the same job in the same directory joins afresh; a directory that does not exist answers `uform_status_io_k`.
+ * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
  */
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
                                     char const **message);
@@ -347,8 +357,23 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
 
 /**
  * @brief The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
- * drift; all-zero is the default. `mesh` must be `NULL`: a RAM trainer trains in one process, and a mesh answers
- * `uform_status_unsupported_k`.
+ * drift; all-zero is the default. `mesh`, when set, is a mesh bootstrapped over a RAM executor: the trainer is then
+ * one rank of a data-parallel run, one process per rank, and every rank calls each verb in the same order. At
+ * construction rank 0's weights, moments and step count are broadcast to every rank, so the ranks start equal
+ * whatever each loaded (the same seed or checkpoint on every rank is the plain way). A step's items are the rank's
+ * share of the batch: the world's items are every rank's, rank by rank. Bag ids are global (items of one bag on two
+ * ranks are positives of each other); edges name the rank's own items, by their index in the rank's step. Masks are
+ * drawn by an item's index among the world's items, so two ranks with B/2 items each take the same step as one
+ * process with B. Every term is normalised by its count over the mesh, and the gradients are summed over the ranks
+ * before the norm, the clip and AdamW, so the weights stay equal on every rank; the stats' loss, terms and gradient
+ * norm are the mesh's, equal on every rank, while `items` and `tokens` (and the embeddings) are the rank's own.
+ * `mesh` and `mesh-and-hard` negatives score each anchor against the world's items (the embeddings, and the token
+ * vectors of late interaction, gathered; their gradients summed back to the owners before the backward); `device`
+ * and `hard` keep the candidates to the rank's own items. `uform_trainer_save` and `uform_trainer_calibrate` involve
+ * no peer: any rank may save alone (the weights are equal), and a calibration fits the calling rank's temperatures
+ * only. A rank that fails or stops a step (a progress handler's cancel, a refused item) leaves its peers waiting in
+ * a collective until the mesh's timeout, which they answer with `uform_status_timeout_k` (or `uform_status_io_k`
+ * when the connection closes first); the mesh is then broken.
  * @uform config TrainerInitRam
  */
 typedef uform_trainer_init_vram_args_t uform_trainer_init_ram_args_t;
@@ -464,7 +489,8 @@ typedef struct uform_trainer_step_args_t {
     /** Nullable: the arena that receives the pooled embeddings the loss scored, in F32. */
     uform_arena_t arena;
     /** Nullable; called with the step's units of work completed and in all: micro-batches, and on a RAM trainer its
-     *  forward and backward (1 then 2 of 2); answering stop before the update cancels the step with no weight changed. */
+     *  forward and backward (1 then 2 of 2); answering stop before the update cancels the step with no weight changed.
+     */
     uform_progress_t progress;
     /** Passed to `progress` untouched. */
     void *progress_context;

@@ -378,7 +378,7 @@ impl core::fmt::Display for MultimemTier {
 }
 
 /// How a mesh finds its peers: through a directory every host sees; all-zero is a one-host mesh in the
-/// working directory.
+/// working directory. Over a RAM executor each "host" is one process (a rank): several may run on one machine.
 ///
 /// Mirrors `uform_mesh_options_t` field by field.
 #[doc(alias = "uform_mesh_options_t")]
@@ -388,13 +388,16 @@ pub struct MeshOptions<'a> {
     pub host_domain_index: usize,
     /// Hosts in the run; zero means one.
     pub host_domain_count: usize,
-    /// The shared directory where host 0 publishes the run's identity atomically and the others poll,
-    /// as the OS's bytes; empty takes the working directory.
+    /// The shared directory where the hosts meet, as the OS's bytes; empty takes the working directory. It must
+    /// exist: a missing one answers `uform_status_io_k`.
     pub directory: &'a std::path::Path,
     /// The run's name, UTF-8, naming its files in the directory; empty takes `"uform"`.
     pub job: &'a str,
-    /// Seconds to wait for the peers; zero takes 600.
+    /// Seconds to wait for the peers, and, over a RAM executor, for each later collective; zero takes 600.
     pub timeout_seconds: usize,
+    /// RAM executors: the address (a name or a numeric address, UTF-8) this host's peers reach it at, where it
+    /// listens; empty takes `"127.0.0.1"`, for runs whose processes share one machine. VRAM executors ignore it.
+    pub hostname: &'a str,
 }
 
 impl Default for MeshOptions<'_> {
@@ -405,6 +408,7 @@ impl Default for MeshOptions<'_> {
             directory: std::path::Path::new(""),
             job: "",
             timeout_seconds: 0,
+            hostname: "",
         }
     }
 }
@@ -414,6 +418,7 @@ impl<'a> MeshOptions<'a> {
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_mesh_options_t> {
         let directory = crate::raw::path(self.directory)?;
         let job = crate::raw::str(self.job);
+        let hostname = crate::raw::str(self.hostname);
         Ok(sys::uform_mesh_options_t {
             host_domain_index: self.host_domain_index,
             host_domain_count: self.host_domain_count,
@@ -422,6 +427,8 @@ impl<'a> MeshOptions<'a> {
             job: job.0,
             job_length: job.1,
             timeout_seconds: self.timeout_seconds,
+            hostname: hostname.0,
+            hostname_length: hostname.1,
         })
     }
 }
@@ -1037,8 +1044,23 @@ impl<'a> From<&'a std::ffi::OsStr> for TrainerInitVramConfig<'a> {
 }
 
 /// The knobs of `uform_trainer_init_ram`: the same struct as `uform_trainer_init_vram`'s, so the two cannot
-/// drift; all-zero is the default. `mesh` must be `NULL`: a RAM trainer trains in one process, and a mesh answers
-/// `uform_status_unsupported_k`.
+/// drift; all-zero is the default. `mesh`, when set, is a mesh bootstrapped over a RAM executor: the trainer is then
+/// one rank of a data-parallel run, one process per rank, and every rank calls each verb in the same order. At
+/// construction rank 0's weights, moments and step count are broadcast to every rank, so the ranks start equal
+/// whatever each loaded (the same seed or checkpoint on every rank is the plain way). A step's items are the rank's
+/// share of the batch: the world's items are every rank's, rank by rank. Bag ids are global (items of one bag on two
+/// ranks are positives of each other); edges name the rank's own items, by their index in the rank's step. Masks are
+/// drawn by an item's index among the world's items, so two ranks with B/2 items each take the same step as one
+/// process with B. Every term is normalised by its count over the mesh, and the gradients are summed over the ranks
+/// before the norm, the clip and AdamW, so the weights stay equal on every rank; the stats' loss, terms and gradient
+/// norm are the mesh's, equal on every rank, while `items` and `tokens` (and the embeddings) are the rank's own.
+/// `mesh` and `mesh-and-hard` negatives score each anchor against the world's items (the embeddings, and the token
+/// vectors of late interaction, gathered; their gradients summed back to the owners before the backward); `device`
+/// and `hard` keep the candidates to the rank's own items. `uform_trainer_save` and `uform_trainer_calibrate` involve
+/// no peer: any rank may save alone (the weights are equal), and a calibration fits the calling rank's temperatures
+/// only. A rank that fails or stops a step (a progress handler's cancel, a refused item) leaves its peers waiting in
+/// a collective until the mesh's timeout, which they answer with `uform_status_timeout_k` (or `uform_status_io_k`
+/// when the connection closes first); the mesh is then broken.
 ///
 /// Mirrors `uform_trainer_init_ram_args_t` field by field; a field left at its default is zero, which the library derives.
 #[doc(alias = "uform_trainer_init_ram_args_t")]
@@ -1532,8 +1554,13 @@ impl<'a> TrainerCalibrateConfig<'a> {
 }
 
 impl crate::Mesh {
-    /// Joins the hosts of a run over the devices of a VRAM executor. Blocks until every host has joined
-    /// or `timeout_seconds` pass (`uform_status_timeout_k`).
+    /// Joins the hosts of a run. Blocks until every host has joined or `timeout_seconds` pass
+    /// (`uform_status_timeout_k`). Over a VRAM executor a host contributes its devices, joined through NCCL; over a RAM
+    /// executor a host is one process contributing one device (its threads), joined through Gloo over TCP: the
+    /// description then counts one device per host (`world_devices` the hosts, `first_rank` the index), `multimem_tier`
+    /// none and `gpu_class` auto. A RAM mesh's hosts agree on a fresh attempt through files in the directory, so a rerun
+    /// of the same job in the same directory joins afresh; a directory that does not exist answers `uform_status_io_k`.
+    /// Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
     ///
     /// Calls `uform_mesh_bootstrap`.
     #[doc(alias = "uform_mesh_bootstrap")]

@@ -71,7 +71,19 @@ static void without_gpus(void) {
     CHECK_STATUS(uform_executor_init_vram(&device, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, &vram, MSG),
                  uform_status_unsupported_k);
     if (CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) {
-        CHECK_STATUS(uform_mesh_bootstrap(ram, &options, &mesh, MSG), uform_status_unsupported_k);
+        /* A one-process RAM mesh joins at once: one device per host, no multimem, no GPU class. */
+        if (CHECK_OK(uform_mesh_bootstrap(ram, &options, &mesh, MSG))) {
+            uform_mesh_description_t description;
+            if (CHECK_OK(uform_mesh_describe(mesh, &description, MSG)))
+                CHECK(description.host_domain_count == 1 && description.local_devices == 1 &&
+                      description.world_devices == 1 && description.first_rank == 0 &&
+                      description.multimem_tier == uform_multimem_tier_none_k &&
+                      description.gpu_class == uform_gpu_class_auto_k);
+            init.mesh = mesh;
+            CHECK_STATUS(uform_trainer_init_vram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
+            init.mesh = NULL;
+            uform_mesh_free(mesh);
+        }
         CHECK_STATUS(uform_trainer_init_vram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
         uform_executor_free(ram);
     }
@@ -609,14 +621,14 @@ static void ram_trainer(void) {
     init.batch.image.patch_side = 16;
     CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
     init.batch.image.patch_side = 8;
-    /* A VRAM or local executor, and a mesh: a RAM trainer trains on a RAM executor, in one process. */
+    /* A VRAM or local executor, and a dead mesh: a RAM trainer trains on a RAM executor, over a live RAM mesh. */
     if (vram) CHECK_STATUS(uform_trainer_init_ram(vram, &init, &trainer, MSG), uform_status_unsupported_k);
     if (CHECK_OK(uform_executor_init_local(&local, MSG))) {
         CHECK_STATUS(uform_trainer_init_ram(local, &init, &trainer, MSG), uform_status_unsupported_k);
         uform_executor_free(local);
     }
-    init.mesh = (uform_mesh_t)&init; /* never read: any mesh is refused first */
-    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_unsupported_k);
+    init.mesh = (uform_mesh_t)&init; /* its magic is not a mesh's */
+    CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
     init.mesh = NULL;
     CHECK_STATUS(uform_trainer_init_ram(ram, &init, NULL, MSG), uform_status_invalid_argument_k);
 

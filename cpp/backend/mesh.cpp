@@ -1,0 +1,299 @@
+// The RAM residency's mesh over Gloo: the rendezvous of its ranks and its collectives (docs/decisions.md, "The
+// mesh"). A VRAM mesh needs GPUs, which this build has none of.
+//
+// The rendezvous agrees on a fresh attempt through small files in the shared directory, each written atomically (a
+// temporary renamed into place), so that a rerun of the same job in the same directory never meets the files of an
+// earlier run:
+// - every rank r > 0 draws a random token and publishes it in `<job>.ready.<r>`;
+// - rank 0 reads every rank's token and publishes `<job>.attempt`: a fresh random nonce and the tokens it read,
+//   publishing a new nonce whenever a token changes (a stale token of an earlier run is replaced by the live one);
+// - a rank r > 0 acknowledges a nonce listed with its own token in `<job>.ack.<nonce>.<r>`, and waits for
+//   `<job>.go.<nonce>`, which rank 0 writes once every rank acknowledged the nonce;
+// - then every rank connects through Gloo's file store in the fresh folder `<job>.<nonce>` of the directory.
+// Past the deadline a rank gives up with `timeout`. The files are left in place.
+#include "mesh.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include "../../c/fail.hpp"
+
+namespace uform::backend {
+namespace {
+
+/// The first line of an attempt file.
+constexpr char const *attempt_header_k = "uform-ram-mesh 1";
+
+/// A random token of 32 hex digits.
+std::string random_token() {
+    static char const digits[] = "0123456789abcdef";
+    std::random_device device;
+    std::string token(32, '0');
+    for (char &digit : token) digit = digits[device() & 15];
+    return token;
+}
+
+/// Reads a small file whole; `false` when it is absent or unreadable.
+bool read_small(std::string const &path, std::string &contents) {
+    std::FILE *file = std::fopen(path.c_str(), "rb");
+    if (!file) return false;
+    char buffer[1024];
+    contents.clear();
+    for (std::size_t got; (got = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) contents.append(buffer, got);
+    bool const ok = !std::ferror(file);
+    std::fclose(file);
+    return ok;
+}
+
+/// Writes a small file through a temporary renamed into place.
+bool write_atomically(std::string const &path, std::string const &contents) {
+    std::string const temporary = path + ".tmp-" + random_token();
+    std::FILE *file = std::fopen(temporary.c_str(), "wb");
+    if (!file) return false;
+    bool ok = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
+    ok = std::fclose(file) == 0 && ok;
+    if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
+    if (!ok) std::remove(temporary.c_str());
+    return ok;
+}
+
+/// Whether a file exists.
+bool exists(std::string const &path) noexcept {
+    struct stat status;
+    return ::stat(path.c_str(), &status) == 0;
+}
+
+/// Splits `text` into its lines.
+std::vector<std::string> lines_of(std::string const &text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+        lines.push_back(text.substr(start, end - start));
+    return lines;
+}
+
+/// Agrees on the attempt's nonce with the other ranks (the protocol above).
+uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, char const **message) {
+    std::string const base = std::string(r.directory) + "/" + std::string(r.job);
+    std::string const count = std::to_string(r.host_count);
+    std::string contents;
+    if (r.host_index == 0) {
+        std::vector<std::string> published; // the tokens the current nonce was published with
+        for (;;) {
+            if (!nonce.empty()) {
+                bool all = true;
+                for (std::size_t rank = 1; all && rank != r.host_count; ++rank)
+                    all = exists(base + ".ack." + nonce + "." + std::to_string(rank));
+                if (all) {
+                    if (!write_atomically(base + ".go." + nonce, "go\n"))
+                        return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
+                    return uform_status_ok_k;
+                }
+            }
+            std::vector<std::string> tokens;
+            for (std::size_t rank = 1; rank != r.host_count; ++rank) {
+                std::vector<std::string> lines;
+                if (!read_small(base + ".ready." + std::to_string(rank), contents) ||
+                    (lines = lines_of(contents)).size() != 1)
+                    break;
+                tokens.push_back(lines[0]);
+            }
+            if (tokens.size() + 1 == r.host_count && tokens != published) {
+                nonce = random_token();
+                std::string attempt = std::string(attempt_header_k) + "\n" + count + "\n" + nonce + "\n";
+                for (std::string const &token : tokens) attempt += token + "\n";
+                if (!write_atomically(base + ".attempt", attempt))
+                    return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
+                published = std::move(tokens);
+            }
+            if (std::chrono::steady_clock::now() >= r.deadline)
+                return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+    }
+    std::string const token = random_token();
+    std::string const rank = std::to_string(r.host_index);
+    if (!write_atomically(base + ".ready." + rank, token + "\n"))
+        return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
+    for (;;) {
+        std::vector<std::string> lines;
+        if (read_small(base + ".attempt", contents) && (lines = lines_of(contents)).size() == r.host_count + 2 &&
+            lines[0] == attempt_header_k && lines[1] == count && lines[2 + r.host_index] == token &&
+            lines[2] != nonce) {
+            if (!write_atomically(base + ".ack." + lines[2] + "." + rank, "ack\n"))
+                return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
+            nonce = lines[2];
+        }
+        if (!nonce.empty() && exists(base + ".go." + nonce)) return uform_status_ok_k;
+        if (std::chrono::steady_clock::now() >= r.deadline)
+            return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+}
+
+/// The status of an exception Gloo threw: `timeout` when a peer did not answer in time (Gloo says so in its message,
+/// or the deadline passed), `io` for another failed connection, `out_of_memory`, else `internal`.
+uform_status_t gloo_failure(std::exception_ptr thrown, bool late, char const **message) noexcept {
+    try {
+        std::rethrow_exception(thrown);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory in the mesh");
+    } catch (gloo::IoException const &e) {
+        std::string_view const what = e.what();
+        if (late || what.find("imeout") != what.npos || what.find("imed out") != what.npos)
+            return fail(message, uform_status_timeout_k, "a peer of the mesh did not answer in time");
+        return fail(message, uform_status_io_k, "a connection of the mesh failed");
+    } catch (std::exception const &e) {
+        if (late) return fail(message, uform_status_timeout_k, "a peer of the mesh did not answer in time");
+        return fail(message, uform_status_io_k, "the mesh failed: a peer left or broke the protocol");
+    } catch (...) {
+        return fail(message, uform_status_internal_k, "the mesh threw an unknown exception");
+    }
+}
+
+/// Runs one collective, mapping what Gloo throws to a status.
+template <typename collective_t>
+uform_status_t guarded(collective_t &&collective, std::chrono::milliseconds timeout, char const **message) noexcept {
+    auto const start = std::chrono::steady_clock::now();
+    try {
+        collective();
+        return uform_status_ok_k;
+    } catch (...) {
+        bool const late = std::chrono::steady_clock::now() - start >= timeout;
+        return gloo_failure(std::current_exception(), late, message);
+    }
+}
+
+/// Gloo's sum of `element_t`, as its reduce functions take it.
+template <typename element_t>
+void sum_of(void *c, void const *a, void const *b, std::size_t n) {
+    gloo::sum<element_t>(c, a, b, n);
+}
+
+template <typename element_t>
+uform_status_t sum_over(mesh_t &mesh, std::span<element_t> values, char const **message) noexcept {
+    if (!mesh.context || values.empty()) return uform_status_ok_k;
+    return guarded(
+        [&] {
+            gloo::AllreduceOptions options(mesh.context);
+            options.setOutput(values.data(), values.size());
+            options.setReduceFunction(&sum_of<element_t>);
+            options.setTimeout(mesh.timeout);
+            gloo::allreduce(options);
+        },
+        mesh.timeout, message);
+}
+
+} // namespace
+
+uform_status_t mesh_t::sum(std::span<float> values, char const **message) noexcept {
+    return sum_over(*this, values, message);
+}
+
+uform_status_t mesh_t::sum(std::span<double> values, char const **message) noexcept {
+    return sum_over(*this, values, message);
+}
+
+uform_status_t mesh_t::gather(void const *mine, std::span<std::size_t const> bytes, void *all,
+                              char const **message) noexcept {
+    std::size_t total = 0;
+    for (std::size_t b : bytes) total += b;
+    if (total == 0) return uform_status_ok_k;
+    if (!context) {
+        std::memcpy(all, mine, total);
+        return uform_status_ok_k;
+    }
+    return guarded(
+        [&] {
+            static char nothing = 0; // the input of a rank that gives no bytes, which may have no buffer
+            gloo::AllgathervOptions options(context);
+            options.setInput(bytes[index] ? static_cast<char *>(const_cast<void *>(mine)) : &nothing, bytes[index]);
+            options.setOutput(static_cast<char *>(all), std::vector<std::size_t>(bytes.begin(), bytes.end()));
+            options.setTimeout(timeout);
+            gloo::allgatherv(options);
+        },
+        timeout, message);
+}
+
+uform_status_t mesh_t::broadcast(void *values, std::size_t bytes, char const **message) noexcept {
+    if (!context || bytes == 0) return uform_status_ok_k;
+    return guarded(
+        [&] {
+            gloo::BroadcastOptions options(context);
+            options.setOutput(static_cast<char *>(values), bytes);
+            options.setRoot(0);
+            options.setTimeout(timeout);
+            gloo::broadcast(options);
+        },
+        timeout, message);
+}
+
+uform_status_t mesh_rendezvous(mesh_rendezvous_t const &r, mesh_t *&mesh, char const **message) noexcept {
+    mesh = nullptr;
+    try {
+        auto made = std::make_unique<mesh_t>();
+        made->index = r.host_index;
+        made->count = r.host_count;
+        made->timeout = r.timeout;
+        if (r.host_count > 1) {
+            std::string nonce;
+            if (uform_status_t status = agree_attempt(r, nonce, message)) return status;
+            std::string const folder = std::string(r.directory) + "/" + std::string(r.job) + "." + nonce;
+            if (::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST)
+                return fail(message, uform_status_io_k, "cannot make the mesh's folder in its directory");
+            auto const left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(r.deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0)
+                return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+            try {
+                gloo::transport::tcp::attr attr;
+                attr.hostname = std::string(r.hostname);
+                auto device = gloo::transport::tcp::CreateDevice(attr);
+                auto context = std::make_shared<gloo::rendezvous::Context>(int(r.host_index), int(r.host_count));
+                context->setTimeout(left);
+                gloo::rendezvous::FileStore store(folder);
+                context->connectFullMesh(store, device);
+                context->setTimeout(r.timeout);
+                made->context = std::move(context);
+            } catch (...) {
+                bool const late = std::chrono::steady_clock::now() >= r.deadline;
+                return gloo_failure(std::current_exception(), late, message);
+            }
+        }
+        mesh = made.release();
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory joining the mesh");
+    } catch (...) {
+        return fail(message, uform_status_io_k, "the mesh's rendezvous failed");
+    }
+}
+
+uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "a VRAM mesh joins GPUs: this build has none");
+}
+
+uform_status_t mesh_join(mesh_join_t const &, mesh_t *&mesh, uform_multimem_tier_t &, char const **message) noexcept {
+    mesh = nullptr;
+    return fail(message, uform_status_unsupported_k, "a VRAM mesh joins GPUs: this build has none");
+}
+
+void mesh_free(mesh_t *mesh) noexcept { delete mesh; }
+
+} // namespace uform::backend

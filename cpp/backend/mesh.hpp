@@ -1,0 +1,41 @@
+// The RAM residency's mesh: one rank per process, joined over Gloo's TCP transport, its collectives the trainer's.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+
+#include "../../c/backend.hpp"
+#include "../train/collectives.hpp"
+
+namespace gloo {
+class Context;
+} // namespace gloo
+
+namespace uform::backend {
+
+/// A joined RAM mesh: Gloo's context over every pair of ranks (none for a one-rank mesh, whose collectives copy).
+struct mesh_t final : train::collectives_t {
+    /// The connected ranks; null for a one-rank mesh.
+    std::shared_ptr<gloo::Context> context;
+    /// This process's rank and the ranks in the mesh.
+    std::size_t index = 0, count = 1;
+    /// Each collective's limit.
+    std::chrono::milliseconds timeout{0};
+
+    /// This process's rank.
+    std::size_t rank() const noexcept override { return index; }
+    /// Ranks in the mesh.
+    std::size_t ranks() const noexcept override { return count; }
+    /// Sums floats over the ranks.
+    uform_status_t sum(std::span<float> values, char const **message) noexcept override;
+    /// Sums doubles over the ranks.
+    uform_status_t sum(std::span<double> values, char const **message) noexcept override;
+    /// Gathers every rank's bytes.
+    uform_status_t gather(void const *mine, std::span<std::size_t const> bytes, void *all,
+                          char const **message) noexcept override;
+    /// Copies rank 0's bytes to every rank.
+    uform_status_t broadcast(void *values, std::size_t bytes, char const **message) noexcept override;
+};
+
+} // namespace uform::backend
