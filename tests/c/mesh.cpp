@@ -5,8 +5,9 @@
  * with B items (the loss and gradient norm equal on both ranks and within 1e-4 of one process's, the saved weights
  * equal on both ranks and within 1e-4 of one process's), for the contrastive objective with `mesh` negatives and for
  * the joint objective with `mesh-and-hard`; then that a rank that never arrives answers `timeout` within the
- * options' timeout, that a rank dying mid-run leaves the other's step `timeout` or `io` within it, and that a
- * directory that does not exist answers `io`.
+ * options' timeout, that a rank dying mid-run leaves the other's step `timeout` or `io` within it, that a rank hanging
+ * with its connections open leaves the other's step `timeout` within it, and that a directory that does not exist
+ * answers `io`.
  *
  *   uform_test_cpp_mesh                              # the driver
  *   uform_test_cpp_mesh rank R DIRECTORY SCENARIO    # one rank, started by the driver
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,18 +139,20 @@ uform_status_t join(char const *directory, char const *job, std::size_t rank, st
 }
 
 /** One rank of a scenario: joins, trains its half, writes its records and checkpoint. Scenario 2: joins, makes its
- * trainer, and dies before the first step. */
+ * trainer, and dies before the first step. Scenario 3: joins, makes its trainer, and hangs (sleeps, its connections
+ * open) instead of stepping, until the driver kills it. */
 int rank_main(std::size_t rank, char const *directory, int scenario) {
     std::string const job = "scenario" + std::to_string(scenario);
     uform_mesh_t mesh = NULL;
     if (!CHECK_OK(join(directory, job.c_str(), rank, 2, 60, &mesh))) return test_report("mesh rank");
-    if (scenario == 2) {
+    if (scenario == 2 || scenario == 3) {
         uform_executor_t ram = NULL;
         uform_trainer_t trainer = NULL;
         uform_trainer_init_ram_args_t const init = init_of(0, mesh);
         if (CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG)))
             CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG));
         std::fflush(NULL);
+        if (scenario == 3) sleep(60); // hangs, its connections open, until the driver kills it
         _exit(0);
     }
     uform_mesh_description_t description;
@@ -344,6 +348,53 @@ void killed(char const *self, char const *directory) {
     if (mesh) uform_mesh_free(mesh);
 }
 
+/**
+ * A rank that joins, makes its trainer, then hangs with its connections open instead of stepping: the other's step
+ * answers `timeout` within the options' timeout (3 s, plus a second's slack) while the peer is still alive, and
+ * freeing the broken trainer and mesh returns promptly too.
+ */
+void hung(char const *self, char const *directory) {
+    pid_t const peer = spawn_rank(self, 1, directory, 3);
+    uform_mesh_t mesh = NULL;
+    uform_executor_t ram = NULL;
+    uform_trainer_t trainer = NULL;
+    if (CHECK_OK(join(directory, "scenario3", 0, 2, 3, &mesh)) &&
+        CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) {
+        uform_trainer_init_ram_args_t const init = init_of(0, mesh);
+        if (CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG))) {
+            test_tape_t tape;
+            tape_of(&tape, texts_k, world_items_k / 2);
+            uform_modality_t const modalities[4] = {uform_modality_text_k, uform_modality_text_k, uform_modality_text_k,
+                                                    uform_modality_text_k};
+            auto const start = std::chrono::steady_clock::now();
+            uform_status_t const stepped = uform_trainer_step(trainer, ram, modalities, tape.data, tape.length,
+                                                              tape.offsets, tape.count, NULL, NULL, NULL, MSG);
+            double const seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            int status = 0;
+            bool const alive = peer > 0 && waitpid(peer, &status, WNOHANG) == 0;
+            std::fprintf(stderr, "mesh: a hung peer's step answered %s in %.2f s (peer %s)\n", status_text(stepped),
+                         seconds, alive ? "still alive" : "gone");
+            CHECK(alive); // a hang, not a death: the peer's connections were open throughout
+            CHECK_STATUS(stepped, uform_status_timeout_k);
+            CHECK(seconds >= 2.5 && seconds < 4.0);
+            auto const freeing = std::chrono::steady_clock::now();
+            uform_trainer_free(trainer);
+            uform_mesh_free(mesh);
+            mesh = NULL;
+            double const freed = std::chrono::duration<double>(std::chrono::steady_clock::now() - freeing).count();
+            std::fprintf(stderr, "mesh: freeing the broken trainer and mesh took %.2f s\n", freed);
+            CHECK(freed < 1.0);
+        }
+    }
+    if (peer > 0) {
+        kill(peer, SIGKILL);
+        int status = 0;
+        waitpid(peer, &status, 0);
+    }
+    if (ram) uform_executor_free(ram);
+    if (mesh) uform_mesh_free(mesh);
+}
+
 /** A directory that does not exist: `io`, at once. */
 void missing(char const *directory) {
     uform_mesh_t mesh = NULL;
@@ -368,6 +419,7 @@ int main(int argc, char **argv) {
     scenario(self, directory, 1);
     lonely(directory);
     killed(self, directory);
+    hung(self, directory);
     missing(directory);
     return test_report("mesh");
 }
