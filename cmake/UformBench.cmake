@@ -2,7 +2,9 @@
 # - uform_bench, tools/bench/text_bench.cpp, includes the library's internal headers ("c/...", "cpp/...") and the
 #   crates' (NumKong, ForkUnion), so it builds like a unit test, against libuform_static.a;
 # - uform_media_bench, tools/bench/media_bench.cpp, and uform_train_bench, tools/bench/train_bench.cpp, call the public
-#   C API alone, as an application would.
+#   C API alone, as an application would;
+# - uform_mesh_bench, tools/bench/mesh_bench.cpp (RAM builds with Gloo), includes the internal mesh to time its sums
+#   beside Gloo's own allreduce, which it calls directly, and steps trainers through the C API.
 
 include_guard(GLOBAL)
 
@@ -32,4 +34,14 @@ function(uform_add_bench)
     set_target_properties(uform_train_bench PROPERTIES
         CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
         RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+
+    if(TARGET gloo)
+        add_executable(uform_mesh_bench "${PROJECT_SOURCE_DIR}/tools/bench/mesh_bench.cpp")
+        target_link_libraries(uform_mesh_bench PRIVATE uform::uform_static gloo)
+        target_include_directories(uform_mesh_bench PRIVATE "${PROJECT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/c")
+        target_compile_options(uform_mesh_bench PRIVATE ${UFORM_WARNING_FLAGS})
+        set_target_properties(uform_mesh_bench PROPERTIES
+            CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+            RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+    endif()
 endfunction()
