@@ -145,7 +145,7 @@ int rank_main(std::size_t rank, char const *directory, int scenario) {
     std::string const job = "scenario" + std::to_string(scenario);
     uform_mesh_t mesh = NULL;
     if (!CHECK_OK(join(directory, job.c_str(), rank, 2, 60, &mesh))) return test_report("mesh rank");
-    if (scenario == 2 || scenario == 3) {
+    if (scenario >= 2) {
         uform_executor_t ram = NULL;
         uform_trainer_t trainer = NULL;
         uform_trainer_init_ram_args_t const init = init_of(0, mesh);
@@ -153,6 +153,22 @@ int rank_main(std::size_t rank, char const *directory, int scenario) {
             CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG));
         std::fflush(NULL);
         if (scenario == 3) sleep(60); // hangs, its connections open, until the driver kills it
+        if (scenario == 4 && trainer) {
+            // Steps its half, its progress handler hanging after the backward, before the gradients' sums.
+            test_tape_t tape;
+            tape_of(&tape, texts_k + world_items_k / 2, world_items_k / 2);
+            std::vector<uform_modality_t> const modalities(world_items_k / 2, uform_modality_text_k);
+            uform_trainer_step_args_t args;
+            std::memset(&args, 0, sizeof(args));
+            args.bags = bags_k + world_items_k / 2;
+            args.bags_count = world_items_k / 2;
+            args.progress = [](void *, std::size_t completed, std::size_t) {
+                if (completed == 2) sleep(60); // until the driver kills it
+                return false;
+            };
+            uform_trainer_step(trainer, ram, modalities.data(), tape.data, tape.length, tape.offsets, tape.count, &args,
+                               NULL, NULL, MSG);
+        }
         _exit(0);
     }
     uform_mesh_description_t description;
@@ -349,16 +365,19 @@ void killed(char const *self, char const *directory) {
 }
 
 /**
- * A rank that joins, makes its trainer, then hangs with its connections open instead of stepping: the other's step
- * answers `timeout` within the options' timeout (3 s, plus a second's slack) while the peer is still alive, and
- * freeing the broken trainer and mesh returns promptly too.
+ * A rank that joins, makes its trainer, then hangs with its connections open: before its step (scenario 3), so the
+ * other waits in the step's first collective, or inside it, after the backward (scenario 4: its progress handler
+ * sleeps), so the other waits in the gradients' sums. The other's step answers `timeout` within the options' timeout
+ * (3 s, plus the tiny step's own time and slack) while the peer is still alive, and freeing the broken trainer and
+ * mesh returns promptly too.
  */
-void hung(char const *self, char const *directory) {
-    pid_t const peer = spawn_rank(self, 1, directory, 3);
+void hung(char const *self, char const *directory, int scenario) {
+    pid_t const peer = spawn_rank(self, 1, directory, scenario);
     uform_mesh_t mesh = NULL;
     uform_executor_t ram = NULL;
     uform_trainer_t trainer = NULL;
-    if (CHECK_OK(join(directory, "scenario3", 0, 2, 3, &mesh)) &&
+    std::string const job = "scenario" + std::to_string(scenario);
+    if (CHECK_OK(join(directory, job.c_str(), 0, 2, 3, &mesh)) &&
         CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) {
         uform_trainer_init_ram_args_t const init = init_of(0, mesh);
         if (CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG))) {
@@ -367,16 +386,21 @@ void hung(char const *self, char const *directory) {
             uform_modality_t const modalities[4] = {uform_modality_text_k, uform_modality_text_k, uform_modality_text_k,
                                                     uform_modality_text_k};
             auto const start = std::chrono::steady_clock::now();
+            uform_trainer_step_args_t args;
+            std::memset(&args, 0, sizeof(args));
+            args.bags = bags_k;
+            args.bags_count = world_items_k / 2;
             uform_status_t const stepped = uform_trainer_step(trainer, ram, modalities, tape.data, tape.length,
-                                                              tape.offsets, tape.count, NULL, NULL, NULL, MSG);
+                                                              tape.offsets, tape.count, &args, NULL, NULL, MSG);
             double const seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             int status = 0;
             bool const alive = peer > 0 && waitpid(peer, &status, WNOHANG) == 0;
-            std::fprintf(stderr, "mesh: a hung peer's step answered %s in %.2f s (peer %s)\n", status_text(stepped),
-                         seconds, alive ? "still alive" : "gone");
+            std::fprintf(stderr, "mesh: a peer hung %s: the step answered %s in %.2f s (peer %s)\n",
+                         scenario == 3 ? "before its step" : "after its backward", status_text(stepped), seconds,
+                         alive ? "still alive" : "gone");
             CHECK(alive); // a hang, not a death: the peer's connections were open throughout
             CHECK_STATUS(stepped, uform_status_timeout_k);
-            CHECK(seconds >= 2.5 && seconds < 4.0);
+            CHECK(seconds >= 2.5 && seconds < 5.0);
             auto const freeing = std::chrono::steady_clock::now();
             uform_trainer_free(trainer);
             uform_mesh_free(mesh);
@@ -419,7 +443,8 @@ int main(int argc, char **argv) {
     scenario(self, directory, 1);
     lonely(directory);
     killed(self, directory);
-    hung(self, directory);
+    hung(self, directory, 3);
+    hung(self, directory, 4);
     missing(directory);
     return test_report("mesh");
 }
