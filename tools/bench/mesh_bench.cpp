@@ -7,13 +7,15 @@
 //   `gloo::AllreduceHalvingDoubling`; and one full 4 Mi-float bucket alone. Bandwidth is the bucket bytes over the
 //   median time (for two ranks the bus bandwidth, 2 (n - 1) / n times it, is the same figure).
 // - `step`: a training step of the checkpoint (contrastive InfoNCE, `mesh` negatives, bags of two with global ids) on
-//   `--texts` texts of `--bytes` bytes: one process of two threads over all the texts, then two processes of one
-//   thread each over half of them; the throughput ratio is the issue's scaling figure (target >= 0.85). The share of
+//   `--texts` texts of `--bytes` bytes: one process of two threads over all the texts, then two processes over half of
+//   them each; the throughput ratio is the issue's scaling figure (target >= 0.85). A trainer needs a RAM executor,
+//   which owns one thread at least beside the caller, so a rank runs two threads at least (`--rank-threads`);
+//   `--pin 1` pins rank r to CPU r, one core per process as the issue means it. The share of
 //   a mesh step spent communicating is estimated as the median gradient sum (the bulk of the step's traffic) over the
 //   median mesh step.
 //
 //   uform_mesh_bench --model small.safetensors [--texts 32] [--bytes 256] [--steps 5] [--repeats 7]
-//                    [--only allreduce|step]
+//                    [--only allreduce|step] [--rank-threads 2] [--pin 0|1]
 //   uform_mesh_bench rank R DIRECTORY MODE ...       # one rank, started by the driver
 //
 // Includes the library's internal headers ("c/internal.hpp", "cpp/backend/mesh.hpp") to reach the mesh's `sum`, which
@@ -28,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,7 +57,8 @@ constexpr std::size_t bucket_floats_k = std::size_t(1) << 22; // as cpp/train/st
 /// What the command line chose.
 struct options_t {
     std::string model, only;
-    std::size_t texts = 32, bytes = 256, steps = 5, repeats = 7;
+    std::size_t texts = 32, bytes = 256, steps = 5, repeats = 7, rank_threads = 2;
+    bool pin = false;
 };
 
 /// SplitMix64's output for `index`, as tools/bench/train_bench.cpp computes it.
@@ -361,6 +365,8 @@ bool parse(int argc, char **argv, int from, options_t &options) {
         else if (flag == "--bytes") options.bytes = count;
         else if (flag == "--steps") options.steps = count;
         else if (flag == "--repeats") options.repeats = count;
+        else if (flag == "--rank-threads") options.rank_threads = std::max<std::size_t>(count, 2);
+        else if (flag == "--pin") options.pin = value == "1";
         else {
             std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
             return false;
@@ -401,11 +407,17 @@ int main(int argc, char **argv) {
         if (mode == "allreduce") return rank_allreduce(rank, argv[3], options);
         if (mode == "single") // the one process, its own process as the ranks are
             return run_steps(options, nullptr, 0, options.texts, 2, directory + "/single.seconds", "one_process");
+        if (options.pin) { // rank r on CPU r: one core per process, its threads sharing it
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(int(rank), &set);
+            if (sched_setaffinity(0, sizeof(set), &set) != 0) std::fprintf(stderr, "rank %zu: cannot pin\n", rank);
+        }
         uform_mesh_t mesh = join(argv[3], "step", rank);
         if (!mesh) return 1;
         std::size_t const half = options.texts / 2;
-        int const code = run_steps(options, mesh, rank * half, half, 1, directory + "/mesh" + argv[2] + ".seconds",
-                                   rank ? "mesh_rank1" : "mesh_rank0");
+        int const code = run_steps(options, mesh, rank * half, half, options.rank_threads,
+                                   directory + "/mesh" + argv[2] + ".seconds", rank ? "mesh_rank1" : "mesh_rank0");
         uform_mesh_free(mesh);
         return code;
     }
