@@ -353,7 +353,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     let schedule = Schedule {
         steps: options.steps,
-        warmup_steps: (options.steps / 20).max(1),
+        warmup_steps: (options.steps / 10).max(1),
         learning_rate: options.learning_rate,
         ..Schedule::default()
     };
@@ -406,7 +406,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     if fresh_log {
         writeln!(
             log,
-            "#step\tsplit\tloss\tmasking\tcontrastive\tlate_interaction\tchoices\ttokens\tseconds"
+            "#steps\tsplit\tloss\tmasking\tcontrastive\tlate_interaction\tchoices\ttokens\tseconds"
         )?;
     }
 
@@ -433,8 +433,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         let seconds = stats.nanoseconds as f64 * 1e-9;
         writeln!(
             log,
-            "{}\ttrain\t{}\t{}\t{seconds:.3}",
-            stats.step,
+            "{done}\ttrain\t{}\t{}\t{seconds:.3}",
             terms(&stats).map(|t| t.to_string()).join("\t"),
             stats.tokens
         )?;
