@@ -156,6 +156,9 @@ fn parse() -> Result<Option<Options>, Box<dyn Error>> {
             "--threads needs at least 2: the executor owns a thread besides the caller".into(),
         );
     }
+    if options.columns < 2 {
+        return Err("--columns needs room for a byte and a choice's CHOOSE token".into());
+    }
     if options.recipe.per_group < 2 || options.recipe.groups <= options.recipe.images {
         return Err(
             "a batch needs two items per group and WordNet groups besides the images".into(),
@@ -365,6 +368,11 @@ fn run() -> Result<(), Box<dyn Error>> {
     };
     let trainer = Trainer::init_ram(&executor, config(&options, start_from, schedule))?;
     let recipe = &options.recipe;
+    let origin = if resume {
+        format!("resumed at step {first} from {}", checkpoint.display())
+    } else {
+        "from seeded weights".to_owned()
+    };
     println!(
         "model: depth {DEPTH}, hidden {HIDDEN}, {HEADS} heads, ffn {FFN_HIDDEN}, {DIMENSIONS} dimensions, token \
          vectors of {TOKEN_WIDTH}; image patches of {PATCH_SIDE}, audio at {SAMPLE_RATE} Hz, rows of {} columns",
@@ -374,7 +382,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} choice items), peak learning rate {:e}, {} threads, seed {}",
         options.steps,
-        if resume { format!("resumed at step {first} from {}", checkpoint.display()) } else { "from seeded weights".into() },
+        origin,
         data.wordnet_groups(Split::Train),
         recipe.groups,
         recipe.images,
