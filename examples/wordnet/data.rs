@@ -1,0 +1,548 @@
+//! The prepared data (`tools/data/prepare.py`, docs/data.md) and its batch recipe, after `tools/data/batches.py`:
+//! WordNet groups as bags (with a hard negative drawn beside each at probability `hard`), Fashion-MNIST class groups,
+//! a share of groups with a spoken clip, attract edges weighted by `roles.tsv` within a bag and by `edges.tsv`
+//! between bags, repel edges from `edges.tsv`, and choice items with their legal bytes and one-hot targets.
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::path::{Path, PathBuf};
+
+use uform::{LateInteractionSide, Modality};
+
+/// Where a group or a choice item belongs; `Calibration` holds choice items only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Split {
+    /// Trained on.
+    Train,
+    /// The periodic validation loss.
+    Validation,
+    /// Held out for the evaluation.
+    Test,
+    /// Choice items held out for the temperature fit.
+    Calibration,
+}
+
+impl Split {
+    /// The split a file's field names.
+    fn parse(field: &str) -> Result<Self, Box<dyn Error>> {
+        Ok(match field {
+            "train" => Self::Train,
+            "validation" => Self::Validation,
+            "test" => Self::Test,
+            "calibration" => Self::Calibration,
+            _ => return Err(format!("unknown split {field:?}").into()),
+        })
+    }
+}
+
+/// A bag of `items.tsv`: a WordNet synset or a Fashion-MNIST class within a split.
+struct Group {
+    /// Whether it is a Fashion-MNIST class (else a WordNet synset).
+    fashion: bool,
+    /// Its first item.
+    first: usize,
+    /// Its items, at least one.
+    count: usize,
+}
+
+/// A line of `items.tsv`.
+struct Item {
+    /// Text, image or audio.
+    modality: Modality,
+    /// Index into [`Data::role_names`].
+    role: usize,
+    /// The text, or the media file's path relative to the data directory.
+    content: String,
+}
+
+/// A line of `choices.tsv`.
+struct Choice {
+    /// The legal bytes, `ABCD`.
+    legal: String,
+    /// One probability per legal byte.
+    targets: Vec<f32>,
+    /// The question, ending in `Answer:`.
+    text: String,
+}
+
+/// An `attract` or `repel` edge of `edges.tsv`, from the group it is listed under.
+struct Edge {
+    /// The other group.
+    to: usize,
+    /// Whether it attracts (else it repels).
+    attract: bool,
+    /// Its weight.
+    weight: f32,
+}
+
+/// Everything the batches are drawn from, in memory.
+pub struct Data {
+    /// The data directory; media paths are relative to it.
+    root: PathBuf,
+    /// `groups.tsv`.
+    groups: Vec<Group>,
+    /// `items.tsv`.
+    items: Vec<Item>,
+    /// The role names, in the order first seen.
+    role_names: Vec<String>,
+    /// `roles.tsv` by role indices, both orders.
+    role_weights: HashMap<(usize, usize), f32>,
+    /// `edges.tsv`'s attract and repel edges by their `from` group.
+    edges: HashMap<usize, Vec<Edge>>,
+    /// `choices.tsv`, less the items longer than the row allows.
+    choices: Vec<Choice>,
+    /// WordNet groups by split.
+    wordnet: HashMap<Split, Vec<usize>>,
+    /// WordNet groups with a spoken clip, by split.
+    spoken: HashMap<Split, Vec<usize>>,
+    /// Fashion-MNIST class groups by split.
+    fashion: HashMap<Split, Vec<usize>>,
+    /// Choice items by split.
+    choices_by_split: HashMap<Split, Vec<usize>>,
+    /// Choice items dropped for their length.
+    pub dropped_choices: usize,
+    /// Texts cut to the row's length (at a character boundary).
+    pub cut_texts: usize,
+}
+
+/// How a batch is drawn: the counts of `tools/data/batches.py`'s `Data.batch`, plus the spoken groups.
+#[derive(Clone, Copy, Debug)]
+pub struct Recipe {
+    /// Groups (bags) in all, WordNet and Fashion-MNIST.
+    pub groups: usize,
+    /// Fashion-MNIST class groups among them.
+    pub images: usize,
+    /// WordNet groups with a spoken clip among them, the clip always taken.
+    pub spoken: usize,
+    /// Items taken per group at most.
+    pub per_group: usize,
+    /// Probability of drawing a repel partner beside a WordNet group.
+    pub hard: f64,
+    /// Choice items.
+    pub choices: usize,
+}
+
+/// Compressed sparse rows of weighted edges, as `uform_edges_t` takes them.
+#[derive(Default)]
+pub struct Rows {
+    /// One per item plus one.
+    pub offsets: Vec<usize>,
+    /// Neighbours.
+    pub ids: Vec<usize>,
+    /// Per-edge weights.
+    pub weights: Vec<f32>,
+}
+
+impl Rows {
+    /// The rows as a step takes them.
+    pub fn edges(&self) -> uform::Edges<'_> {
+        uform::Edges {
+            offsets: &self.offsets,
+            ids: &self.ids,
+            weights: &self.weights,
+        }
+    }
+
+    /// Rows from per-item neighbour lists, each sorted by neighbour.
+    fn from_lists(lists: Vec<Vec<(usize, f32)>>) -> Self {
+        let mut rows = Self {
+            offsets: vec![0],
+            ..Self::default()
+        };
+        for mut list in lists {
+            list.sort_by_key(|&(id, _)| id);
+            for (id, weight) in list {
+                rows.ids.push(id);
+                rows.weights.push(weight);
+            }
+            rows.offsets.push(rows.ids.len());
+        }
+        rows
+    }
+}
+
+/// One step's items and what the trainer needs to know about them.
+#[derive(Default)]
+pub struct Batch {
+    /// Each item's modality.
+    pub modalities: Vec<Modality>,
+    /// Each item's text, or its media file's path.
+    pub contents: Vec<String>,
+    /// Each item's bag.
+    pub bags: Vec<usize>,
+    /// Each item's late-interaction side: lemmas query, glosses are documents.
+    pub sides: Vec<LateInteractionSide>,
+    /// Graded positives.
+    pub attract: Rows,
+    /// Hard negatives.
+    pub repel: Rows,
+    /// The legal bytes' tape: data, then offsets (one per item plus one).
+    pub choices: (Vec<u8>, Vec<usize>),
+    /// The targets' tape, shaped as `choices`.
+    pub targets: (Vec<f32>, Vec<usize>),
+}
+
+/// A SplitMix64 generator: small, seedable, the same on every platform.
+pub struct Random(u64);
+
+impl Random {
+    /// The generator of one `(seed, stream)` pair, such as a run's seed and a step's index: a step's batch depends on
+    /// them alone, so a resumed run draws what an uninterrupted one would.
+    pub fn new(seed: u64, stream: u64) -> Self {
+        let mut random = Self(seed ^ stream.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        random.next();
+        random
+    }
+
+    /// The next 64 bits.
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below `n` (nonzero).
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
+    }
+
+    /// True with probability `p`.
+    fn chance(&mut self, p: f64) -> bool {
+        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    /// Up to `count` distinct elements of `from`, in drawn order.
+    fn sample<T: Copy>(&mut self, from: &[T], count: usize) -> Vec<T> {
+        let mut pool = from.to_vec();
+        let count = count.min(pool.len());
+        for i in 0..count {
+            let j = i + self.below(pool.len() - i);
+            pool.swap(i, j);
+        }
+        pool.truncate(count);
+        pool
+    }
+}
+
+/// A TSV file's records, its `#` header skipped, each split at tabs into at least `fields` fields.
+fn records(path: &Path, fields: usize) -> Result<Vec<Vec<String>>, Box<dyn Error>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| format!("{}: {error} (run tools/data/prepare.py)", path.display()))?;
+    let mut records = Vec::new();
+    for (number, line) in text.lines().enumerate().skip(1) {
+        let record: Vec<String> = line.split('\t').map(str::to_owned).collect();
+        if record.len() < fields {
+            return Err(
+                format!("{}:{}: {} fields", path.display(), number + 1, record.len()).into(),
+            );
+        }
+        records.push(record);
+    }
+    Ok(records)
+}
+
+/// `text` cut to at most `bytes` bytes, at a character boundary.
+fn cut(text: &str, bytes: usize) -> &str {
+    let mut end = bytes.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+impl Data {
+    /// Reads a data directory. Texts longer than `max_bytes` are cut to it and choice items longer are dropped (a
+    /// choice item's text plus its CHOOSE token must fit one row).
+    pub fn load(root: &Path, max_bytes: usize) -> Result<Self, Box<dyn Error>> {
+        let mut data = Self {
+            root: root.to_owned(),
+            groups: Vec::new(),
+            items: Vec::new(),
+            role_names: Vec::new(),
+            role_weights: HashMap::new(),
+            edges: HashMap::new(),
+            choices: Vec::new(),
+            wordnet: HashMap::new(),
+            spoken: HashMap::new(),
+            fashion: HashMap::new(),
+            choices_by_split: HashMap::new(),
+            dropped_choices: 0,
+            cut_texts: 0,
+        };
+        let mut roles: HashMap<String, usize> = HashMap::new();
+        let mut role = |name: &str, names: &mut Vec<String>| {
+            *roles.entry(name.to_owned()).or_insert_with(|| {
+                names.push(name.to_owned());
+                names.len() - 1
+            })
+        };
+        for record in records(&root.join("items.tsv"), 6)? {
+            let modality = match record[3].as_str() {
+                "text" => Modality::Text,
+                "image" => Modality::Image,
+                "audio" => Modality::Audio,
+                other => return Err(format!("items.tsv: unknown modality {other:?}").into()),
+            };
+            let mut content = record[5].clone();
+            if modality == Modality::Text && content.len() > max_bytes {
+                content = cut(&content, max_bytes).to_owned();
+                data.cut_texts += 1;
+            }
+            let role = role(&record[4], &mut data.role_names);
+            data.items.push(Item {
+                modality,
+                role,
+                content,
+            });
+        }
+        for record in records(&root.join("groups.tsv"), 7)? {
+            let (split, fashion) = (Split::parse(&record[1])?, record[2] == "fashion-mnist");
+            let (first, count): (usize, usize) = (record[4].parse()?, record[5].parse()?);
+            if count == 0 || first + count > data.items.len() {
+                return Err(format!("groups.tsv: group {} leaves items.tsv", record[0]).into());
+            }
+            let group = data.groups.len();
+            let by = if fashion {
+                &mut data.fashion
+            } else {
+                &mut data.wordnet
+            };
+            by.entry(split).or_default().push(group);
+            let items = &data.items[first..first + count];
+            if !fashion && items.iter().any(|item| item.modality == Modality::Audio) {
+                data.spoken.entry(split).or_default().push(group);
+            }
+            data.groups.push(Group {
+                fashion,
+                first,
+                count,
+            });
+        }
+        for record in records(&root.join("roles.tsv"), 3)? {
+            let (a, b) = (
+                role(&record[0], &mut data.role_names),
+                role(&record[1], &mut data.role_names),
+            );
+            let weight: f32 = record[2].parse()?;
+            data.role_weights.insert((a, b), weight);
+            data.role_weights.insert((b, a), weight);
+        }
+        for record in records(&root.join("edges.tsv"), 5)? {
+            let attract = match record[0].as_str() {
+                "attract" => true,
+                "repel" => false,
+                _ => continue,
+            };
+            let (from, to): (usize, usize) = (record[2].parse()?, record[3].parse()?);
+            data.edges.entry(from).or_default().push(Edge {
+                to,
+                attract,
+                weight: record[4].parse()?,
+            });
+        }
+        for record in records(&root.join("choices.tsv"), 7)? {
+            let text = record[6].clone();
+            if text.len() > max_bytes {
+                data.dropped_choices += 1;
+                continue;
+            }
+            let targets = record[5]
+                .split(' ')
+                .map(str::parse)
+                .collect::<Result<Vec<f32>, _>>()?;
+            if targets.len() != record[4].len() {
+                return Err(format!(
+                    "choices.tsv: choice {} has a target per legal byte",
+                    record[0]
+                )
+                .into());
+            }
+            data.choices_by_split
+                .entry(Split::parse(&record[1])?)
+                .or_default()
+                .push(data.choices.len());
+            data.choices.push(Choice {
+                legal: record[4].clone(),
+                targets,
+                text,
+            });
+        }
+        Ok(data)
+    }
+
+    /// Counts for the opening line: groups, items, attract and repel edges, choice items.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let edges = self.edges.values().map(Vec::len).sum();
+        (
+            self.groups.len(),
+            self.items.len(),
+            edges,
+            self.choices.len(),
+        )
+    }
+
+    /// The WordNet groups of a split.
+    pub fn wordnet_groups(&self, split: Split) -> usize {
+        self.wordnet.get(&split).map_or(0, Vec::len)
+    }
+
+    /// The attract weight of two items of one group, by their roles; an unlisted pair is an error of the data.
+    fn role_weight(&self, a: usize, b: usize) -> Result<f32, Box<dyn Error>> {
+        let (a, b) = (self.items[a].role, self.items[b].role);
+        self.role_weights.get(&(a, b)).copied().ok_or_else(|| {
+            let names = (&self.role_names[a], &self.role_names[b]);
+            format!("roles.tsv has no weight for {} and {}", names.0, names.1).into()
+        })
+    }
+
+    /// Draws one batch of `split` after `recipe` (docs/data.md, "Sampling a batch").
+    pub fn batch(
+        &self,
+        random: &mut Random,
+        split: Split,
+        recipe: &Recipe,
+    ) -> Result<Batch, Box<dyn Error>> {
+        let none = Vec::new();
+        let wordnet = self.wordnet.get(&split).unwrap_or(&none);
+        let spoken = self.spoken.get(&split).unwrap_or(&none);
+        let fashion = self.fashion.get(&split).unwrap_or(&none);
+        let text_groups = recipe.groups.saturating_sub(recipe.images);
+
+        // Groups: the spoken ones first, then WordNet ones each possibly followed by a repel partner, then classes.
+        let mut chosen: Vec<usize> = random.sample(spoken, recipe.spoken.min(text_groups));
+        let mut taken: std::collections::HashSet<usize> = chosen.iter().copied().collect();
+        let spoken_bags = chosen.len();
+        while chosen.len() < text_groups && taken.len() < wordnet.len() {
+            let group = wordnet[random.below(wordnet.len())];
+            if !taken.insert(group) {
+                continue;
+            }
+            chosen.push(group);
+            let partners: Vec<usize> = self.edges.get(&group).map_or(Vec::new(), |edges| {
+                let repel = edges
+                    .iter()
+                    .filter(|edge| !edge.attract && !taken.contains(&edge.to));
+                repel.map(|edge| edge.to).collect()
+            });
+            if !partners.is_empty() && random.chance(recipe.hard) && chosen.len() < text_groups {
+                let partner = partners[random.below(partners.len())];
+                taken.insert(partner);
+                chosen.push(partner);
+            }
+        }
+        chosen.extend(random.sample(fashion, recipe.images));
+
+        // Items: a WordNet group's canonical lemma and others at random (a spoken group's clip always among them),
+        // a class group's caption and images.
+        let (mut members, mut group_of): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+        let mut batch = Batch::default();
+        for (bag, &group) in chosen.iter().enumerate() {
+            let Group {
+                fashion,
+                first,
+                count,
+            } = self.groups[group];
+            let ids: Vec<usize> = (first..first + count).collect();
+            let role_of = |i: &usize| self.role_names[self.items[*i].role].as_str();
+            let pick = if fashion {
+                let captions: Vec<usize> = ids
+                    .iter()
+                    .copied()
+                    .filter(|i| role_of(i) == "caption")
+                    .collect();
+                let images: Vec<usize> = ids
+                    .iter()
+                    .copied()
+                    .filter(|i| role_of(i) == "image")
+                    .collect();
+                let mut pick = random.sample(&captions, 1);
+                pick.extend(random.sample(&images, recipe.per_group.saturating_sub(1)));
+                pick
+            } else if bag < spoken_bags {
+                let clips: Vec<usize> = ids
+                    .iter()
+                    .copied()
+                    .filter(|&i| self.items[i].modality == Modality::Audio)
+                    .collect();
+                let mut pick = vec![first];
+                pick.extend(random.sample(&clips, 1));
+                let others: Vec<usize> = ids[1..]
+                    .iter()
+                    .copied()
+                    .filter(|i| !pick.contains(i))
+                    .collect();
+                pick.extend(random.sample(&others, recipe.per_group.saturating_sub(pick.len())));
+                pick
+            } else {
+                let mut pick = vec![first];
+                pick.extend(random.sample(&ids[1..], recipe.per_group.saturating_sub(1)));
+                pick
+            };
+            batch.bags.extend(std::iter::repeat_n(bag, pick.len()));
+            group_of.extend(std::iter::repeat_n(group, pick.len()));
+            members.extend(pick);
+        }
+
+        // Edges: within a bag by roles, between bags by edges.tsv.
+        let mut positions: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (p, &group) in group_of.iter().enumerate() {
+            positions.entry(group).or_default().push(p);
+        }
+        let mut attract = vec![Vec::new(); members.len()];
+        let mut repel = vec![Vec::new(); members.len()];
+        for p in 0..members.len() {
+            for q in 0..members.len() {
+                if p != q && batch.bags[p] == batch.bags[q] {
+                    attract[p].push((q, self.role_weight(members[p], members[q])?));
+                }
+            }
+            for edge in self.edges.get(&group_of[p]).map_or(&[][..], Vec::as_slice) {
+                for &q in positions.get(&edge.to).map_or(&[][..], Vec::as_slice) {
+                    let lists = if edge.attract {
+                        &mut attract
+                    } else {
+                        &mut repel
+                    };
+                    lists[p].push((q, edge.weight));
+                }
+            }
+        }
+
+        for &i in &members {
+            let item = &self.items[i];
+            batch.modalities.push(item.modality);
+            batch.contents.push(match item.modality {
+                Modality::Text => item.content.clone(),
+                _ => self.root.join(&item.content).to_string_lossy().into_owned(),
+            });
+            batch.sides.push(match self.role_names[item.role].as_str() {
+                "lemma" => LateInteractionSide::Query,
+                "gloss" => LateInteractionSide::Document,
+                _ => LateInteractionSide::None,
+            });
+        }
+
+        // Choice items, each in a bag of its own, with the only nonempty entries of the choice tapes.
+        batch.choices.1 = vec![0; members.len() + 1];
+        batch.targets.1 = vec![0; members.len() + 1];
+        let pool = self.choices_by_split.get(&split).unwrap_or(&none);
+        for c in random.sample(pool, recipe.choices) {
+            let choice = &self.choices[c];
+            batch.modalities.push(Modality::Text);
+            batch.contents.push(choice.text.clone());
+            batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
+            batch.sides.push(LateInteractionSide::None);
+            attract.push(Vec::new());
+            repel.push(Vec::new());
+            batch.choices.0.extend_from_slice(choice.legal.as_bytes());
+            batch.choices.1.push(batch.choices.0.len());
+            batch.targets.0.extend_from_slice(&choice.targets);
+            batch.targets.1.push(batch.targets.0.len());
+        }
+        batch.attract = Rows::from_lists(attract);
+        batch.repel = Rows::from_lists(repel);
+        Ok(batch)
+    }
+}

@@ -1,0 +1,491 @@
+//! The training run of issue 13: a small multimodal model trained on the CPU from the data `tools/data/prepare.py`
+//! writes (WordNet synsets as bags, Fashion-MNIST images with captions, spoken lemmas and glosses, multiple-choice
+//! items), with all four objectives at once: masked bytes, contrastive InfoNCE over bags and edges, late interaction
+//! (lemmas query, glosses are documents) and choices. It prints a progress line (loss per term, tokens/s, ETA),
+//! saves a checkpoint into the run directory every `--every` steps and at the end, with the validation split's loss
+//! beside it, and appends every step to `log.tsv`. Started again with the same run directory, it resumes from the
+//! last checkpoint: the step count and the schedule continue, and a step's batch depends on the seed and the step's
+//! index alone, so the resumed run draws the batches the uninterrupted one would.
+//!
+//! ```sh
+//! python3 tools/data/prepare.py                                   # once: target/data
+//! cargo run --release --example wordnet                           # 50 steps into target/wordnet, ~1-2 min
+//! cargo run --release --example wordnet -- --steps 3000 --minutes 55 --every 250
+//! ```
+
+use std::error::Error;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use uform::*;
+
+mod data;
+
+use data::{Batch, Data, Random, Recipe, Split};
+
+/// The model's geometry when the run starts from seeded weights: about 3.4 M trunk parameters.
+const DEPTH: usize = 4;
+/// Trunk width.
+const HIDDEN: usize = 256;
+/// Attention heads.
+const HEADS: usize = 4;
+/// Feed-forward width.
+const FFN_HIDDEN: usize = 768;
+/// Embedding columns.
+const DIMENSIONS: usize = 256;
+/// Columns of the late-interaction token vectors.
+const TOKEN_WIDTH: usize = 64;
+/// Image patch side in pixels (a 28x28 image is 7x7 patches before the grid fills the row's budget).
+const PATCH_SIDE: usize = 4;
+/// The audio front-end's sample rate, the clips' own.
+const SAMPLE_RATE: usize = 16_000;
+/// Frames per video tubelet: the front-end is built so the checkpoint can embed clips, though no clip trains it yet.
+const TUBELET_FRAMES: usize = 2;
+
+/// The stream of the validation batches' generator: the same batches at every validation, so the curve compares.
+const VALIDATION_STREAM: u64 = u64::MAX;
+
+/// The run directory's checkpoint, the one a restart resumes from.
+const CHECKPOINT: &str = "checkpoint.safetensors";
+
+/// What the command line asked for.
+struct Options {
+    /// The data directory `tools/data/prepare.py` wrote.
+    data: PathBuf,
+    /// Where the checkpoint and the log go, and what a restart resumes from.
+    run: PathBuf,
+    /// Steps of the whole run (the schedule's length), counting those of earlier sessions.
+    steps: usize,
+    /// Wall-time budget of this session in minutes: past it, the run saves and stops.
+    minutes: Option<f64>,
+    /// Steps between checkpoints (each followed by the validation loss).
+    every: usize,
+    /// Validation batches per validation.
+    validation_batches: usize,
+    /// How a batch is drawn.
+    recipe: Recipe,
+    /// Tokens per packed row: the longest text (longer ones are cut, longer choice items dropped), and the patches
+    /// an image fills.
+    columns: usize,
+    /// Worker threads, the calling one included.
+    threads: usize,
+    /// Peak learning rate.
+    learning_rate: f32,
+    /// Seed of the weights, the masking and the batches.
+    seed: u64,
+    /// Start afresh even when the run directory holds a checkpoint.
+    fresh: bool,
+}
+
+fn main() {
+    if let Err(error) = run() {
+        eprintln!("\nwordnet: {error}");
+        std::process::exit(1);
+    }
+}
+
+/// Parses the arguments; `None` when only the usage was asked for.
+fn parse() -> Result<Option<Options>, Box<dyn Error>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let target = concat!(env!("CARGO_MANIFEST_DIR"), "/target");
+    let mut options = Options {
+        data: Path::new(target).join("data"),
+        run: Path::new(target).join("wordnet"),
+        steps: 50,
+        minutes: None,
+        every: 25,
+        validation_batches: 2,
+        recipe: Recipe {
+            groups: 24,
+            images: 4,
+            spoken: 2,
+            per_group: 3,
+            hard: 0.5,
+            choices: 4,
+        },
+        columns: 256,
+        threads: cores.max(2),
+        learning_rate: 2e-3,
+        seed: 13,
+        fresh: false,
+    };
+    let mut arguments = std::env::args().skip(1);
+    while let Some(argument) = arguments.next() {
+        let mut value = |what: &str| arguments.next().ok_or(format!("{argument} needs {what}"));
+        match argument.as_str() {
+            "--data" => options.data = value("a directory")?.into(),
+            "--run" => options.run = value("a directory")?.into(),
+            "--steps" => options.steps = value("a count")?.parse()?,
+            "--minutes" => options.minutes = Some(value("minutes")?.parse()?),
+            "--every" => options.every = value("a count")?.parse()?,
+            "--validation-batches" => options.validation_batches = value("a count")?.parse()?,
+            "--groups" => options.recipe.groups = value("a count")?.parse()?,
+            "--images" => options.recipe.images = value("a count")?.parse()?,
+            "--spoken" => options.recipe.spoken = value("a count")?.parse()?,
+            "--per-group" => options.recipe.per_group = value("a count")?.parse()?,
+            "--hard" => options.recipe.hard = value("a probability")?.parse()?,
+            "--choices" => options.recipe.choices = value("a count")?.parse()?,
+            "--columns" => options.columns = value("a count")?.parse()?,
+            "--threads" => options.threads = value("a count")?.parse()?,
+            "--lr" => options.learning_rate = value("a rate")?.parse()?,
+            "--seed" => options.seed = value("a number")?.parse()?,
+            "--fresh" => options.fresh = true,
+            "--help" | "-h" => {
+                println!(
+                    "usage: wordnet [--data DIR] [--run DIR] [--steps N] [--minutes M] [--every N]"
+                );
+                println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
+                println!("               [--per-group N] [--hard P] [--choices N] [--columns N] [--threads N]");
+                println!("               [--lr RATE] [--seed N] [--fresh]");
+                println!("--steps: the whole run's steps, earlier sessions' included (the schedule's length)");
+                println!(
+                    "--minutes: this session's budget; past it the run saves, validates and stops"
+                );
+                println!("--fresh: start from seeded weights even when --run holds a checkpoint");
+                return Ok(None);
+            }
+            _ => return Err(format!("unknown argument {argument:?}; try --help").into()),
+        }
+    }
+    if options.steps == 0 || options.every == 0 {
+        return Err("--steps and --every need at least one step".into());
+    }
+    if options.threads < 2 {
+        return Err(
+            "--threads needs at least 2: the executor owns a thread besides the caller".into(),
+        );
+    }
+    if options.columns < 2 {
+        return Err("--columns needs room for a byte and a choice's CHOOSE token".into());
+    }
+    if options.recipe.per_group < 2 || options.recipe.groups <= options.recipe.images {
+        return Err(
+            "a batch needs two items per group and WordNet groups besides the images".into(),
+        );
+    }
+    Ok(Some(options))
+}
+
+/// The trainer's configuration: the four objectives over the seeded geometry, or over `checkpoint` when it is not
+/// empty (its geometry is the same: a restart names the values the checkpoint holds).
+fn config<'a>(
+    options: &Options,
+    checkpoint: &'a Path,
+    schedule: Schedule,
+) -> TrainerInitRamConfig<'a> {
+    TrainerInitRamConfig {
+        checkpoint,
+        depth: DEPTH,
+        hidden: HIDDEN,
+        heads: HEADS,
+        ffn_hidden: FFN_HIDDEN,
+        dimensions: DIMENSIONS,
+        objective: Objective::Joint,
+        batch: BatchShape {
+            max_columns_per_row: options.columns,
+            image: ImageShape {
+                patch_side: PATCH_SIDE,
+                ..ImageShape::default()
+            },
+            video: VideoShape {
+                tubelet_frames: TUBELET_FRAMES,
+                ..VideoShape::default()
+            },
+            audio: AudioShape {
+                sample_rate: SAMPLE_RATE,
+                ..AudioShape::default()
+            },
+            ..BatchShape::default()
+        },
+        late_interaction: LateInteraction {
+            token_width: TOKEN_WIDTH,
+            ..LateInteraction::default()
+        },
+        choices: Choices {
+            groups: 1,
+            ..Choices::default()
+        },
+        schedule,
+        seed: options.seed,
+        ..TrainerInitRamConfig::default()
+    }
+}
+
+/// The optimiser steps a trainer's checkpoint took: its `trainer.step` tensor (F32 [1], MODEL.md), read from the
+/// safetensors header.
+fn saved_steps(path: &Path) -> Result<usize, Box<dyn Error>> {
+    let bytes = std::fs::read(path)?;
+    let corrupt = || format!("{}: not a trainer's checkpoint", path.display());
+    let length = u64::from_le_bytes(bytes.get(..8).ok_or_else(corrupt)?.try_into()?) as usize;
+    let header: serde_json::Value =
+        serde_json::from_slice(bytes.get(8..8 + length).ok_or_else(corrupt)?)?;
+    let offsets = &header["trainer.step"]["data_offsets"];
+    let start = 8 + length + offsets[0].as_u64().ok_or_else(corrupt)? as usize;
+    let value = f32::from_le_bytes(
+        bytes
+            .get(start..start + 4)
+            .ok_or_else(corrupt)?
+            .try_into()?,
+    );
+    Ok(value as usize)
+}
+
+/// The step's stats' terms, in the order the progress line and the log print them.
+fn terms(stats: &TrainerStepStats) -> [f32; 5] {
+    [
+        stats.loss,
+        stats.masking_loss,
+        stats.contrastive_loss,
+        stats.late_interaction_loss,
+        stats.choices_loss,
+    ]
+}
+
+/// The terms as `loss (masking, contrastive, late, choices)`.
+fn show(terms: &[f32; 5]) -> String {
+    format!(
+        "loss {:.3} (masking {:.3}, contrastive {:.3}, late {:.3}, choices {:.3})",
+        terms[0], terms[1], terms[2], terms[3], terms[4]
+    )
+}
+
+/// `h:mm:ss`.
+fn clock(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    format!(
+        "{}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    )
+}
+
+/// Runs one step over `batch`, answering its stats.
+fn step(
+    trainer: &Trainer<'_>,
+    executor: &Executor,
+    batch: &Batch,
+) -> Result<TrainerStepStats, Box<dyn Error>> {
+    let contents: Vec<&str> = batch.contents.iter().map(String::as_str).collect();
+    let mut stats = TrainerStepStats::default();
+    let has_choices = !batch.choices.0.is_empty();
+    let config = TrainerStepConfig {
+        bags: &batch.bags,
+        relations: Relations {
+            attract: batch.attract.edges(),
+            repel: batch.repel.edges(),
+            ..Relations::default()
+        },
+        sides: &batch.sides,
+        choices: if has_choices {
+            (&batch.choices.0, &batch.choices.1)
+        } else {
+            (&[], &[])
+        },
+        choice_targets: if has_choices {
+            (&batch.targets.0, &batch.targets.1)
+        } else {
+            (&[], &[])
+        },
+        stats: Some(&mut stats),
+        ..TrainerStepConfig::default()
+    };
+    trainer
+        .on(executor)
+        .step(&batch.modalities, &contents, config)?;
+    Ok(stats)
+}
+
+/// The validation loss of the weights in `checkpoint`: the mean terms over the fixed validation batches, each a step
+/// of a trainer loaded from it whose learning rate (1e-30) leaves the weights as they are.
+fn validate(
+    executor: &Executor,
+    options: &Options,
+    checkpoint: &Path,
+    batches: &[Batch],
+) -> Result<[f32; 5], Box<dyn Error>> {
+    let frozen = Schedule {
+        steps: 1,
+        warmup_steps: 1,
+        learning_rate: 1e-30,
+        min_learning_rate: 1e-30,
+        ..Schedule::default()
+    };
+    let trainer = Trainer::init_ram(executor, config(options, checkpoint, frozen))?;
+    let mut sums = [0f32; 5];
+    for batch in batches {
+        let stats = step(&trainer, executor, batch)?;
+        for (sum, term) in sums.iter_mut().zip(terms(&stats)) {
+            *sum += term / batches.len() as f32;
+        }
+    }
+    Ok(sums)
+}
+
+/// Loads the data, resumes or seeds the trainer, and trains, saves and validates until the steps or the minutes run
+/// out.
+fn run() -> Result<(), Box<dyn Error>> {
+    let Some(options) = parse()? else {
+        return Ok(());
+    };
+    let opened = Instant::now();
+    let data = Data::load(&options.data, options.columns - 1)?;
+    let (groups, items, edges, choices) = data.counts();
+    println!(
+        "data: {} ({groups} groups, {items} items, {edges} attract/repel edges, {choices} choice items; \
+         {} texts cut to {} bytes, {} longer choice items dropped) read in {:.1} s",
+        options.data.display(),
+        data.cut_texts,
+        options.columns - 1,
+        data.dropped_choices,
+        opened.elapsed().as_secs_f64(),
+    );
+
+    std::fs::create_dir_all(&options.run)?;
+    let checkpoint = options.run.join(CHECKPOINT);
+    let resume = !options.fresh && checkpoint.exists();
+    let first = if resume { saved_steps(&checkpoint)? } else { 0 };
+    if first >= options.steps {
+        println!(
+            "{} already took {first} of {} steps: nothing to do",
+            checkpoint.display(),
+            options.steps
+        );
+        return Ok(());
+    }
+    let schedule = Schedule {
+        steps: options.steps,
+        warmup_steps: (options.steps / 10).max(1),
+        learning_rate: options.learning_rate,
+        ..Schedule::default()
+    };
+    let executor = Executor::for_ram(&[], None, options.threads - 1)?;
+    let start_from = if resume {
+        checkpoint.as_path()
+    } else {
+        Path::new("")
+    };
+    let trainer = Trainer::init_ram(&executor, config(&options, start_from, schedule))?;
+    let recipe = &options.recipe;
+    let origin = if resume {
+        format!("resumed at step {first} from {}", checkpoint.display())
+    } else {
+        "from seeded weights".to_owned()
+    };
+    println!(
+        "model: depth {DEPTH}, hidden {HIDDEN}, {HEADS} heads, ffn {FFN_HIDDEN}, {DIMENSIONS} dimensions, token \
+         vectors of {TOKEN_WIDTH}; image patches of {PATCH_SIDE}, audio at {SAMPLE_RATE} Hz, rows of {} columns",
+        options.columns
+    );
+    println!(
+        "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
+         items each, {} choice items), peak learning rate {:e}, {} threads, seed {}",
+        options.steps,
+        origin,
+        data.wordnet_groups(Split::Train),
+        recipe.groups,
+        recipe.images,
+        recipe.spoken,
+        recipe.per_group,
+        recipe.choices,
+        options.learning_rate,
+        options.threads,
+        options.seed,
+    );
+
+    let validation: Vec<Batch> = (0..options.validation_batches as u64)
+        .map(|b| {
+            data.batch(
+                &mut Random::new(options.seed ^ VALIDATION_STREAM, b),
+                Split::Validation,
+                recipe,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let log_path = options.run.join("log.tsv");
+    let fresh_log = !resume || !log_path.exists();
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(resume)
+        .truncate(!resume)
+        .open(&log_path)?;
+    if fresh_log {
+        writeln!(
+            log,
+            "#steps\tsplit\tloss\tmasking\tcontrastive\tlate_interaction\tchoices\ttokens\tseconds"
+        )?;
+    }
+
+    let started = Instant::now();
+    let deadline = options.minutes.map(|m| Duration::from_secs_f64(m * 60.0));
+    let (mut tokens, mut nanoseconds) = (0usize, 0u64);
+    let mut last_saved = first;
+    for index in first..options.steps {
+        let batch = data.batch(
+            &mut Random::new(options.seed, index as u64),
+            Split::Train,
+            recipe,
+        )?;
+        let stats = step(&trainer, &executor, &batch)?;
+        tokens += stats.tokens;
+        nanoseconds += stats.nanoseconds;
+        let done = index + 1;
+        let elapsed = started.elapsed();
+        let per_step = elapsed / (done - first) as u32;
+        let mut left = per_step * (options.steps - done) as u32;
+        if let Some(deadline) = deadline {
+            left = left.min(deadline.saturating_sub(elapsed));
+        }
+        let seconds = stats.nanoseconds as f64 * 1e-9;
+        writeln!(
+            log,
+            "{done}\ttrain\t{}\t{}\t{seconds:.3}",
+            terms(&stats).map(|t| t.to_string()).join("\t"),
+            stats.tokens
+        )?;
+        eprint!(
+            "\rstep {done}/{}  {}  lr {:.1e}  {:.0} tokens/s  {} elapsed, ETA {} ",
+            options.steps,
+            show(&terms(&stats)),
+            stats.learning_rate,
+            tokens as f64 / (nanoseconds as f64 * 1e-9).max(1e-9),
+            clock(elapsed),
+            clock(left),
+        );
+        let _ = std::io::stderr().flush();
+        let out_of_time = deadline.is_some_and(|deadline| elapsed >= deadline);
+        if done % options.every == 0 || done == options.steps || out_of_time {
+            trainer.on(&executor).save(&checkpoint)?;
+            last_saved = done;
+            let loss = validate(&executor, &options, &checkpoint, &validation)?;
+            eprintln!();
+            println!(
+                "step {done}: saved {}; validation {}",
+                checkpoint.display(),
+                show(&loss)
+            );
+            writeln!(
+                log,
+                "{done}\tvalidation\t{}\t0\t0",
+                loss.map(|t| t.to_string()).join("\t")
+            )?;
+            log.flush()?;
+        }
+        if out_of_time {
+            println!(
+                "the {} minute budget is spent: run again to resume from step {done}",
+                options.minutes.unwrap_or(0.0)
+            );
+            break;
+        }
+    }
+    println!(
+        "trained steps {first}..{last_saved} in {} ({:.0} tokens/s in the trainer); log: {}",
+        clock(started.elapsed()),
+        tokens as f64 / (nanoseconds as f64 * 1e-9).max(1e-9),
+        log_path.display()
+    );
+    Ok(())
+}
