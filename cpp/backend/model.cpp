@@ -1,14 +1,13 @@
 // Loading a validated checkpoint into the RAM residency: mapped from its path or read from the caller's buffer, the
 // trunk and heads packed by cpp/weights in BF16 or E4M3, the image, video and audio front-ends beside them, progress
 // reported in bytes through the call.
-#include <cmath>
 #include <cstring>
 #include <new>
-#include <numbers>
 #include <utility>
 
 #include "../../c/scalars.hpp"
 #include "../mapped_file.hpp"
+#include "patches.hpp"
 #include "ram.hpp"
 
 namespace uform::backend {
@@ -87,10 +86,7 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
     } catch (...) {
         return fail(message, uform_status_out_of_memory_k, "out of memory loading the audio front-end");
     }
-    for (std::size_t k = 0; k != n; ++k) {
-        double const angle = 2 * std::numbers::pi * double(k) / double(n);
-        model.hann[k] = float(0.5 - 0.5 * std::cos(angle)); // periodic, as torch.hann_window
-    }
+    periodic_hann(n, model.hann.data());
     return uform_status_ok_k;
 }
 

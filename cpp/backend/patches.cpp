@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 
 #include "../../c/fail.hpp"
 #include "ram.hpp"
@@ -169,6 +170,11 @@ void clip_tubelets(geometry_t const &g, clip_t const &clip, float *patches, std:
         }
         grid_positions(clip.grid, t, positions + token * 3);
     }
+}
+
+void periodic_hann(std::size_t n, float *window) noexcept {
+    for (std::size_t k = 0; k != n; ++k)
+        window[k] = float(0.5 - 0.5 * std::cos(2 * std::numbers::pi * double(k) / double(n)));
 }
 
 std::size_t audio_work_bytes(geometry_t const &g, audio_shape_t const &shape) noexcept {

@@ -54,6 +54,9 @@ uform_status_t keep_frame(void *context, media::rgb_image_t const &frame, char c
 /// tubelet-major; a last incomplete tubelet repeats its final frame.
 void clip_tubelets(geometry_t const &g, clip_t const &clip, float *patches, std::uint32_t *positions) noexcept;
 
+/// The periodic Hann window of `n` points the log-mel frames are weighted by, as `torch.hann_window(n)`.
+void periodic_hann(std::size_t n, float *window) noexcept;
+
 /// Bytes of the work `audio_patches` takes for one recording of `shape`.
 std::size_t audio_work_bytes(geometry_t const &g, audio_shape_t const &shape) noexcept;
 

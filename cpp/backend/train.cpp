@@ -3,7 +3,6 @@
 // the trainer has one; VRAM trainers need GPUs, which this build has none of.
 #include <cmath>
 #include <cstring>
-#include <numbers>
 #include <string>
 #include <vector>
 
@@ -65,18 +64,21 @@ bool is_choice(trainer_step_t const &step, std::size_t i) noexcept {
     return step.choices.count && step.choices.item_size(i) != 0;
 }
 
+/// The tokens of a text's bytes (0-255), followed by CHOOSE (257) when `choose` is set.
+void byte_tokens(std::span<char const> text, bool choose, std::vector<std::uint16_t> &tokens) {
+    tokens.resize(text.size() + (choose ? 1 : 0));
+    for (std::size_t k = 0; k != text.size(); ++k) tokens[k] = static_cast<unsigned char>(text[k]);
+    if (choose) tokens.back() = 257;
+}
+
 /// A text item's tokens: its bytes, masked when the masking term runs (a nonempty text without choices), followed by
 /// CHOOSE for a choice item.
 uform_status_t text_tokens(trainer_t &t, trainer_step_t const &step, std::size_t i, bool masking, item_inputs_t &in,
                            char const **message) {
     std::span<char const> const text = step.contents.item(i);
-    in.tokens.assign(text.size(), 0);
-    for (std::size_t k = 0; k != text.size(); ++k) in.tokens[k] = static_cast<unsigned char>(text[k]);
-    if (is_choice(step, i)) {
-        in.tokens.push_back(257);
-        return uform_status_ok_k;
-    }
-    if (!masking || text.empty()) return uform_status_ok_k;
+    bool const choice = is_choice(step, i);
+    byte_tokens(text, choice, in.tokens);
+    if (choice || !masking || text.empty()) return uform_status_ok_k;
     train::settings_t const &s = t.core.settings;
     // Drawn by the item's index among the world's items, so a mesh's ranks draw what one process would.
     std::size_t const index = t.core.layout().first + i;
@@ -198,8 +200,7 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
     geometry_t const &g = made->core.parameters.geometry;
     if (status == uform_status_ok_k && g.has_audio) try {
             made->hann.resize(g.audio_n_fft);
-            for (std::size_t k = 0; k != g.audio_n_fft; ++k) // periodic, as torch.hann_window
-                made->hann[k] = float(0.5 - 0.5 * std::cos(2 * std::numbers::pi * double(k) / double(g.audio_n_fft)));
+            periodic_hann(g.audio_n_fft, made->hann.data());
         } catch (std::bad_alloc const &) {
             status = fail(message, uform_status_out_of_memory_k, "out of memory making a trainer");
         }
@@ -295,9 +296,7 @@ uform_status_t trainer_calibrate(trainer_t &trainer, call_t &call, trainer_calib
             std::span<char const> const text = calibrate.texts.item(i), legal = calibrate.choices.item(i);
             std::span<float const> const targets = calibrate.targets.item(i);
             item_inputs_t &in = trainer.inputs[i];
-            in.tokens.assign(text.begin(), text.end());
-            for (std::size_t k = 0; k != text.size(); ++k) in.tokens[k] = static_cast<unsigned char>(text[k]);
-            in.tokens.push_back(257);
+            byte_tokens(text, true, in.tokens);
             trainer.segments[i] = {uform_modality_text_k, in.tokens.data(), nullptr, nullptr, in.tokens.size()};
             tokens += in.tokens.size();
             for (char c : legal) trainer.legal.push_back(static_cast<std::uint8_t>(c));

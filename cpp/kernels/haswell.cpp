@@ -215,34 +215,8 @@ void rope_round_haswell(float *x, std::size_t heads, std::size_t head_dim, float
     }
 }
 
-// Softmax of a scaled row in F32, then BF16 rounding of the probabilities.
-void softmax_round_haswell(float *row, std::size_t count, float scale) noexcept {
-    if (count == 0) return;
-    __m256 const factor = _mm256_set1_ps(scale);
-    __m256 maximum = _mm256_set1_ps(-INFINITY);
-    for (std::size_t i = 0; i < count; i += 8) {
-        std::size_t const lanes = count - i < 8 ? count - i : 8;
-        __m256 const value = _mm256_mul_ps(load_partial(row + i, lanes), factor);
-        store_partial(row + i, value, lanes);
-        __m256 const valid = _mm256_castsi256_ps(tail_mask(lanes));
-        maximum = _mm256_max_ps(maximum, _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), value, valid));
-    }
-    __m256 const shift = _mm256_set1_ps(reduce_max(maximum));
-    __m256 sum = _mm256_setzero_ps();
-    for (std::size_t i = 0; i < count; i += 8) {
-        std::size_t const lanes = count - i < 8 ? count - i : 8;
-        __m256 const value = exp_x8(_mm256_sub_ps(load_partial(row + i, lanes), shift));
-        store_partial(row + i, value, lanes);
-        sum = _mm256_add_ps(sum, _mm256_and_ps(value, _mm256_castsi256_ps(tail_mask(lanes))));
-    }
-    __m256 const inverse = _mm256_set1_ps(1.0f / reduce_add(sum));
-    for (std::size_t i = 0; i < count; i += 8) {
-        std::size_t const lanes = count - i < 8 ? count - i : 8;
-        store_partial(row + i, round_bf16_x8(_mm256_mul_ps(load_partial(row + i, lanes), inverse)), lanes);
-    }
-}
-
-// Softmax of a scaled row in F32, unrounded: the same passes as `softmax_round_haswell` without the rounding.
+// Softmax of a scaled row in F32, the probabilities then rounded to BF16 when `round_k` is set.
+template <bool round_k>
 void softmax_haswell(float *row, std::size_t count, float scale) noexcept {
     if (count == 0) return;
     __m256 const factor = _mm256_set1_ps(scale);
@@ -265,7 +239,8 @@ void softmax_haswell(float *row, std::size_t count, float scale) noexcept {
     __m256 const inverse = _mm256_set1_ps(1.0f / reduce_add(sum));
     for (std::size_t i = 0; i < count; i += 8) {
         std::size_t const lanes = count - i < 8 ? count - i : 8;
-        store_partial(row + i, _mm256_mul_ps(load_partial(row + i, lanes), inverse), lanes);
+        __m256 const value = _mm256_mul_ps(load_partial(row + i, lanes), inverse);
+        store_partial(row + i, round_k ? round_bf16_x8(value) : value, lanes);
     }
 }
 
@@ -324,12 +299,12 @@ constexpr kernels_t haswell_k{
     round_bf16_haswell,
     rms_norm_haswell,
     rope_round_haswell,
-    softmax_round_haswell,
+    softmax_haswell<true>,
     silu_mul_round_haswell,
     add_haswell,
     scale_haswell,
     l2_normalize_haswell,
-    softmax_haswell,
+    softmax_haswell<false>,
     sigmoid_haswell,
     nullptr,
     nullptr,

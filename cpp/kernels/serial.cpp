@@ -81,24 +81,8 @@ void rope_round_serial(float *x, std::size_t heads, std::size_t head_dim, float 
     }
 }
 
-// Softmax of a scaled row in F32, then BF16 rounding of the probabilities.
-void softmax_round_serial(float *row, std::size_t count, float scale) noexcept {
-    if (count == 0) return;
-    float maximum = -INFINITY;
-    for (std::size_t i = 0; i != count; ++i) {
-        row[i] *= scale;
-        maximum = row[i] > maximum ? row[i] : maximum;
-    }
-    float sum = 0;
-    for (std::size_t i = 0; i != count; ++i) {
-        row[i] = std::exp(row[i] - maximum);
-        sum += row[i];
-    }
-    float const inverse = 1.0f / sum;
-    for (std::size_t i = 0; i != count; ++i) row[i] = round_bf16(row[i] * inverse);
-}
-
-// Softmax of a scaled row in F32, unrounded.
+// Softmax of a scaled row in F32, the probabilities then rounded to BF16 when `round_k` is set.
+template <bool round_k>
 void softmax_serial(float *row, std::size_t count, float scale) noexcept {
     if (count == 0) return;
     float maximum = -INFINITY;
@@ -112,7 +96,7 @@ void softmax_serial(float *row, std::size_t count, float scale) noexcept {
         sum += row[i];
     }
     float const inverse = 1.0f / sum;
-    for (std::size_t i = 0; i != count; ++i) row[i] *= inverse;
+    for (std::size_t i = 0; i != count; ++i) row[i] = round_k ? round_bf16(row[i] * inverse) : row[i] * inverse;
 }
 
 // The logistic function of every value.
@@ -155,12 +139,12 @@ constexpr kernels_t serial_k{
     round_bf16_serial,
     rms_norm_serial,
     rope_round_serial,
-    softmax_round_serial,
+    softmax_serial<true>,
     silu_mul_round_serial,
     add_serial,
     scale_serial,
     l2_normalize_serial,
-    softmax_serial,
+    softmax_serial<false>,
     sigmoid_serial,
     nullptr,
     nullptr,

@@ -268,38 +268,8 @@ constexpr auto softmax_round_short_k = []<std::size_t... v>(std::index_sequence<
     return std::array<void (*)(float *, std::size_t, float) noexcept, sizeof...(v)>{&softmax_round_short<v + 1>...};
 }(std::make_index_sequence<16>{});
 
-// Softmax of a scaled row in F32, then BF16 rounding of the probabilities: rows up to 256 values in registers,
-// longer ones in three passes.
-void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept {
-    if (count == 0) return;
-    if (std::size_t const vectors = (count + 15) / 16; vectors <= softmax_round_short_k.size())
-        return softmax_round_short_k[vectors - 1](row, count, scale);
-    __m512 const factor = _mm512_set1_ps(scale);
-    __m512 maximum = _mm512_set1_ps(-INFINITY);
-    for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
-        __m512 const value = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), factor);
-        _mm512_mask_storeu_ps(row + i, mask, value);
-        maximum = _mm512_mask_max_ps(maximum, mask, maximum, value);
-    }
-    __m512 const shift = _mm512_set1_ps(_mm512_reduce_max_ps(maximum));
-    __m512 sum = _mm512_setzero_ps();
-    for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
-        __m512 const value = exp_x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + i), shift));
-        _mm512_mask_storeu_ps(row + i, mask, value);
-        sum = _mm512_mask_add_ps(sum, mask, sum, value);
-    }
-    __m512 const inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
-    for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
-        _mm512_mask_storeu_ps(row + i, mask,
-                              round_bf16_x16(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inverse)));
-    }
-}
-
-// Softmax of a scaled row in F32, unrounded: the same passes as `softmax_round_skylake`'s long rows without the
-// rounding.
+// Softmax of a scaled row in F32 in three passes, the probabilities then rounded to BF16 when `round_k` is set.
+template <bool round_k>
 void softmax_skylake(float *row, std::size_t count, float scale) noexcept {
     if (count == 0) return;
     __m512 const factor = _mm512_set1_ps(scale);
@@ -321,8 +291,18 @@ void softmax_skylake(float *row, std::size_t count, float scale) noexcept {
     __m512 const inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
     for (std::size_t i = 0; i < count; i += 16) {
         __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
-        _mm512_mask_storeu_ps(row + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inverse));
+        __m512 const value = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inverse);
+        _mm512_mask_storeu_ps(row + i, mask, round_k ? round_bf16_x16(value) : value);
     }
+}
+
+// Softmax of a scaled row in F32, then BF16 rounding of the probabilities: rows up to 256 values in registers,
+// longer ones in three passes.
+void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept {
+    if (count == 0) return;
+    if (std::size_t const vectors = (count + 15) / 16; vectors <= softmax_round_short_k.size())
+        return softmax_round_short_k[vectors - 1](row, count, scale);
+    softmax_skylake<true>(row, count, scale);
 }
 
 // The logistic function of every value, with an exact division.
@@ -403,7 +383,7 @@ constexpr kernels_t skylake_k{
     add_skylake,
     scale_skylake,
     l2_normalize_skylake,
-    softmax_skylake,
+    softmax_skylake<false>,
     sigmoid_skylake,
     nullptr,
     nullptr,

@@ -3,6 +3,7 @@
 // Gloo (cpp/backend/mesh.cpp); a trainer without a mesh calls none of them.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <span>
 
@@ -32,5 +33,41 @@ class collectives_t {
     /// Copies rank 0's `bytes` bytes at `values` to every rank's.
     virtual uform_status_t broadcast(void *values, std::size_t bytes, char const **message) noexcept = 0;
 };
+
+/// Floats of the bucket a trainer sums its gradients over the mesh in.
+inline constexpr std::size_t gradient_bucket_floats_k = std::size_t(1) << 22;
+
+/// Sums `count` arrays over the mesh in place, `values(t)` the span of array `t`: consecutive arrays are packed into
+/// `bucket` (`gradient_bucket_floats_k` floats), which is summed when the next array would not fit and unpacked; an
+/// array larger than the bucket is summed in place alone. Every rank must pass arrays of the same sizes.
+template <typename values_of_>
+uform_status_t sum_in_buckets(collectives_t &mesh, std::size_t count, values_of_ &&values, std::span<float> bucket,
+                              char const **message) noexcept {
+    std::size_t begin = 0, filled = 0;
+    auto flush = [&](std::size_t end) noexcept -> uform_status_t {
+        if (uform_status_t status = mesh.sum(bucket.first(filled), message)) return status;
+        for (std::size_t t = begin, at = 0; t != end; ++t) {
+            std::span<float> const target = values(t);
+            std::copy_n(bucket.data() + at, target.size(), target.data());
+            at += target.size();
+        }
+        begin = end, filled = 0;
+        return uform_status_ok_k;
+    };
+    for (std::size_t t = 0; t != count; ++t) {
+        std::span<float> const source = values(t);
+        if (source.size() > bucket.size()) {
+            if (uform_status_t status = flush(t)) return status;
+            if (uform_status_t status = mesh.sum(source, message)) return status;
+            begin = t + 1;
+            continue;
+        }
+        if (filled + source.size() > bucket.size())
+            if (uform_status_t status = flush(t)) return status;
+        std::copy(source.begin(), source.end(), bucket.data() + filled);
+        filled += source.size();
+    }
+    return flush(count);
+}
 
 } // namespace uform::train

@@ -161,39 +161,14 @@ uform_status_t trainer_core_t::gather_outputs(trunk_outputs_t const &out, bool l
 }
 
 uform_status_t trainer_core_t::sum_gradients(char const **message) noexcept {
-    constexpr std::size_t bucket_floats_k = std::size_t(1) << 22;
     try {
-        bucket_.resize(bucket_floats_k);
+        bucket_.resize(gradient_bucket_floats_k);
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory summing the gradients");
     }
-    // Tensors are packed into buckets in order; a bucket is summed when the next tensor would not fit (a tensor
-    // larger than a bucket is summed in place alone).
     std::vector<tensor_t> &tensors = parameters.tensors;
-    std::size_t begin = 0, filled = 0;
-    auto flush = [&](std::size_t end) noexcept -> uform_status_t {
-        if (uform_status_t status = mesh->sum(std::span<float>(bucket_.data(), filled), message)) return status;
-        for (std::size_t t = begin, at = 0; t != end; ++t) {
-            std::copy_n(bucket_.data() + at, tensors[t].grad.size(), tensors[t].grad.data());
-            at += tensors[t].grad.size();
-        }
-        begin = end, filled = 0;
-        return uform_status_ok_k;
-    };
-    for (std::size_t t = 0; t != tensors.size(); ++t) {
-        std::vector<float> &grad = tensors[t].grad;
-        if (grad.size() > bucket_floats_k) {
-            if (uform_status_t status = flush(t)) return status;
-            if (uform_status_t status = mesh->sum(std::span<float>(grad), message)) return status;
-            begin = t + 1;
-            continue;
-        }
-        if (filled + grad.size() > bucket_floats_k)
-            if (uform_status_t status = flush(t)) return status;
-        std::copy(grad.begin(), grad.end(), bucket_.data() + filled);
-        filled += grad.size();
-    }
-    return flush(tensors.size());
+    auto grad_of = [&](std::size_t t) noexcept { return std::span<float>(tensors[t].grad); };
+    return sum_in_buckets(*mesh, tensors.size(), grad_of, std::span<float>(bucket_), message);
 }
 
 uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,

@@ -52,7 +52,7 @@ namespace {
 
 using namespace uform::bench;
 
-constexpr std::size_t bucket_floats_k = std::size_t(1) << 22; // as cpp/train/step.cpp
+using uform::train::gradient_bucket_floats_k;
 
 /// What the command line chose.
 struct options_t {
@@ -106,12 +106,12 @@ std::vector<std::size_t> bucket_sizes(std::vector<std::size_t> const &sizes) {
     std::vector<std::size_t> buckets;
     std::size_t filled = 0;
     for (std::size_t size : sizes) {
-        if (size > bucket_floats_k) {
+        if (size > gradient_bucket_floats_k) {
             if (filled) buckets.push_back(filled);
             buckets.push_back(size), filled = 0;
             continue;
         }
-        if (filled + size > bucket_floats_k) buckets.push_back(filled), filled = 0;
+        if (filled + size > gradient_bucket_floats_k) buckets.push_back(filled), filled = 0;
         filled += size;
     }
     if (filled) buckets.push_back(filled);
@@ -186,7 +186,7 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
     // The trainer's gradients, one vector per tensor, and a bucket; Gloo's buffers, one per bucket.
     std::vector<std::vector<float>> grads;
     for (std::size_t size : sizes) grads.emplace_back(size, float(rank + 1));
-    std::vector<float> bucket(bucket_floats_k);
+    std::vector<float> bucket(gradient_bucket_floats_k);
     std::vector<std::vector<float>> direct;
     for (std::size_t size : buckets) direct.emplace_back(size, float(rank + 1));
     char const *message = "";
@@ -194,27 +194,9 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
 
     // The trainer's path, as `sum_gradients` runs it.
     auto trainer_path = [&] {
-        std::size_t begin = 0, filled = 0;
-        auto flush = [&](std::size_t end) {
-            ok = ok && mesh.sum(std::span<float>(bucket.data(), filled), &message) == uform_status_ok_k;
-            for (std::size_t t = begin, at = 0; t != end; ++t) {
-                std::copy_n(bucket.data() + at, grads[t].size(), grads[t].data());
-                at += grads[t].size();
-            }
-            begin = end, filled = 0;
-        };
-        for (std::size_t t = 0; t != grads.size(); ++t) {
-            if (grads[t].size() > bucket_floats_k) {
-                flush(t);
-                ok = ok && mesh.sum(std::span<float>(grads[t]), &message) == uform_status_ok_k;
-                begin = t + 1;
-                continue;
-            }
-            if (filled + grads[t].size() > bucket_floats_k) flush(t);
-            std::copy(grads[t].begin(), grads[t].end(), bucket.data() + filled);
-            filled += grads[t].size();
-        }
-        flush(grads.size());
+        auto grad_of = [&](std::size_t t) noexcept { return std::span<float>(grads[t]); };
+        ok = ok && uform::train::sum_in_buckets(mesh, grads.size(), grad_of, std::span<float>(bucket), &message) ==
+                       uform_status_ok_k;
     };
     auto gloo_allreduce = [&](std::vector<float> &values) {
         gloo::AllreduceOptions o(context);
@@ -246,7 +228,7 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
         work();
         into.push_back(wall_now() - start);
     };
-    std::vector<float> single(bucket_floats_k, 1.0f);
+    std::vector<float> single(gradient_bucket_floats_k, 1.0f);
     for (std::size_t repeat = 0; ok && repeat != options.repeats; ++repeat) {
         timed(trainer_all, trainer_path);
         timed(gloo_all, [&] {
@@ -276,8 +258,8 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
         print_bandwidth("gloo_allreduce_buckets", buckets.size(), total, gloo_all);
         print_bandwidth("gloo_ring_buckets", buckets.size(), total, ring_all);
         print_bandwidth("gloo_halving_doubling_buckets", buckets.size(), total, halving_all);
-        print_bandwidth("uform_sum_4Mi", 1, bucket_floats_k, trainer_one);
-        print_bandwidth("gloo_allreduce_4Mi", 1, bucket_floats_k, gloo_one);
+        print_bandwidth("uform_sum_4Mi", 1, gradient_bucket_floats_k, trainer_one);
+        print_bandwidth("gloo_allreduce_4Mi", 1, gradient_bucket_floats_k, gloo_one);
         write_result(std::string(directory) + "/gradient_sum.seconds", median(trainer_all));
     }
     uform_mesh_free(handle);
