@@ -3,6 +3,7 @@
 // compares a large gradient with its golden.
 #pragma once
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -10,10 +11,12 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 #include <string_view>
 #include <vector>
 
 #include "cpp/train/random.hpp"
+#include "cpp/train/step.hpp"
 
 namespace goldens {
 
@@ -202,6 +205,125 @@ closeness_t compare(value_type_ const *a, double const *b, std::size_t count) {
     double const cosine = aa == 0 && bb == 0 ? 1 : ab / std::sqrt(aa * bb);
     double const relative = bb == 0 ? std::sqrt(dd) : std::sqrt(dd / bb);
     return {cosine, relative};
+}
+
+/// A `parallel_t` over `threads` fresh threads per loop, tasks taken in turn from a shared counter.
+inline uform::ram::parallel_t threaded(std::size_t threads) {
+    uform::ram::parallel_t parallel;
+    parallel.threads = threads;
+    parallel.for_n = [](void *context, std::size_t count, void *fn_context, uform::ram::task_fn_t fn) noexcept {
+        std::size_t const workers = *static_cast<std::size_t *>(context);
+        std::atomic<std::size_t> next{0};
+        auto work = [&](std::size_t thread) {
+            for (std::size_t task; (task = next.fetch_add(1)) < count;) fn(fn_context, task, thread);
+        };
+        std::vector<std::thread> pool;
+        for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, t);
+        work(0);
+        for (auto &t : pool) t.join();
+    };
+    static std::size_t count;
+    count = threads;
+    parallel.context = &count;
+    return parallel;
+}
+
+/// The batch of batch.json as the trainer's core reads it, with the masks injected and the media items' front-end
+/// inputs taken from the goldens.
+struct batch_t {
+    std::vector<std::vector<std::uint16_t>> tokens;
+    std::vector<std::vector<float>> patches;
+    std::vector<std::vector<std::uint32_t>> positions;
+    std::vector<uform::train::segment_t> segments;
+    std::vector<uform::train::logit_row_t> mask_rows;
+    std::vector<std::uint8_t> mask_targets;
+    std::vector<std::size_t> bags;
+    std::vector<std::size_t> edge_offsets[3], edge_ids[3];
+    std::vector<float> edge_weights[3];
+    std::vector<uform_late_interaction_side_t> sides;
+    std::vector<std::uint8_t> choices;
+    std::vector<float> targets;
+    std::vector<std::size_t> choice_offsets;
+
+    uform::train::batch_t view() const {
+        uform::train::batch_t b;
+        b.segments = segments;
+        b.mask_rows = mask_rows;
+        b.mask_targets = mask_targets;
+        b.bags = bags;
+        uform_edges_t *sets[3] = {const_cast<uform_edges_t *>(&b.relations.attract),
+                                  const_cast<uform_edges_t *>(&b.relations.repel),
+                                  const_cast<uform_edges_t *>(&b.relations.ignore)};
+        for (int e = 0; e != 3; ++e)
+            *sets[e] = {edge_offsets[e].data(),
+                        edge_offsets[e].size(),
+                        edge_ids[e].data(),
+                        edge_ids[e].size(),
+                        edge_weights[e].empty() ? nullptr : edge_weights[e].data(),
+                        edge_weights[e].size()};
+        b.sides = sides;
+        b.choices = choices.data();
+        b.choice_targets = targets.data();
+        b.choice_offsets = choice_offsets.data();
+        return b;
+    }
+};
+
+inline batch_t golden_batch(json_t const &batch, std::map<std::string, tensor_t> const &t) {
+    batch_t g;
+    std::size_t const n = batch["items"].size();
+    g.tokens.resize(n), g.patches.resize(n), g.positions.resize(n), g.segments.resize(n);
+    g.choice_offsets.push_back(0);
+    json_t const &masks = batch["masks"]["items"];
+    for (std::size_t i = 0; i != n; ++i) {
+        json_t const &item = batch["items"][i];
+        std::string const &modality = item["modality"].text;
+        uform::train::segment_t &s = g.segments[i];
+        if (modality == "text") {
+            std::string const &text = item["text"].text;
+            for (unsigned char c : text) g.tokens[i].push_back(c);
+            std::string const key = std::to_string(i);
+            if (masks.has(key))
+                for (json_t const &pair : masks[key].items) {
+                    std::size_t const position = pair[0].index();
+                    g.mask_rows.push_back({i, position});
+                    g.mask_targets.push_back(static_cast<std::uint8_t>(text[position]));
+                    g.tokens[i][position] = static_cast<std::uint16_t>(pair[1].index());
+                }
+            if (item.has("choices")) {
+                g.tokens[i].push_back(257);
+                for (unsigned char c : item["choices"].text) g.choices.push_back(c);
+                for (json_t const &v : item["targets"].items) g.targets.push_back(float(v.value));
+            }
+            s.modality = uform_modality_text_k;
+            s.tokens = g.tokens[i].data();
+            s.count = g.tokens[i].size();
+        } else {
+            tensor_t const &p = t.at("step0.patches." + modality), &q = t.at("step0.positions." + modality);
+            g.patches[i].assign(p.values.begin(), p.values.end());
+            for (double v : q.values) g.positions[i].push_back(std::uint32_t(v));
+            s.modality = modality == "image"   ? uform_modality_image_k
+                         : modality == "video" ? uform_modality_video_k
+                                               : uform_modality_audio_k;
+            s.patches = g.patches[i].data();
+            s.positions = modality == "audio" ? nullptr : g.positions[i].data();
+            s.count = p.shape[0];
+        }
+        g.choice_offsets.push_back(g.choices.size());
+        g.bags.push_back(batch["bags"][i].index());
+        std::string const &side = batch["sides"][i].text;
+        g.sides.push_back(side == "query"      ? uform_late_interaction_side_query_k
+                          : side == "document" ? uform_late_interaction_side_document_k
+                                               : uform_late_interaction_side_none_k);
+    }
+    char const *kinds[3] = {"attract", "repel", "ignore"};
+    for (int e = 0; e != 3; ++e) {
+        json_t const &set = batch["relations"][kinds[e]];
+        for (json_t const &v : set["offsets"].items) g.edge_offsets[e].push_back(v.index());
+        for (json_t const &v : set["ids"].items) g.edge_ids[e].push_back(v.index());
+        for (json_t const &v : set["weights"].items) g.edge_weights[e].push_back(float(v.value));
+    }
+    return g;
 }
 
 } // namespace goldens

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "c/checkpoint.hpp"
@@ -31,120 +30,6 @@ void check(bool ok, char const *what, double a = 0, double b = 0) {
 using goldens::json_t;
 using goldens::tensor_t;
 using tensors_t = std::map<std::string, tensor_t>;
-
-/// The batch of batch.json as the trainer's core reads it, with the masks injected and the media items' front-end
-/// inputs taken from the goldens.
-struct golden_batch_t {
-    std::vector<std::vector<std::uint16_t>> tokens;
-    std::vector<std::vector<float>> patches;
-    std::vector<std::vector<std::uint32_t>> positions;
-    std::vector<uform::train::segment_t> segments;
-    std::vector<uform::train::logit_row_t> mask_rows;
-    std::vector<std::uint8_t> mask_targets;
-    std::vector<std::size_t> bags;
-    std::vector<std::size_t> edge_offsets[3], edge_ids[3];
-    std::vector<float> edge_weights[3];
-    std::vector<uform_late_interaction_side_t> sides;
-    std::vector<std::uint8_t> choices;
-    std::vector<float> targets;
-    std::vector<std::size_t> choice_offsets;
-
-    uform::train::batch_t view() const {
-        uform::train::batch_t b;
-        b.segments = segments;
-        b.mask_rows = mask_rows;
-        b.mask_targets = mask_targets;
-        b.bags = bags;
-        uform_edges_t *sets[3] = {const_cast<uform_edges_t *>(&b.relations.attract),
-                                  const_cast<uform_edges_t *>(&b.relations.repel),
-                                  const_cast<uform_edges_t *>(&b.relations.ignore)};
-        for (int e = 0; e != 3; ++e)
-            *sets[e] = {edge_offsets[e].data(),
-                        edge_offsets[e].size(),
-                        edge_ids[e].data(),
-                        edge_ids[e].size(),
-                        edge_weights[e].empty() ? nullptr : edge_weights[e].data(),
-                        edge_weights[e].size()};
-        b.sides = sides;
-        b.choices = choices.data();
-        b.choice_targets = targets.data();
-        b.choice_offsets = choice_offsets.data();
-        return b;
-    }
-};
-
-golden_batch_t golden_batch(json_t const &batch, tensors_t const &t) {
-    golden_batch_t g;
-    std::size_t const n = batch["items"].size();
-    g.tokens.resize(n), g.patches.resize(n), g.positions.resize(n), g.segments.resize(n);
-    g.choice_offsets.push_back(0);
-    json_t const &masks = batch["masks"]["items"];
-    for (std::size_t i = 0; i != n; ++i) {
-        json_t const &item = batch["items"][i];
-        std::string const &modality = item["modality"].text;
-        uform::train::segment_t &s = g.segments[i];
-        if (modality == "text") {
-            std::string const &text = item["text"].text;
-            for (unsigned char c : text) g.tokens[i].push_back(c);
-            std::string const key = std::to_string(i);
-            if (masks.has(key))
-                for (json_t const &pair : masks[key].items) {
-                    std::size_t const position = pair[0].index();
-                    g.mask_rows.push_back({i, position});
-                    g.mask_targets.push_back(static_cast<std::uint8_t>(text[position]));
-                    g.tokens[i][position] = static_cast<std::uint16_t>(pair[1].index());
-                }
-            if (item.has("choices")) {
-                g.tokens[i].push_back(257);
-                for (unsigned char c : item["choices"].text) g.choices.push_back(c);
-                for (json_t const &v : item["targets"].items) g.targets.push_back(float(v.value));
-            }
-            s.modality = uform_modality_text_k;
-            s.tokens = g.tokens[i].data();
-            s.count = g.tokens[i].size();
-        } else {
-            tensor_t const &p = t.at("step0.patches." + modality), &q = t.at("step0.positions." + modality);
-            g.patches[i].assign(p.values.begin(), p.values.end());
-            for (double v : q.values) g.positions[i].push_back(std::uint32_t(v));
-            s.modality = modality == "image"   ? uform_modality_image_k
-                         : modality == "video" ? uform_modality_video_k
-                                               : uform_modality_audio_k;
-            s.patches = g.patches[i].data();
-            s.positions = modality == "audio" ? nullptr : g.positions[i].data();
-            s.count = p.shape[0];
-        }
-        g.choice_offsets.push_back(g.choices.size());
-        g.bags.push_back(batch["bags"][i].index());
-        std::string const &side = batch["sides"][i].text;
-        g.sides.push_back(side == "query"      ? uform_late_interaction_side_query_k
-                          : side == "document" ? uform_late_interaction_side_document_k
-                                               : uform_late_interaction_side_none_k);
-    }
-    char const *kinds[3] = {"attract", "repel", "ignore"};
-    for (int e = 0; e != 3; ++e) {
-        json_t const &set = batch["relations"][kinds[e]];
-        for (json_t const &v : set["offsets"].items) g.edge_offsets[e].push_back(v.index());
-        for (json_t const &v : set["ids"].items) g.edge_ids[e].push_back(v.index());
-        for (json_t const &v : set["weights"].items) g.edge_weights[e].push_back(float(v.value));
-    }
-    return g;
-}
-
-/// Runs a loop's tasks on the calling thread and one more, as a two-worker executor would.
-void two_threads(void *, std::size_t count, void *fn_context, uform::ram::task_fn_t fn) noexcept {
-    std::thread other([&] {
-        for (std::size_t task = 1; task < count; task += 2) fn(fn_context, task, 1);
-    });
-    for (std::size_t task = 0; task < count; task += 2) fn(fn_context, task, 0);
-    other.join();
-}
-
-uform::ram::parallel_t parallel_of(std::size_t threads) {
-    uform::ram::parallel_t p;
-    p.threads = threads;
-    if (threads > 1) p.for_n = two_threads;
-    return p;
-}
 
 /// A trainer core on tiny.safetensors with batch.json's objective and schedule.
 bool make_core(json_t const &batch, uform::train::trainer_core_t &core, uform::ram::parallel_t const &parallel) {
@@ -206,9 +91,9 @@ bool always(void *) noexcept { return true; }
 int main() {
     json_t const batch = goldens::batch();
     tensors_t const t = goldens::read_safetensors(goldens::directory() + "/train.safetensors");
-    golden_batch_t const data = golden_batch(batch, t);
+    goldens::batch_t const data = goldens::golden_batch(batch, t);
     uform::train::batch_t const view = data.view();
-    uform::ram::parallel_t const parallel = parallel_of(2);
+    uform::ram::parallel_t const parallel = goldens::threaded(2);
     char const *message = nullptr;
 
     uform::train::trainer_core_t core;
@@ -225,7 +110,7 @@ int main() {
         check(core.parameters.tensors[i].master == initial[i], "a cancelled step leaves the weights");
 
     // A step whose loss is not finite changes nothing either, and the next proceeds.
-    golden_batch_t broken = golden_batch(batch, t);
+    goldens::batch_t broken = goldens::golden_batch(batch, t);
     broken.targets[0] = NAN;
     status = core.step(broken.view(), parallel, {}, {}, report, &message);
     check(status == uform_status_corrupt_k, "a NaN target answers corrupt", status);

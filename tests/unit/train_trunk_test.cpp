@@ -5,13 +5,11 @@
 // bit for bit.
 //
 // Prints "N passed, M failed" and exits nonzero on a failure. Run from the repository root (or set UFORM_TEST_DATA).
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "c/checkpoint.hpp"
@@ -26,27 +24,6 @@ int passed = 0, failed = 0;
 void check(bool ok, std::string const &what) {
     if (ok) ++passed;
     else ++failed, std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-}
-
-/// A `parallel_t` over `threads` fresh threads per loop, tasks taken in turn from a shared counter.
-uform::ram::parallel_t threaded(std::size_t threads) {
-    uform::ram::parallel_t parallel;
-    parallel.threads = threads;
-    parallel.for_n = [](void *context, std::size_t count, void *fn_context, uform::ram::task_fn_t fn) noexcept {
-        std::size_t const workers = *static_cast<std::size_t *>(context);
-        std::atomic<std::size_t> next{0};
-        auto work = [&](std::size_t thread) {
-            for (std::size_t task; (task = next.fetch_add(1)) < count;) fn(fn_context, task, thread);
-        };
-        std::vector<std::thread> pool;
-        for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, t);
-        work(0);
-        for (auto &t : pool) t.join();
-    };
-    static std::size_t count;
-    count = threads;
-    parallel.context = &count;
-    return parallel;
 }
 
 /// FNV-1a-64 of F32 values' little-endian bytes, as hex.
@@ -72,7 +49,7 @@ int main() {
         std::fprintf(stderr, "cannot read %s: %s\n", path.c_str(), message);
         return 2;
     }
-    ram::parallel_t const parallel = threaded(2);
+    ram::parallel_t const parallel = goldens::threaded(2);
     train::parameters_t parameters;
     check(train::parameters_load(path.data(), path.size(), checkpoint, uform_pair_loss_form_info_nce_k, parameters,
                                  &message) == uform_status_ok_k,
@@ -84,42 +61,16 @@ int main() {
     for (std::size_t i = 0; i != std::min(names.size(), parameters.tensors.size()); ++i)
         check(parameters.tensors[i].name == names[i]["name"].text, "parameter " + names[i]["name"].text);
 
-    // The batch's segments: texts masked as batch.json says, choice items with CHOOSE, the media from the goldens.
+    // The batch's segments: texts masked as batch.json says, choice items with CHOOSE, the media from the goldens;
+    // byte logits at the masked positions, then at each choice item's CHOOSE.
     goldens::json_t const &items = batch["items"];
     std::size_t const count = items.size();
-    std::vector<std::vector<std::uint16_t>> tokens(count);
-    std::vector<std::vector<float>> patches(count);
-    std::vector<std::vector<std::uint32_t>> positions(count);
-    std::vector<train::segment_t> segments(count);
-    std::vector<train::logit_row_t> logit_rows;
-    goldens::json_t const &masks = batch["masks"]["items"];
-    for (std::size_t i = 0; i != count; ++i) {
-        goldens::json_t const &item = items[i];
-        std::string const &modality = item["modality"].text;
-        if (modality == "text") {
-            for (char c : item["text"].text) tokens[i].push_back(static_cast<unsigned char>(c));
-            if (masks.has(std::to_string(i)))
-                for (goldens::json_t const &m : masks[std::to_string(i)].items) {
-                    tokens[i][m[0].index()] = static_cast<std::uint16_t>(m[1].index());
-                    logit_rows.push_back({i, m[0].index()});
-                }
-            if (item.has("choices")) tokens[i].push_back(257);
-            segments[i] = {uform_modality_text_k, tokens[i].data(), nullptr, nullptr, tokens[i].size()};
-            continue;
-        }
-        goldens::tensor_t const &vectors = golden.at("step0.patches." + modality);
-        goldens::tensor_t const &where = golden.at("step0.positions." + modality);
-        patches[i].assign(vectors.values.begin(), vectors.values.end());
-        for (double v : where.values) positions[i].push_back(static_cast<std::uint32_t>(v));
-        uform_modality_t const kind = modality == "image"   ? uform_modality_image_k
-                                      : modality == "video" ? uform_modality_video_k
-                                                            : uform_modality_audio_k;
-        segments[i] = {kind, nullptr, patches[i].data(), kind == uform_modality_audio_k ? nullptr : positions[i].data(),
-                       vectors.shape[0]};
-    }
+    goldens::batch_t const data = goldens::golden_batch(batch, golden);
+    std::vector<train::segment_t> const &segments = data.segments;
+    std::vector<train::logit_row_t> logit_rows = data.mask_rows;
     std::size_t const mask_rows = logit_rows.size();
     for (std::size_t i = 0; i != count; ++i)
-        if (items[i].has("choices")) logit_rows.push_back({i, tokens[i].size() - 1});
+        if (items[i].has("choices")) logit_rows.push_back({i, segments[i].count - 1});
     std::vector<std::uint8_t> flags(count, 0);
     for (goldens::json_t const &i : batch["step0.token_vector_items"].items) flags[i.index()] = 1;
 
