@@ -6,16 +6,19 @@
 // earlier run:
 // - every rank r > 0 draws a random token and publishes it in `<job>.ready.<r>`;
 // - rank 0 reads every rank's token and publishes `<job>.attempt`: a fresh random nonce and the tokens it read,
-//   publishing a new nonce whenever a token changes (a stale token of an earlier run is replaced by the live one);
+//   publishing a new nonce whenever a token changes (a stale token of an earlier run is replaced by the live one),
+//   and before every rank arrived (a rank given another host count then says so in its acknowledgement);
 // - a rank r > 0 acknowledges a nonce listed with its own token in `<job>.ack.<nonce>.<r>`, and waits for
 //   `<job>.go.<nonce>`, which rank 0 writes once every rank acknowledged the nonce;
 // - then every rank connects through Gloo's file store in the fresh folder `<job>.<nonce>` of the directory.
-// Past the deadline a rank gives up with `timeout`. The files are left in place.
+// Past the deadline a rank gives up with `timeout`. After a barrier of the connected ranks each removes the files it
+// wrote, and rank 0 the folder; a rendezvous that fails leaves its files in place (the next attempt ignores them).
 #include "mesh.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <thread>
@@ -25,6 +28,7 @@
 
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
+#include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/math.h>
@@ -88,8 +92,27 @@ std::vector<std::string> lines_of(std::string const &text) {
     return lines;
 }
 
-/// Agrees on the attempt's nonce with the other ranks (the protocol above).
-uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, char const **message) {
+/// The files a rank wrote for the rendezvous, removed once every rank connected.
+struct written_t {
+    std::vector<std::string> paths;
+};
+
+/// Writes `path` atomically and remembers it; `false` on failure.
+bool publish(std::string const &path, std::string const &contents, written_t &written) {
+    if (!write_atomically(path, contents)) return false;
+    written.paths.push_back(path);
+    return true;
+}
+
+/// What a rank r > 0 acknowledges an attempt with: agreement, or the host count it was given when that differs.
+std::string acknowledgement(std::string const &count, std::string const &published_count) {
+    return count == published_count ? std::string("ack\n") : "count " + count + "\n";
+}
+
+/// Agrees on the attempt's nonce with the other ranks (the protocol above). Rank 0 publishes an attempt whenever the
+/// ranks' tokens it has read change, before every rank arrived, so that a rank given another host count learns it
+/// and says so in its acknowledgement: both then answer `invalid-argument`.
+uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, written_t &written, char const **message) {
     std::string const base = std::string(r.directory) + "/" + std::string(r.job);
     std::string const count = std::to_string(r.host_count);
     std::string contents;
@@ -98,27 +121,32 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, cha
         for (;;) {
             if (!nonce.empty()) {
                 bool all = true;
-                for (std::size_t rank = 1; all && rank != r.host_count; ++rank)
-                    all = exists(base + ".ack." + nonce + "." + std::to_string(rank));
+                for (std::size_t rank = 1; all && rank != r.host_count; ++rank) {
+                    all = read_small(base + ".ack." + nonce + "." + std::to_string(rank), contents);
+                    if (all && contents != "ack\n")
+                        return fail(message, uform_status_invalid_argument_k,
+                                    "the mesh's ranks disagree on host_domain_count");
+                }
                 if (all) {
-                    if (!write_atomically(base + ".go." + nonce, "go\n"))
+                    if (!publish(base + ".go." + nonce, "go\n", written))
                         return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
                     return uform_status_ok_k;
                 }
             }
             std::vector<std::string> tokens;
+            bool any = false;
             for (std::size_t rank = 1; rank != r.host_count; ++rank) {
                 std::vector<std::string> lines;
-                if (!read_small(base + ".ready." + std::to_string(rank), contents) ||
-                    (lines = lines_of(contents)).size() != 1)
-                    break;
-                tokens.push_back(lines[0]);
+                bool const read = read_small(base + ".ready." + std::to_string(rank), contents) &&
+                                  (lines = lines_of(contents)).size() == 1;
+                tokens.push_back(read ? lines[0] : std::string());
+                any = any || read;
             }
-            if (tokens.size() + 1 == r.host_count && tokens != published) {
+            if (any && tokens != published) {
                 nonce = random_token();
                 std::string attempt = std::string(attempt_header_k) + "\n" + count + "\n" + nonce + "\n";
                 for (std::string const &token : tokens) attempt += token + "\n";
-                if (!write_atomically(base + ".attempt", attempt))
+                if (!publish(base + ".attempt", attempt, written))
                     return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
                 published = std::move(tokens);
             }
@@ -129,15 +157,16 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, cha
     }
     std::string const token = random_token();
     std::string const rank = std::to_string(r.host_index);
-    if (!write_atomically(base + ".ready." + rank, token + "\n"))
+    if (!publish(base + ".ready." + rank, token + "\n", written))
         return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
     for (;;) {
         std::vector<std::string> lines;
-        if (read_small(base + ".attempt", contents) && (lines = lines_of(contents)).size() == r.host_count + 2 &&
-            lines[0] == attempt_header_k && lines[1] == count && lines[2 + r.host_index] == token &&
-            lines[2] != nonce) {
-            if (!write_atomically(base + ".ack." + lines[2] + "." + rank, "ack\n"))
+        if (read_small(base + ".attempt", contents) && (lines = lines_of(contents)).size() > 2 + r.host_index &&
+            lines[0] == attempt_header_k && lines[2 + r.host_index] == token && lines[2] != nonce) {
+            if (!publish(base + ".ack." + lines[2] + "." + rank, acknowledgement(count, lines[1]), written))
                 return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
+            if (lines[1] != count)
+                return fail(message, uform_status_invalid_argument_k, "the mesh's ranks disagree on host_domain_count");
             nonce = lines[2];
         }
         if (!nonce.empty() && exists(base + ".go." + nonce)) return uform_status_ok_k;
@@ -252,8 +281,15 @@ uform_status_t mesh_rendezvous(mesh_rendezvous_t const &r, mesh_t *&mesh, char c
         made->count = r.host_count;
         made->timeout = r.timeout;
         if (r.host_count > 1) {
+            // A directory this rank cannot write in is `io` at once, not a wait for peers until the timeout.
+            std::string const probe = std::string(r.directory) + "/" + std::string(r.job) + ".probe-" + random_token();
+            std::FILE *file = std::fopen(probe.c_str(), "wb");
+            if (!file) return fail(message, uform_status_io_k, "cannot write in the mesh's directory");
+            std::fclose(file);
+            std::remove(probe.c_str());
             std::string nonce;
-            if (uform_status_t status = agree_attempt(r, nonce, message)) return status;
+            written_t written;
+            if (uform_status_t status = agree_attempt(r, nonce, written, message)) return status;
             std::string const folder = std::string(r.directory) + "/" + std::string(r.job) + "." + nonce;
             if (::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST)
                 return fail(message, uform_status_io_k, "cannot make the mesh's folder in its directory");
@@ -270,6 +306,16 @@ uform_status_t mesh_rendezvous(mesh_rendezvous_t const &r, mesh_t *&mesh, char c
                 gloo::rendezvous::FileStore store(folder);
                 context->connectFullMesh(store, device);
                 context->setTimeout(r.timeout);
+                // Once every rank connected, no one reads the rendezvous' files again: each rank removes those it
+                // wrote, and rank 0 the store's folder, so that the directory holds nothing of a joined mesh.
+                gloo::BarrierOptions barrier(context);
+                barrier.setTimeout(r.timeout);
+                gloo::barrier(barrier);
+                for (std::string const &path : written.paths) std::remove(path.c_str());
+                if (r.host_index == 0) {
+                    std::error_code ignored;
+                    std::filesystem::remove_all(folder, ignored);
+                }
                 made->context = std::move(context);
             } catch (...) {
                 bool const late = std::chrono::steady_clock::now() >= r.deadline;

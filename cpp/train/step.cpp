@@ -2,6 +2,7 @@
 #include "step.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <new>
 #include <span>
@@ -46,10 +47,77 @@ bool stop(progress_t progress, std::size_t completed) noexcept {
     return progress.fn && progress.fn(progress.context, completed, 2);
 }
 
+/// A setting every rank of a mesh must share, as a double (exact for the sizes, enums and floats it holds), with the
+/// message a rank that disagrees answers.
+struct shared_setting_t {
+    char const *message;
+    double value;
+};
+
+/// The settings and geometry the ranks of a mesh must share: the objective and its terms, the schedule, the seed (the
+/// masks are drawn from it) and the model's shape (rank 0's weights are broadcast into every rank's tensors).
+std::array<shared_setting_t, 33> shared_settings(settings_t const &s, parameters_t const &p) noexcept {
+    geometry_t const &g = p.geometry;
+    double values = 0;
+    for (tensor_t const &t : p.tensors) values += double(t.master.size());
+    return {{
+        {"the mesh's ranks disagree on the objective", double(s.objective)},
+        {"the mesh's ranks disagree on masking.ratio", s.masking.ratio},
+        {"the mesh's ranks disagree on masking.mean_span", s.masking.mean_span},
+        {"the mesh's ranks disagree on masking.weight", s.masking.weight},
+        {"the mesh's ranks disagree on contrastive.form", double(s.contrastive.form)},
+        {"the mesh's ranks disagree on contrastive.negatives", double(s.contrastive.negatives)},
+        {"the mesh's ranks disagree on contrastive.hard_negative_weight", s.contrastive.hard_negative_weight},
+        {"the mesh's ranks disagree on contrastive.weight", s.contrastive.weight},
+        {"the mesh's ranks disagree on late_interaction.token_width", double(s.late_interaction.token_width)},
+        {"the mesh's ranks disagree on late_interaction.weight", s.late_interaction.weight},
+        {"the mesh's ranks disagree on choices.groups", double(s.choices.groups)},
+        {"the mesh's ranks disagree on choices.weight", s.choices.weight},
+        {"the mesh's ranks disagree on schedule.steps", double(s.schedule.steps)},
+        {"the mesh's ranks disagree on schedule.warmup_steps", double(s.schedule.warmup_steps)},
+        {"the mesh's ranks disagree on schedule.learning_rate", s.schedule.learning_rate},
+        {"the mesh's ranks disagree on schedule.min_learning_rate", s.schedule.min_learning_rate},
+        {"the mesh's ranks disagree on schedule.weight_decay", s.schedule.weight_decay},
+        {"the mesh's ranks disagree on schedule.clip_norm", s.schedule.clip_norm},
+        {"the mesh's ranks disagree on the seed", double(s.seed >> 32)},
+        {"the mesh's ranks disagree on the seed", double(s.seed & 0xffffffffu)},
+        {"the mesh's ranks disagree on the model's depth", double(g.depth)},
+        {"the mesh's ranks disagree on the model's hidden width", double(g.hidden)},
+        {"the mesh's ranks disagree on the model's heads", double(g.heads)},
+        {"the mesh's ranks disagree on the model's ffn width", double(g.ffn_hidden)},
+        {"the mesh's ranks disagree on the model's dimensions", double(g.dimensions)},
+        {"the mesh's ranks disagree on the model's token width", double(g.token_width)},
+        {"the mesh's ranks disagree on the model's choice groups", double(g.choice_groups)},
+        {"the mesh's ranks disagree on the model's image front-end", g.has_image ? 1.0 : 0.0},
+        {"the mesh's ranks disagree on the model's video front-end", g.has_video ? 1.0 : 0.0},
+        {"the mesh's ranks disagree on the model's audio front-end", g.has_audio ? 1.0 : 0.0},
+        {"the mesh's ranks disagree on the model's byte head", g.has_byte_head ? 1.0 : 0.0},
+        {"the mesh's ranks disagree on the model's tensors", double(p.tensors.size())},
+        {"the mesh's ranks disagree on the model's parameters", values},
+    }};
+}
+
 } // namespace
 
 uform_status_t trainer_core_t::agree(ram::parallel_t const &parallel, char const **message) noexcept {
     if (mesh) {
+        // Every rank checks every rank's shared settings against its own: a difference anywhere is seen everywhere,
+        // so all ranks answer `invalid-argument` together, and the mesh stays usable for another trainer.
+        auto const shared = shared_settings(settings, parameters);
+        std::size_t const n = shared.size(), ranks = mesh->ranks();
+        try {
+            exchange_.assign(n * (ranks + 1), 0.0);
+            bytes_.assign(ranks, n * sizeof(double));
+        } catch (std::bad_alloc const &) {
+            return fail(message, uform_status_out_of_memory_k, "out of memory making a trainer");
+        }
+        for (std::size_t k = 0; k != n; ++k) exchange_[k] = shared[k].value;
+        if (uform_status_t status = mesh->gather(exchange_.data(), bytes_, exchange_.data() + n, message))
+            return status;
+        for (std::size_t r = 0; r != ranks; ++r)
+            for (std::size_t k = 0; k != n; ++k)
+                if (exchange_[n + r * n + k] != shared[k].value)
+                    return fail(message, uform_status_invalid_argument_k, shared[k].message);
         for (tensor_t &t : parameters.tensors)
             for (std::vector<float> *values : {&t.master, &t.moment1, &t.moment2})
                 if (uform_status_t status = mesh->broadcast(values->data(), values->size() * sizeof(float), message))

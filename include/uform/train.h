@@ -180,7 +180,11 @@ typedef struct uform_mesh_description_t {
  * executor a host is one process contributing one device (its threads), joined through Gloo over TCP: the
  * description then counts one device per host (`world_devices` the hosts, `first_rank` the index), `multimem_tier`
  * none and `gpu_class` auto. A RAM mesh's hosts agree on a fresh attempt through files in the directory, so a rerun
- * of the same job in the same directory joins afresh; a directory that does not exist answers `uform_status_io_k`.
+ * of the same job in the same directory joins afresh, and several jobs share a directory; once every host joined,
+ * each removes the files it wrote there. A directory that does not exist, or that this process cannot write in,
+ * answers `uform_status_io_k` at once; hosts given different `host_domain_count`s answer
+ * `uform_status_invalid_argument_k` where they meet (a host whose index is beyond another's count waits for the
+ * timeout).
  * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
  */
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
@@ -360,7 +364,11 @@ uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_
  * drift; all-zero is the default. `mesh`, when set, is a mesh bootstrapped over a RAM executor: the trainer is then
  * one rank of a data-parallel run, one process per rank, and every rank calls each verb in the same order. At
  * construction rank 0's weights, moments and step count are broadcast to every rank, so the ranks start equal
- * whatever each loaded (the same seed or checkpoint on every rank is the plain way). A step's items are the rank's
+ * whatever each loaded (the same seed or checkpoint on every rank is the plain way); a run resumed from a checkpoint
+ * thus takes rank 0's weights and step count, and AdamW's moments restart (a checkpoint holds none). The ranks also
+ * compare their configurations there: ranks that disagree on the objective, a term's settings, the schedule, the
+ * seed or the model's shape all answer `uform_status_invalid_argument_k` naming the setting, and the mesh stays fit
+ * for the next trainer (several may be made over one mesh, one after another). A step's items are the rank's
  * share of the batch: the world's items are every rank's, rank by rank. Bag ids are global (items of one bag on two
  * ranks are positives of each other); edges name the rank's own items, by their index in the rank's step. Masks are
  * drawn by an item's index among the world's items, so two ranks with B/2 items each take the same step as one
