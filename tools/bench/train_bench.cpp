@@ -12,6 +12,15 @@
 // threads, whose loops the calling thread joins. The last record, `rss`, holds the process's peak resident set and
 // the peak from the first step on (VmHWM after resetting it through /proc/self/clear_refs).
 //
+// The `ceiling` record is the machine's BF16 pair-product limit, measured here before the steps: 24 independent chains
+// of `vdpbf16ps` (AVX-512 BF16; fewer chains are latency-bound on Zen 5) on each of `--threads` threads, per-thread
+// CPU-time rates summed. The `train` record sets the step's product work beside it: `product_flops` counts the
+// trunk's GEMMs (2 flops a multiply-add; the forward once, the backward's input and weight gradients twice) and the
+// attention's score and value products over each text (the backward recomputing the scores: 3.5 times the forward's
+// two products), so `ceiling_seconds` is the shortest step the products alone allow on this machine;
+// `percent_ceiling` is the step's product rate over wall-clock time against the ceiling, `percent_ceiling_cpu` over
+// the process's CPU time against a thread's share of it (less distorted by other tenants of a shared machine).
+//
 // The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +32,10 @@
 
 #include <sys/resource.h>
 #include <time.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include <uform/uform.h>
 
@@ -57,6 +70,60 @@ double peak_rss_since_reset_mib() {
         if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
     std::fclose(status);
     return kib / 1024;
+}
+
+/// Seconds of CPU time of the calling thread.
+double thread_cpu_now() {
+    timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
+}
+
+#if defined(__x86_64__)
+/// GFLOP/s of 24 independent chains of `vdpbf16ps` (16 lanes, 2 pairs a lane: 64 flops each) over the thread's CPU
+/// time.
+__attribute__((target("avx512f,avx512bf16"))) double bf16_peak_thread(std::size_t iterations) {
+    __m512 chains[24];
+    for (int i = 0; i != 24; ++i) chains[i] = _mm512_set1_ps(0.001f * float(i));
+    __m512bh const a = (__m512bh)_mm512_set1_epi32(0x3F7F3F7F), b = (__m512bh)_mm512_set1_epi32(0x38003800);
+    double const start = thread_cpu_now();
+    for (std::size_t i = 0; i != iterations; ++i) {
+        for (int j = 0; j != 24; ++j) chains[j] = _mm512_dpbf16_ps(chains[j], a, b);
+        __asm__ volatile("" : "+v"(chains[0]), "+v"(chains[6]), "+v"(chains[12]), "+v"(chains[18]));
+    }
+    double const seconds = thread_cpu_now() - start;
+    float sink = 0;
+    for (__m512 const &chain : chains) sink += _mm512_reduce_add_ps(chain);
+    __asm__ volatile("" : : "x"(sink));
+    return double(iterations) * 24 * 64 / seconds * 1e-9;
+}
+#endif
+
+/// The BF16 pair-product ceiling in GFLOP/s on `threads` threads (per-thread CPU-time rates summed); 0 where the
+/// machine has no AVX-512 BF16.
+double bf16_peak(std::size_t threads) {
+#if defined(__x86_64__)
+    if (!__builtin_cpu_supports("avx512bf16")) return 0;
+    std::vector<double> rates(threads);
+    std::vector<std::thread> workers;
+    for (std::size_t t = 1; t < threads; ++t) workers.emplace_back([&, t] { rates[t] = bf16_peak_thread(40'000'000); });
+    rates[0] = bf16_peak_thread(40'000'000);
+    for (std::thread &worker : workers) worker.join();
+    double sum = 0;
+    for (double rate : rates) sum += rate;
+    return sum;
+#else
+    (void)threads;
+    return 0;
+#endif
+}
+
+/// The product flops of one step of `texts` texts of `bytes` bytes on the checkpoint's geometry (the file comment).
+double product_flops(uform_model_description_t const &d, std::size_t texts, std::size_t bytes) {
+    double const tokens = double(texts * bytes), h = double(d.hidden), f = double(d.ffn_hidden);
+    double const gemms = 2 * tokens * (4 * h * h + 3 * h * f);   // q, k, v and out; gate, up and down
+    double const attention = 2 * 2 * tokens * double(bytes) * h; // scores and values, each token over its text
+    return double(d.depth) * (3 * gemms + 4.5 * attention);
 }
 
 /// SplitMix64's output for `index`, as tools/bench/text_bench.cpp and the PyTorch workers compute it.
@@ -109,7 +176,8 @@ uform_trainer_init_ram_args_t trainer_args(options_t const &options) {
 
 /// Times `steps` steps after a warm-up step and prints the `train` record; false with a message on standard error
 /// on a failure.
-bool bench_steps(options_t const &options, uform_trainer_t trainer, uform_executor_t executor) {
+bool bench_steps(options_t const &options, uform_trainer_t trainer, uform_executor_t executor, double flops,
+                 double ceiling) {
     batch_t const batch(options.texts, options.bytes);
     uform_trainer_step_stats_t stats{};
     uform_trainer_step_args_t args{};
@@ -148,6 +216,12 @@ bool bench_steps(options_t const &options, uform_trainer_t trainer, uform_execut
         .number("loss_first", first_loss)
         .number("loss_last", stats.loss)
         .number("gradient_norm_last", stats.gradient_norm)
+        .number("product_flops", flops)
+        .number("product_gflops_per_s", flops / seconds * 1e-9)
+        .number("percent_ceiling", ceiling > 0 ? 100 * flops / seconds * 1e-9 / ceiling : 0)
+        .number("percent_ceiling_cpu",
+                ceiling > 0 ? 100 * flops / median(cpu) * 1e-9 / (ceiling / double(options.threads)) : 0)
+        .number("ceiling_seconds", ceiling > 0 ? flops / (ceiling * 1e9) : 0)
         .print(options.json);
     return true;
 }
@@ -200,12 +274,30 @@ int main(int argc, char **argv) {
         return 1;
     }
     record_t("machine").number("hardware_threads", std::thread::hardware_concurrency()).print(options.json);
+    double const ceiling = bf16_peak(options.threads);
+    record_t("ceiling")
+        .number("threads", double(options.threads))
+        .number("bf16_gflops_per_s", ceiling)
+        .print(options.json);
+    uform_model_load_ram_args_t load{};
+    load.path = options.model.data();
+    load.path_length = options.model.size();
+    uform_model_t model = nullptr;
+    uform_model_description_t description{};
+    if (uform_model_load_ram(&load, &model, &message) != uform_status_ok_k ||
+        uform_model_describe(model, &description, &message) != uform_status_ok_k) {
+        std::fprintf(stderr, "cannot read the geometry of %s: %s\n", options.model.c_str(), message);
+        uform_executor_free(executor);
+        return 1;
+    }
+    uform_model_free(model);
+    double const flops = product_flops(description, options.texts, options.bytes);
     uform_trainer_init_ram_args_t const args = trainer_args(options);
     uform_trainer_t trainer = nullptr;
     uform_status_t const status = uform_trainer_init_ram(executor, &args, &trainer, &message);
     bool ok = status == uform_status_ok_k;
     if (!ok) std::fprintf(stderr, "cannot make a trainer from %s: %s\n", options.model.c_str(), message);
-    ok = ok && bench_steps(options, trainer, executor);
+    ok = ok && bench_steps(options, trainer, executor, flops, ceiling);
     if (trainer) uform_trainer_free(trainer);
     uform_executor_free(executor);
     rusage usage{};
