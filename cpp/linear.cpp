@@ -1,17 +1,51 @@
 // Dispatch of a linear layer's product to its packed form.
 #include "linear.hpp"
 
+#include <cstdlib>
+#include <utility>
+
 namespace uform::ram {
 
-// The A panels (and tile) of the F32 driver, or the BF16 rows and tile of the AMX one.
-std::size_t linear_t::scratch_floats() const noexcept {
-    return tiles.empty() ? gemm_scratch_floats(panels.depth()) : amx_scratch_floats(tiles.depth(), tiles.columns());
+pair_matrix_t::pair_matrix_t(pair_matrix_t &&other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)),
+      view_(std::exchange(other.view_, {})) {}
+
+pair_matrix_t &pair_matrix_t::operator=(pair_matrix_t &&other) noexcept {
+    if (this != &other) {
+        std::free(data_);
+        data_ = std::exchange(other.data_, nullptr);
+        bytes_ = std::exchange(other.bytes_, 0);
+        view_ = std::exchange(other.view_, {});
+    }
+    return *this;
 }
 
-// AMX tiles when packed so, else the F32 micro-kernels.
+pair_matrix_t::~pair_matrix_t() noexcept { std::free(data_); }
+
+// 64-byte-aligned panels, filled by the trainer's packing (which only moves BF16 bits already rounded).
+bool pair_matrix_t::pack(kernels_t const &kernels, parallel_t const &parallel, std::uint16_t const *weights,
+                         std::size_t columns, std::size_t depth) noexcept {
+    std::size_t const bytes = panels_floats(kernels, depth, columns) * sizeof(float);
+    auto *data = static_cast<float *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (data == nullptr) return false;
+    std::free(data_);
+    data_ = data;
+    bytes_ = bytes;
+    view_ = pack_panels(kernels, parallel, operand_t::bf16(weights, depth, true), depth, columns, data_);
+    return true;
+}
+
+// The A panels (and tile) of the F32 driver, the A scratch of the pair products, or the BF16 rows and tile of AMX.
+std::size_t linear_t::scratch_floats() const noexcept {
+    if (!tiles.empty()) return amx_scratch_floats(tiles.depth(), tiles.columns());
+    return !pairs.empty() ? product_scratch_floats(pairs.view().depth) : gemm_scratch_floats(panels.depth());
+}
+
+// AMX tiles when packed so, BF16 pairs when packed so, else the F32 micro-kernels.
 void linear_t::multiply(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda,
                         std::size_t rows, float *c, std::size_t ldc, unsigned flags, float *scratch) const noexcept {
     if (!tiles.empty()) amx_gemm(kernels, parallel, a, lda, rows, tiles, c, ldc, flags, scratch);
+    else if (!pairs.empty()) product(kernels, parallel, operand_t{a, lda}, rows, pairs.view(), c, ldc, flags, scratch);
     else gemm(kernels, parallel, a, lda, rows, panels.view(), c, ldc, flags, scratch);
 }
 

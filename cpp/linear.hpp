@@ -1,24 +1,59 @@
-// A linear layer's weights as the model's class multiplies them: F32 panels for the FMA micro-kernels, or AMX tiles.
+// A linear layer's weights as the model's class multiplies them: F32 panels for the FMA micro-kernels, BF16 pair
+// panels for the classes with a pair micro-kernel (AVX-512 BF16), or AMX tiles.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/product.hpp"
 #include "parallel.hpp"
 
 namespace uform::ram {
 
+/// BF16 weights `W[columns x depth]` in the pair panels of `product` (cpp/kernels/product.hpp): words of two BF16
+/// values along the depth, half the bytes of F32 panels, for `vdpbf16ps`.
+class pair_matrix_t {
+  public:
+    pair_matrix_t() noexcept = default;
+    pair_matrix_t(pair_matrix_t &&other) noexcept;
+    pair_matrix_t &operator=(pair_matrix_t &&other) noexcept;
+    pair_matrix_t(pair_matrix_t const &) = delete;
+    pair_matrix_t &operator=(pair_matrix_t const &) = delete;
+    ~pair_matrix_t() noexcept;
+
+    /// Packs row-major BF16 `weights` (2-byte aligned) on `kernels`, which must have a pair micro-kernel, across
+    /// `parallel`'s threads; false when out of memory.
+    [[nodiscard]] bool pack(kernels_t const &kernels, parallel_t const &parallel, std::uint16_t const *weights,
+                            std::size_t columns, std::size_t depth) noexcept;
+    bool empty() const noexcept { return data_ == nullptr; }
+    /// The product view of the panels.
+    panels_t const &view() const noexcept { return view_; }
+    /// Bytes the panels take.
+    std::size_t bytes() const noexcept { return bytes_; }
+
+  private:
+    float *data_ = nullptr;
+    std::size_t bytes_ = 0;
+    panels_t view_{};
+};
+
 /// `W[columns x depth]` (PyTorch's `[out, in]`), packed once at load for `y = x * W^T`.
 struct linear_t {
     packed_matrix_t panels; // the F32 path: BF16 or dequantized E4M3 values in F32 panels
+    pair_matrix_t pairs;    // the BF16 pair path: used when not empty
     amx_matrix_t tiles;     // the AMX path: BF16 tiles; used when not empty
 
-    std::size_t columns() const noexcept { return tiles.empty() ? panels.columns() : tiles.columns(); }
-    std::size_t depth() const noexcept { return tiles.empty() ? panels.depth() : tiles.depth(); }
+    std::size_t columns() const noexcept {
+        return !tiles.empty() ? tiles.columns() : !pairs.empty() ? pairs.view().columns : panels.columns();
+    }
+    std::size_t depth() const noexcept {
+        return !tiles.empty() ? tiles.depth() : !pairs.empty() ? pairs.view().depth : panels.depth();
+    }
     /// Bytes the weights take.
-    std::size_t bytes() const noexcept { return panels.bytes() + tiles.bytes(); }
+    std::size_t bytes() const noexcept { return panels.bytes() + pairs.bytes() + tiles.bytes(); }
     /// Floats of scratch one thread needs for `multiply`.
     std::size_t scratch_floats() const noexcept;
     /// C[rows x columns] (+)= A[rows x depth] * W^T, A rounded to BF16 on the way in; `flags` are `gemm_flags_t`,

@@ -147,14 +147,27 @@ bool pack_e4m3_matrix(std::byte const *source, std::size_t columns, std::size_t 
     return true;
 }
 
-/// Loads and packs one linear: E4M3 when asked (trunk linears only), AMX tiles when `amx`, else BF16 in F32 panels.
-bool load_linear(loader_t &loader, std::string const &name, std::size_t columns, std::size_t depth, bool e4m3, bool amx,
-                 linear_t &out) noexcept {
+/// Packs BF16 `W[columns x depth]` into the pair panels of `kernels`, through an aligned copy of the file's bits.
+bool pack_pair_matrix(kernels_t const &kernels, std::byte const *source, std::size_t columns, std::size_t depth,
+                      parallel_t const &parallel, pair_matrix_t &out) noexcept {
+    std::unique_ptr<std::uint16_t[]> weights(new (std::nothrow) std::uint16_t[columns * depth]);
+    if (!weights) return false;
+    std::memcpy(weights.get(), source, columns * depth * 2);
+    return out.pack(kernels, parallel, weights.get(), columns, depth);
+}
+
+/// Loads and packs one linear: E4M3 when asked (trunk linears only, in F32 panels), AMX tiles when `amx`, BF16 pair
+/// panels on a class with a pair micro-kernel, else BF16 in F32 panels.
+bool load_linear(loader_t &loader, kernels_t const &kernels, std::string const &name, std::size_t columns,
+                 std::size_t depth, bool e4m3, bool amx, linear_t &out) noexcept {
     std::byte const *source = loader.bf16(name, columns * depth);
     if (source == nullptr) return false;
-    bool const packed = e4m3  ? pack_e4m3_matrix(source, columns, depth, loader.options().parallel, out.panels)
+    parallel_t const &parallel = loader.options().parallel;
+    bool const packed = e4m3  ? pack_e4m3_matrix(source, columns, depth, parallel, out.panels)
                         : amx ? out.tiles.pack(source, columns, depth)
-                              : pack_bf16_matrix(source, columns, depth, loader.options().parallel, out.panels);
+                        : kernels.gemm_micro_pairs != nullptr
+                            ? pack_pair_matrix(kernels, source, columns, depth, parallel, out.pairs)
+                            : pack_bf16_matrix(source, columns, depth, parallel, out.panels);
     if (!packed) {
         loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
         return false;
@@ -308,20 +321,25 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
         } catch (...) {
             return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
         }
-        ok = load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
-             load_linear(loader, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, amx, block.qkv) &&
-             load_linear(loader, name + ".attn.out.weight", hidden, attention, options.e4m3, amx, block.out) &&
-             load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
-             load_linear(loader, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, options.e4m3, amx,
-                         block.gate_up) &&
-             load_linear(loader, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.e4m3, amx, block.down);
+        ok =
+            load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
+            load_linear(loader, *kernels, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, amx,
+                        block.qkv) &&
+            load_linear(loader, *kernels, name + ".attn.out.weight", hidden, attention, options.e4m3, amx, block.out) &&
+            load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
+            load_linear(loader, *kernels, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, options.e4m3,
+                        amx, block.gate_up) &&
+            load_linear(loader, *kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.e4m3, amx,
+                        block.down);
     }
     ok = ok && load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) &&
-         load_linear(loader, "head.embedding.weight", geometry.dimensions, hidden, false, amx, weights.embedding_head);
+         load_linear(loader, *kernels, "head.embedding.weight", geometry.dimensions, hidden, false, amx,
+                     weights.embedding_head);
     if (ok && geometry.has_token_head)
-        ok = load_linear(loader, "head.token.weight", geometry.token_width, hidden, false, amx, weights.token_head);
+        ok = load_linear(loader, *kernels, "head.token.weight", geometry.token_width, hidden, false, amx,
+                         weights.token_head);
     if (ok && geometry.has_byte_head) {
-        ok = load_linear(loader, "head.byte.weight", 256, hidden, false, amx, weights.byte_head);
+        ok = load_linear(loader, *kernels, "head.byte.weight", 256, hidden, false, amx, weights.byte_head);
         if (ok && geometry.choice_groups > 0) {
             std::byte const *source = loader.f32("head.choice.temperatures", geometry.choice_groups);
             ok = source != nullptr;
