@@ -169,7 +169,7 @@ fn encode(
 ) -> Result<Encodings, Box<dyn Error>> {
     let mut outputs = Outputs::EMBEDDINGS;
     if token_vectors {
-        outputs = outputs | Outputs::TOKEN_VECTORS;
+        outputs |= Outputs::TOKEN_VECTORS;
     }
     let chunk = match form {
         Form::Text => 256,
