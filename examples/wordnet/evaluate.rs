@@ -403,6 +403,306 @@ fn retrieval_rows(
     rows
 }
 
+/// What the parts of an evaluation share, and the rows and notes they have written.
+struct Evaluation<'a> {
+    /// The command line.
+    options: &'a Options,
+    /// The data, for the calibration items.
+    data: &'a Data,
+    /// The test split's tasks.
+    tasks: &'a Tasks,
+    /// The checkpoint's model.
+    model: &'a Model,
+    /// The executor every call runs on.
+    executor: &'a Executor,
+    /// The token vectors' width; 0 when the checkpoint has no token head.
+    width: usize,
+    /// The table's rows so far.
+    rows: Vec<Row>,
+    /// The notes under the table so far.
+    notes: Vec<String>,
+}
+
+impl Evaluation<'_> {
+    /// Encodes texts or media with this evaluation's model and executor.
+    fn encode(
+        &self,
+        inputs: &[String],
+        form: Form,
+        token_vectors: bool,
+        label: &str,
+    ) -> Result<Encodings, Box<dyn Error>> {
+        encode(
+            self.model,
+            self.executor,
+            inputs,
+            form,
+            token_vectors,
+            label,
+        )
+    }
+
+    /// Text retrieval by embedding cosine, MaxSim and TF-IDF; answers the lemma candidates' encodings, which the
+    /// spoken lemmas rank too.
+    fn text_retrieval(&mut self) -> Result<Encodings, Box<dyn Error>> {
+        let (threads, width, late) = (self.options.threads, self.width, self.width > 0);
+        let mut lemma_candidates = None;
+        for (name, task) in [
+            ("synonym -> lemma", &self.tasks.synonyms),
+            ("lemma -> gloss", &self.tasks.glosses),
+        ] {
+            let queries =
+                self.encode(&task.queries, Form::Text, late, &format!("{name}: queries"))?;
+            let candidates = self.encode(
+                &task.candidates,
+                Form::Text,
+                late,
+                &format!("{name}: candidates"),
+            )?;
+            let timer = Instant::now();
+            let cosine = cosine_ranks(task, &queries, &candidates, threads);
+            let tfidf = tfidf_ranks(task, threads);
+            let max_sim = if late {
+                max_sim_ranks(task, &queries, &candidates, width, threads)
+            } else {
+                Vec::new()
+            };
+            let mut scored = vec![("embedding cosine", cosine.as_slice())];
+            if late {
+                scored.push(("MaxSim, token vectors", max_sim.as_slice()));
+            }
+            eprintln!("{name}: scored in {:.1} s", timer.elapsed().as_secs_f64());
+            let synonyms = std::ptr::eq(task, &self.tasks.synonyms);
+            let target = if synonyms {
+                Target::TenTimesChanceAndBaseline
+            } else {
+                Target::TenTimesChance
+            };
+            self.rows
+                .extend(retrieval_rows(name, task, &scored, Some(&tfidf), target));
+            self.notes.push(format!(
+                "{name}: {} of {} queries (drawn with seed {}), {} candidates",
+                task.queries.len(),
+                task.available,
+                self.options.seed,
+                task.candidates.len()
+            ));
+            if synonyms {
+                lemma_candidates = Some(candidates);
+            }
+        }
+        if !late {
+            self.notes
+                .push("the checkpoint has no token head: no MaxSim rows".to_owned());
+        }
+        Ok(lemma_candidates.expect("the synonyms' candidates were encoded"))
+    }
+
+    /// Spoken lemmas against the lemma texts, whose encodings `lemmas` holds when they are the same candidates.
+    fn spoken(&mut self, lemmas: Encodings) -> Result<(), Box<dyn Error>> {
+        let spoken = &self.tasks.spoken;
+        if spoken.queries.is_empty() {
+            self.notes
+                .push("the test split has no spoken lemmas: no audio rows".to_owned());
+            return Ok(());
+        }
+        let clips = self.encode(&spoken.queries, Form::Audio, false, "spoken lemmas")?;
+        let texts = if spoken.candidates == self.tasks.synonyms.candidates {
+            lemmas
+        } else {
+            self.encode(&spoken.candidates, Form::Text, false, "lemma texts")?
+        };
+        let ranks = cosine_ranks(spoken, &clips, &texts, self.options.threads);
+        let scored = [("embedding cosine", ranks.as_slice())];
+        self.rows.extend(retrieval_rows(
+            "spoken lemma -> text",
+            spoken,
+            &scored,
+            None,
+            Target::TenTimesChance,
+        ));
+        self.notes.push(format!(
+            "spoken lemma -> text: {} of {} clips, {} candidates (the test synsets' distinct canonical lemmas)",
+            spoken.queries.len(),
+            spoken.available,
+            spoken.candidates.len()
+        ));
+        Ok(())
+    }
+
+    /// Zero-shot Fashion-MNIST: each class's prototype is the normalised mean of its test captions' embeddings.
+    fn zero_shot(&mut self) -> Result<(), Box<dyn Error>> {
+        let zero_shot = &self.tasks.zero_shot;
+        let captions: Vec<String> = zero_shot.captions.concat();
+        let caption_rows = self.encode(&captions, Form::Text, false, "captions")?;
+        let dimensions = caption_rows.dimensions;
+        let mut prototypes = vec![0f32; zero_shot.classes.len() * dimensions];
+        let mut next = 0;
+        for (prototype, texts) in prototypes
+            .chunks_exact_mut(dimensions)
+            .zip(&zero_shot.captions)
+        {
+            for _ in texts {
+                prototype
+                    .iter_mut()
+                    .zip(caption_rows.row(next))
+                    .for_each(|(p, v)| *p += v);
+                next += 1;
+            }
+            let norm = metrics::dot(prototype, prototype).sqrt().max(1e-12);
+            prototype.iter_mut().for_each(|p| *p /= norm);
+        }
+        let images = self.encode(&zero_shot.images, Form::Image, false, "images")?;
+        let right = (0..zero_shot.images.len())
+            .filter(|&i| {
+                let scores: Vec<f32> = prototypes
+                    .chunks_exact(dimensions)
+                    .map(|p| metrics::dot(images.row(i), p))
+                    .collect();
+                metrics::argmax(&scores) == zero_shot.labels[i]
+            })
+            .count();
+        let classes = zero_shot.classes.len();
+        self.rows.push(Row {
+            task: "Fashion-MNIST zero-shot".to_owned(),
+            scorer: "embedding cosine".to_owned(),
+            metric: "accuracy".to_owned(),
+            model: right as f64 / zero_shot.images.len().max(1) as f64,
+            baseline: None,
+            chance: Some(1.0 / classes.max(1) as f64),
+            target: Target::None,
+            items: zero_shot.images.len(),
+            unit: Unit::Percent,
+        });
+        self.notes.push(format!(
+            "Fashion-MNIST zero-shot: {} of {} test images (drawn with seed {}); each of the {classes} classes' \
+             prototype averages the embeddings of its test captions ({} in all: the held-out template with the \
+             class's 2-3 names)",
+            zero_shot.images.len(),
+            zero_shot.available,
+            self.options.seed,
+            captions.len(),
+        ));
+        Ok(())
+    }
+
+    /// Choices at temperature 1, then with the temperature fitted on the calibration split through the trainer, saved
+    /// as `<out>/calibrated.safetensors` and loaded again.
+    fn choices(&mut self) -> Result<(), Box<dyn Error>> {
+        let (options, choices) = (self.options, &self.tasks.choices);
+        let temperature = checkpoint::scalar(&options.model, "head.choice.temperatures", 0)?;
+        let at_temperature = choose(self.model, self.executor, choices)?;
+        let before: Vec<Vec<f32>> = at_temperature
+            .iter()
+            .map(|p| metrics::retempered(p, temperature))
+            .collect();
+        let (accuracy_before, ece_before) = choice_figures(&before, &choices.answers);
+
+        let config = TrainerInitRamConfig {
+            checkpoint: &options.model,
+            batch: BatchShape {
+                max_columns_per_row: options.columns,
+                ..BatchShape::default()
+            },
+            ..TrainerInitRamConfig::default()
+        };
+        let trainer = Trainer::init_ram(self.executor, config)?;
+        let timer = Instant::now();
+        let stats = calibrate(
+            &trainer,
+            self.executor,
+            self.data,
+            options.calibration,
+            options.seed,
+        )?;
+        std::fs::create_dir_all(&options.out)?;
+        let calibrated_path = options.out.join("calibrated.safetensors");
+        trainer.on(self.executor).save(&calibrated_path)?;
+        drop(trainer);
+        eprintln!(
+            "calibration: {} items, {} tokens in {:.1} s; cross-entropy {:.4} -> {:.4}",
+            stats.items,
+            stats.tokens,
+            timer.elapsed().as_secs_f64(),
+            stats.loss_before,
+            stats.loss_after
+        );
+        let calibrated = Model::load_ram(&calibrated_path)?;
+        let fitted = checkpoint::scalar(&calibrated_path, "head.choice.temperatures", 0)?;
+        let after = choose(&calibrated, self.executor, choices)?;
+        let (accuracy_after, ece_after) = choice_figures(&after, &choices.answers);
+
+        let chance = choices
+            .legal
+            .iter()
+            .map(|l| 1.0 / l.len() as f64)
+            .sum::<f64>()
+            / choices.legal.len().max(1) as f64;
+        let row =
+            |scorer: &str, metric: &str, model: f64, baseline: Option<f64>, unit, target| Row {
+                task: "choices".to_owned(),
+                scorer: scorer.to_owned(),
+                metric: metric.to_owned(),
+                model,
+                baseline: baseline.map(|b| ("temperature 1".to_owned(), b)),
+                chance: (unit == Unit::Percent).then_some(chance),
+                target,
+                items: choices.texts.len(),
+                unit,
+            };
+        let (plain, fit) = (
+            "text_choose, T = 1",
+            format!("text_choose, calibrated T = {fitted:.3}"),
+        );
+        let ece = format!("ECE, {BINS} bins");
+        self.rows.extend([
+            row(
+                plain,
+                "accuracy",
+                accuracy_before,
+                None,
+                Unit::Percent,
+                Target::None,
+            ),
+            row(
+                &fit,
+                "accuracy",
+                accuracy_after,
+                Some(accuracy_before),
+                Unit::Percent,
+                Target::None,
+            ),
+            row(plain, &ece, ece_before, None, Unit::Plain, Target::None),
+            row(
+                &fit,
+                &ece,
+                ece_after,
+                Some(ece_before),
+                Unit::Plain,
+                Target::AtMost(0.05),
+            ),
+        ]);
+        self.notes.push(format!(
+            "choices: {} of {} test items (drawn with seed {}); the temperature was fitted on {} calibration items \
+             (held-out cross-entropy {:.4} at T = 1, {:.4} at T = {fitted:.3}), saved to {} and loaded again",
+            choices.texts.len(),
+            choices.available,
+            options.seed,
+            stats.items,
+            stats.loss_before,
+            stats.loss_after,
+            calibrated_path.display()
+        ));
+        if temperature != 1.0 {
+            self.notes.push(format!(
+                "the checkpoint carried T = {temperature:.3}: its T = 1 probabilities are its own raised to the power \
+                 {temperature:.3} and renormalised"
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Runs `wordnet evaluate` with the arguments after `evaluate`.
 pub fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     let Some(options) = parse(arguments)? else {
@@ -424,297 +724,37 @@ pub fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>
         options.threads
     );
     let executor = Executor::for_ram(&[], None, options.threads - 1)?;
-    let (threads, width) = (options.threads, description.token_width);
-    let late = width > 0;
-    let mut rows = Vec::new();
-    let mut notes = Vec::new();
-
-    // Text retrieval: embedding cosine, MaxSim, TF-IDF. The lemma candidates are kept for the spoken lemmas.
-    let mut lemma_candidates = None;
-    for (name, task) in [
-        ("synonym -> lemma", &tasks.synonyms),
-        ("lemma -> gloss", &tasks.glosses),
-    ] {
-        let queries = encode(
-            &model,
-            &executor,
-            &task.queries,
-            Form::Text,
-            late,
-            &format!("{name}: queries"),
-        )?;
-        let candidates = encode(
-            &model,
-            &executor,
-            &task.candidates,
-            Form::Text,
-            late,
-            &format!("{name}: candidates"),
-        )?;
-        let timer = Instant::now();
-        let cosine = cosine_ranks(task, &queries, &candidates, threads);
-        let tfidf = tfidf_ranks(task, threads);
-        let mut scored = vec![("embedding cosine", cosine.as_slice())];
-        let max_sim = if late {
-            max_sim_ranks(task, &queries, &candidates, width, threads)
-        } else {
-            Vec::new()
-        };
-        if late {
-            scored.push(("MaxSim, token vectors", max_sim.as_slice()));
-        }
-        eprintln!("{name}: scored in {:.1} s", timer.elapsed().as_secs_f64());
-        let target = if name.starts_with("synonym") {
-            Target::TenTimesChanceAndBaseline
-        } else {
-            Target::TenTimesChance
-        };
-        rows.extend(retrieval_rows(name, task, &scored, Some(&tfidf), target));
-        notes.push(format!(
-            "{name}: {} of {} queries (drawn with seed {}), {} candidates",
-            task.queries.len(),
-            task.available,
-            options.seed,
-            task.candidates.len()
-        ));
-        if name.starts_with("synonym") {
-            lemma_candidates = Some(candidates);
-        }
-    }
-    if !late {
-        notes.push("the checkpoint has no token head: no MaxSim rows".to_owned());
-    }
-
-    // Spoken lemmas against the lemma texts.
-    let spoken = &tasks.spoken;
-    if spoken.queries.is_empty() {
-        notes.push("the test split has no spoken lemmas: no audio rows".to_owned());
-    } else {
-        let clips = encode(
-            &model,
-            &executor,
-            &spoken.queries,
-            Form::Audio,
-            false,
-            "spoken lemmas",
-        )?;
-        let texts = match lemma_candidates {
-            Some(texts) if spoken.candidates == tasks.synonyms.candidates => texts,
-            _ => encode(
-                &model,
-                &executor,
-                &spoken.candidates,
-                Form::Text,
-                false,
-                "lemma texts",
-            )?,
-        };
-        let ranks = cosine_ranks(spoken, &clips, &texts, threads);
-        rows.extend(retrieval_rows(
-            "spoken lemma -> text",
-            spoken,
-            &[("embedding cosine", &ranks)],
-            None,
-            Target::TenTimesChance,
-        ));
-        notes.push(format!(
-            "spoken lemma -> text: {} of {} clips, {} candidates (the test synsets' distinct canonical lemmas)",
-            spoken.queries.len(),
-            spoken.available,
-            spoken.candidates.len()
-        ));
-    }
-
-    // Zero-shot Fashion-MNIST: each class's prototype is the normalised mean of its test captions' embeddings.
-    let zero_shot = &tasks.zero_shot;
-    let captions: Vec<String> = zero_shot.captions.concat();
-    let caption_rows = encode(&model, &executor, &captions, Form::Text, false, "captions")?;
-    let mut prototypes = vec![0f32; zero_shot.classes.len() * caption_rows.dimensions];
-    let mut next = 0;
-    for (class, texts) in zero_shot.captions.iter().enumerate() {
-        let prototype =
-            &mut prototypes[class * caption_rows.dimensions..(class + 1) * caption_rows.dimensions];
-        for _ in texts {
-            prototype
-                .iter_mut()
-                .zip(caption_rows.row(next))
-                .for_each(|(p, v)| *p += v);
-            next += 1;
-        }
-        let norm = metrics::dot(prototype, prototype).sqrt().max(1e-12);
-        prototype.iter_mut().for_each(|p| *p /= norm);
-    }
-    let images = encode(
-        &model,
-        &executor,
-        &zero_shot.images,
-        Form::Image,
-        false,
-        "images",
-    )?;
-    let right = (0..zero_shot.images.len())
-        .filter(|&i| {
-            let scores: Vec<f32> = prototypes
-                .chunks_exact(caption_rows.dimensions)
-                .map(|p| metrics::dot(images.row(i), p))
-                .collect();
-            metrics::argmax(&scores) == zero_shot.labels[i]
-        })
-        .count();
-    let classes = zero_shot.classes.len();
-    rows.push(Row {
-        task: "Fashion-MNIST zero-shot".to_owned(),
-        scorer: "embedding cosine".to_owned(),
-        metric: "accuracy".to_owned(),
-        model: right as f64 / zero_shot.images.len().max(1) as f64,
-        baseline: None,
-        chance: Some(1.0 / classes.max(1) as f64),
-        target: Target::None,
-        items: zero_shot.images.len(),
-        unit: Unit::Percent,
-    });
-    notes.push(format!(
-        "Fashion-MNIST zero-shot: {} of {} test images (drawn with seed {}); each of the {classes} classes' \
-         prototype averages the embeddings of its test captions ({} in all: the held-out template with the class's \
-         2-3 names)",
-        zero_shot.images.len(),
-        zero_shot.available,
-        options.seed,
-        captions.len(),
-    ));
-
-    // Choices, at temperature 1, then calibrated through the trainer and loaded again.
+    let mut evaluation = Evaluation {
+        options: &options,
+        data: &data,
+        tasks: &tasks,
+        model: &model,
+        executor: &executor,
+        width: description.token_width,
+        rows: Vec::new(),
+        notes: Vec::new(),
+    };
+    let lemmas = evaluation.text_retrieval()?;
+    evaluation.spoken(lemmas)?;
+    evaluation.zero_shot()?;
     if description.choice_temperature_groups == 0 {
-        notes.push("the checkpoint has no choice head: no choice rows".to_owned());
+        evaluation
+            .notes
+            .push("the checkpoint has no choice head: no choice rows".to_owned());
     } else {
-        let choices = &tasks.choices;
-        let temperature = checkpoint::scalar(&options.model, "head.choice.temperatures", 0)?;
-        let at_temperature = choose(&model, &executor, choices)?;
-        let before: Vec<Vec<f32>> = at_temperature
-            .iter()
-            .map(|p| metrics::retempered(p, temperature))
-            .collect();
-        let (accuracy_before, ece_before) = choice_figures(&before, &choices.answers);
-
-        let trainer = Trainer::init_ram(
-            &executor,
-            TrainerInitRamConfig {
-                checkpoint: &options.model,
-                batch: BatchShape {
-                    max_columns_per_row: options.columns,
-                    ..BatchShape::default()
-                },
-                ..TrainerInitRamConfig::default()
-            },
-        )?;
-        let timer = Instant::now();
-        let stats = calibrate(
-            &trainer,
-            &executor,
-            &data,
-            options.calibration,
-            options.seed,
-        )?;
-        std::fs::create_dir_all(&options.out)?;
-        let calibrated_path = options.out.join("calibrated.safetensors");
-        trainer.on(&executor).save(&calibrated_path)?;
-        drop(trainer);
-        eprintln!(
-            "calibration: {} items, {} tokens in {:.1} s; cross-entropy {:.4} -> {:.4}",
-            stats.items,
-            stats.tokens,
-            timer.elapsed().as_secs_f64(),
-            stats.loss_before,
-            stats.loss_after
-        );
-        let calibrated = Model::load_ram(&calibrated_path)?;
-        let fitted = checkpoint::scalar(&calibrated_path, "head.choice.temperatures", 0)?;
-        let after = choose(&calibrated, &executor, choices)?;
-        let (accuracy_after, ece_after) = choice_figures(&after, &choices.answers);
-        let chance = choices
-            .legal
-            .iter()
-            .map(|l| 1.0 / l.len() as f64)
-            .sum::<f64>()
-            / choices.legal.len().max(1) as f64;
-        let row =
-            |scorer: &str, metric: &str, model: f64, baseline: Option<f64>, unit, target| Row {
-                task: "choices".to_owned(),
-                scorer: scorer.to_owned(),
-                metric: metric.to_owned(),
-                model,
-                baseline: baseline.map(|b| ("temperature 1".to_owned(), b)),
-                chance: (unit == Unit::Percent).then_some(chance),
-                target,
-                items: choices.texts.len(),
-                unit,
-            };
-        let calibrated_name = format!("text_choose, calibrated T = {fitted:.3}");
-        let ece = format!("ECE, {BINS} bins");
-        rows.push(row(
-            "text_choose, T = 1",
-            "accuracy",
-            accuracy_before,
-            None,
-            Unit::Percent,
-            Target::None,
-        ));
-        rows.push(row(
-            &calibrated_name,
-            "accuracy",
-            accuracy_after,
-            Some(accuracy_before),
-            Unit::Percent,
-            Target::None,
-        ));
-        rows.push(row(
-            "text_choose, T = 1",
-            &ece,
-            ece_before,
-            None,
-            Unit::Plain,
-            Target::None,
-        ));
-        rows.push(row(
-            &calibrated_name,
-            &ece,
-            ece_after,
-            Some(ece_before),
-            Unit::Plain,
-            Target::AtMost(0.05),
-        ));
-        notes.push(format!(
-            "choices: {} of {} test items (drawn with seed {}); the temperature was fitted on {} calibration items \
-             (held-out cross-entropy {:.4} at T = 1, {:.4} at T = {fitted:.3}), saved to {} and loaded again",
-            choices.texts.len(),
-            choices.available,
-            options.seed,
-            stats.items,
-            stats.loss_before,
-            stats.loss_after,
-            calibrated_path.display()
-        ));
-        if temperature != 1.0 {
-            notes.push(format!(
-                "the checkpoint carried T = {temperature:.3}: its T = 1 probabilities are its own raised to the power \
-                 {temperature:.3} and renormalised"
-            ));
-        }
+        evaluation.choices()?;
     }
 
     let heading = format!(
         "## Evaluation of `{}` (step {steps}) on the test split",
-        options
-            .model
-            .file_name()
-            .map_or(String::new(), |n| n.to_string_lossy().into_owned())
+        options.model.display()
     );
-    notes.push(format!(
+    evaluation.notes.push(format!(
         "evaluated in {:.0} s with {} threads",
         started.elapsed().as_secs_f64(),
         options.threads
     ));
-    report::write(&options.out, &heading, &rows, &notes)?;
+    report::write(&options.out, &heading, &evaluation.rows, &evaluation.notes)?;
     println!(
         "{}",
         std::fs::read_to_string(options.out.join("evaluation.md"))?
