@@ -66,17 +66,21 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
     };
     while let Some(argument) = arguments.next() {
         let mut value = |what: &str| arguments.next().ok_or(format!("{argument} needs {what}"));
+        let number = |text: String| -> Result<u64, String> {
+            text.parse()
+                .map_err(|_| format!("{argument} needs a non-negative whole number, not {text:?}"))
+        };
         match argument.as_str() {
             "--model" => options.model = value("a checkpoint")?.into(),
             "--data" => options.data = value("a directory")?.into(),
             "--out" => options.out = value("a directory")?.into(),
-            "--columns" => options.columns = value("a count")?.parse()?,
-            "--queries" => options.limits.queries = value("a count")?.parse()?,
-            "--images" => options.limits.images = value("a count")?.parse()?,
-            "--choices" => options.limits.choices = value("a count")?.parse()?,
-            "--calibration" => options.calibration = value("a count")?.parse()?,
-            "--threads" => options.threads = value("a count")?.parse()?,
-            "--seed" => options.seed = value("a number")?.parse()?,
+            "--columns" => options.columns = number(value("a count")?)? as usize,
+            "--queries" => options.limits.queries = number(value("a count")?)? as usize,
+            "--images" => options.limits.images = number(value("a count")?)? as usize,
+            "--choices" => options.limits.choices = number(value("a count")?)? as usize,
+            "--calibration" => options.calibration = number(value("a count")?)? as usize,
+            "--threads" => options.threads = number(value("a count")?)? as usize,
+            "--seed" => options.seed = number(value("a number")?)?,
             "--help" | "-h" => {
                 println!(
                     "usage: wordnet evaluate [--model PATH] [--data DIR] [--out DIR] [--columns N]"
@@ -627,7 +631,8 @@ impl Evaluation<'_> {
             stats.loss_before,
             stats.loss_after
         );
-        let calibrated = Model::load_ram(&calibrated_path)?;
+        let calibrated = Model::load_ram(&calibrated_path)
+            .map_err(|error| format!("{}: {error}", calibrated_path.display()))?;
         let fitted = checkpoint::scalar(&calibrated_path, "head.choice.temperatures", 0)?;
         let after = choose(&calibrated, self.executor, choices)?;
         let (accuracy_after, ece_after) = choice_figures(&after, &choices.answers);
@@ -711,7 +716,8 @@ pub fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>
     let started = Instant::now();
     let data = Data::load(&options.data, options.columns - 1)?;
     let tasks = Tasks::new(&data, &options.limits, options.seed)?;
-    let model = Model::load_ram(&options.model)?;
+    let model = Model::load_ram(&options.model)
+        .map_err(|error| format!("{}: {error}", options.model.display()))?;
     let description = model.describe()?;
     let steps = checkpoint::scalar(&options.model, "trainer.step", 0)
         .map_or(String::from("unknown"), |s| format!("{}", s as usize));
