@@ -113,8 +113,8 @@ def panel(x0, y0, width, height, title, train, validation, last_step, reference)
         level, name = reference
         parts.append(f'<line x1="{x0 + left}" x2="{x0 + width - right}" y1="{y(level):.1f}" y2="{y(level):.1f}" '
                      f'stroke="#555" stroke-dasharray="4 3"/>')
-        parts.append(f'<text x="{x0 + width - right - 4}" y="{y(level) - 4:.1f}" font-size="10" text-anchor="end" '
-                     f'fill="#555" {FONT}>{escape(name)}</text>')
+        parts.append(f'<text x="{x0 + left + 4}" y="{y(level) + 12:.1f}" font-size="10" fill="#555" {FONT}>'
+                     f'{escape(name)}</text>')
     if train:
         points = " ".join(f"{x(s):.1f},{y(v):.1f}" for s, v in train)
         parts.append(f'<polyline class="train" points="{points}" fill="none" stroke="{TRAIN_COLOUR}" '
