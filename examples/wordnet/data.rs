@@ -43,6 +43,8 @@ struct Group {
     first: usize,
     /// Its items, at least one.
     count: usize,
+    /// Its `groups.tsv` label: a synset's canonical lemma, or a class's name.
+    label: String,
 }
 
 /// A line of `items.tsv`.
@@ -214,7 +216,7 @@ impl Random {
     }
 
     /// Up to `count` distinct elements of `from`, in drawn order.
-    fn sample<T: Copy>(&mut self, from: &[T], count: usize) -> Vec<T> {
+    pub fn sample<T: Copy>(&mut self, from: &[T], count: usize) -> Vec<T> {
         let mut pool = from.to_vec();
         let count = count.min(pool.len());
         for i in 0..count {
@@ -318,6 +320,7 @@ impl Data {
                 fashion,
                 first,
                 count,
+                label: record[6].clone(),
             });
         }
         for record in records(&root.join("roles.tsv"), 3)? {
@@ -388,6 +391,51 @@ impl Data {
         self.wordnet.get(&split).map_or(0, Vec::len)
     }
 
+    /// The groups of a split, WordNet synsets or Fashion-MNIST classes, in file order.
+    pub fn groups_in(&self, split: Split, fashion: bool) -> &[usize] {
+        let by = if fashion {
+            &self.fashion
+        } else {
+            &self.wordnet
+        };
+        by.get(&split).map_or(&[], Vec::as_slice)
+    }
+
+    /// A group's label: a synset's canonical lemma, or a class's name.
+    pub fn label(&self, group: usize) -> &str {
+        &self.groups[group].label
+    }
+
+    /// A group's items as `(role, modality, content)`, in file order (a synset's canonical lemma first); a media
+    /// item's content is its path, joined to the data directory.
+    pub fn members(&self, group: usize) -> impl Iterator<Item = (&str, Modality, String)> + '_ {
+        let Group { first, count, .. } = self.groups[group];
+        self.items[first..first + count].iter().map(|item| {
+            let content = match item.modality {
+                Modality::Text => item.content.clone(),
+                _ => self.root.join(&item.content).to_string_lossy().into_owned(),
+            };
+            (self.role_names[item.role].as_str(), item.modality, content)
+        })
+    }
+
+    /// The choice items of a split as `(text, legal bytes, targets)`, in file order.
+    pub fn choice_items(&self, split: Split) -> impl Iterator<Item = (&str, &str, &[f32])> + '_ {
+        let none: &[usize] = &[];
+        let indices = self
+            .choices_by_split
+            .get(&split)
+            .map_or(none, Vec::as_slice);
+        indices.iter().map(|&c| {
+            let choice = &self.choices[c];
+            (
+                choice.text.as_str(),
+                choice.legal.as_str(),
+                choice.targets.as_slice(),
+            )
+        })
+    }
+
     /// The attract weight of two items of one group, by their roles; an unlisted pair is an error of the data.
     fn role_weight(&self, a: usize, b: usize) -> Result<f32, Box<dyn Error>> {
         let (a, b) = (self.items[a].role, self.items[b].role);
@@ -443,6 +491,7 @@ impl Data {
                 fashion,
                 first,
                 count,
+                ..
             } = self.groups[group];
             let ids: Vec<usize> = (first..first + count).collect();
             let role_of = |i: &usize| self.role_names[self.items[*i].role].as_str();

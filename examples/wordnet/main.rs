@@ -7,10 +7,14 @@
 //! last checkpoint: the step count and the schedule continue, and a step's batch depends on the seed and the step's
 //! index alone, so the resumed run draws the batches the uninterrupted one would.
 //!
+//! At the schedule's last step the run fits the choice temperature on the calibration split (`calibration.rs`)
+//! before its final save. `wordnet evaluate` scores a checkpoint on the test split instead (`evaluate.rs`).
+//!
 //! ```sh
 //! python3 tools/data/prepare.py                                   # once: target/data
 //! cargo run --release --example wordnet                           # 50 steps into target/wordnet, ~1-2 min
 //! cargo run --release --example wordnet -- --steps 3000 --minutes 55 --every 250
+//! cargo run --release --example wordnet -- evaluate --model target/wordnet/checkpoint.safetensors
 //! ```
 
 use std::error::Error;
@@ -20,7 +24,14 @@ use std::time::{Duration, Instant};
 
 use uform::*;
 
+mod baseline;
+mod calibration;
+mod checkpoint;
 mod data;
+mod evaluate;
+mod metrics;
+mod report;
+mod tasks;
 
 use data::{Batch, Data, Random, Recipe, Split};
 
@@ -76,17 +87,25 @@ struct Options {
     seed: u64,
     /// Start afresh even when the run directory holds a checkpoint.
     fresh: bool,
+    /// Calibration items the final temperature fit takes, drawn with the seed; zero takes all.
+    calibration: usize,
 }
 
 fn main() {
-    if let Err(error) = run() {
+    let mut arguments = std::env::args().skip(1).peekable();
+    let outcome = if arguments.peek().map(String::as_str) == Some("evaluate") {
+        evaluate::run(arguments.skip(1))
+    } else {
+        run(arguments)
+    };
+    if let Err(error) = outcome {
         eprintln!("\nwordnet: {error}");
         std::process::exit(1);
     }
 }
 
 /// Parses the arguments; `None` when only the usage was asked for.
-fn parse() -> Result<Option<Options>, Box<dyn Error>> {
+fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>, Box<dyn Error>> {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let target = concat!(env!("CARGO_MANIFEST_DIR"), "/target");
     let mut options = Options {
@@ -109,8 +128,8 @@ fn parse() -> Result<Option<Options>, Box<dyn Error>> {
         learning_rate: 2e-3,
         seed: 13,
         fresh: false,
+        calibration: calibration::DEFAULT_ITEMS,
     };
-    let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         let mut value = |what: &str| arguments.next().ok_or(format!("{argument} needs {what}"));
         match argument.as_str() {
@@ -131,18 +150,25 @@ fn parse() -> Result<Option<Options>, Box<dyn Error>> {
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
             "--seed" => options.seed = value("a number")?.parse()?,
             "--fresh" => options.fresh = true,
+            "--calibration" => options.calibration = value("a count")?.parse()?,
             "--help" | "-h" => {
                 println!(
                     "usage: wordnet [--data DIR] [--run DIR] [--steps N] [--minutes M] [--every N]"
                 );
                 println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
                 println!("               [--per-group N] [--hard P] [--choices N] [--columns N] [--threads N]");
-                println!("               [--lr RATE] [--seed N] [--fresh]");
+                println!("               [--lr RATE] [--seed N] [--fresh] [--calibration N]");
+                println!("       wordnet evaluate --help");
                 println!("--steps: the whole run's steps, earlier sessions' included (the schedule's length)");
                 println!(
                     "--minutes: this session's budget; past it the run saves, validates and stops"
                 );
                 println!("--fresh: start from seeded weights even when --run holds a checkpoint");
+                println!(
+                    "--calibration: calibration items the final temperature fit takes (default {}; 0: all, \
+                     about 6 MB each)",
+                    calibration::DEFAULT_ITEMS
+                );
                 return Ok(None);
             }
             _ => return Err(format!("unknown argument {argument:?}; try --help").into()),
@@ -210,25 +236,6 @@ fn config<'a>(
         seed: options.seed,
         ..TrainerInitRamConfig::default()
     }
-}
-
-/// The optimiser steps a trainer's checkpoint took: its `trainer.step` tensor (F32 [1], MODEL.md), read from the
-/// safetensors header.
-fn saved_steps(path: &Path) -> Result<usize, Box<dyn Error>> {
-    let bytes = std::fs::read(path)?;
-    let corrupt = || format!("{}: not a trainer's checkpoint", path.display());
-    let length = u64::from_le_bytes(bytes.get(..8).ok_or_else(corrupt)?.try_into()?) as usize;
-    let header: serde_json::Value =
-        serde_json::from_slice(bytes.get(8..8 + length).ok_or_else(corrupt)?)?;
-    let offsets = &header["trainer.step"]["data_offsets"];
-    let start = 8 + length + offsets[0].as_u64().ok_or_else(corrupt)? as usize;
-    let value = f32::from_le_bytes(
-        bytes
-            .get(start..start + 4)
-            .ok_or_else(corrupt)?
-            .try_into()?,
-    );
-    Ok(value as usize)
 }
 
 /// The step's stats' terms, in the order the progress line and the log print them.
@@ -325,8 +332,8 @@ fn validate(
 
 /// Loads the data, resumes or seeds the trainer, and trains, saves and validates until the steps or the minutes run
 /// out.
-fn run() -> Result<(), Box<dyn Error>> {
-    let Some(options) = parse()? else {
+fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
+    let Some(options) = parse(arguments)? else {
         return Ok(());
     };
     let opened = Instant::now();
@@ -345,7 +352,12 @@ fn run() -> Result<(), Box<dyn Error>> {
     std::fs::create_dir_all(&options.run)?;
     let checkpoint = options.run.join(CHECKPOINT);
     let resume = !options.fresh && checkpoint.exists();
-    let first = if resume { saved_steps(&checkpoint)? } else { 0 };
+    // The optimiser steps the checkpoint took: its `trainer.step` tensor (F32 [1], MODEL.md).
+    let first = if resume {
+        checkpoint::scalar(&checkpoint, "trainer.step", 0)? as usize
+    } else {
+        0
+    };
     if first >= options.steps {
         println!(
             "{} already took {first} of {} steps: nothing to do",
@@ -457,6 +469,21 @@ fn run() -> Result<(), Box<dyn Error>> {
         let _ = std::io::stderr().flush();
         let out_of_time = deadline.is_some_and(|deadline| elapsed >= deadline);
         if done % options.every == 0 || done == options.steps || out_of_time {
+            if done == options.steps {
+                let stats = calibration::calibrate(
+                    &trainer,
+                    &executor,
+                    &data,
+                    options.calibration,
+                    options.seed,
+                )?;
+                eprintln!();
+                println!(
+                    "calibrated the choice temperature on {} held-out items: cross-entropy {:.4} at T = 1, {:.4} \
+                     fitted",
+                    stats.items, stats.loss_before, stats.loss_after
+                );
+            }
             trainer.on(&executor).save(&checkpoint)?;
             last_saved = done;
             let loss = validate(&executor, &options, &checkpoint, &validation)?;
