@@ -460,19 +460,33 @@ uform_status_t trainer_core_t::choice_logits(std::span<segment_t const> segments
                                              std::vector<float> &out, char const **message) noexcept {
     std::size_t const items = segments.size();
     try {
-        rows_.clear();
-        for (std::size_t i = 0; i != items; ++i) rows_.push_back({i, segments[i].count - 1});
         token_vector_flags_.clear();
         out.resize(offsets[items] - offsets[0]);
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for calibration");
     }
-    trunk_outputs_t logits;
-    if (uform_status_t status =
-            trunk_.forward(parameters, {segments, token_vector_flags_, rows_}, parallel, poll, logits, message))
-        return status;
-    for (std::size_t i = 0, at = 0; i != items; ++i)
-        for (std::size_t k = offsets[i]; k != offsets[i + 1]; ++k) out[at++] = logits.logits[i * 256 + choices[k]];
+    // In chunks of whole items up to `calibration_chunk_tokens_k` tokens: a training forward keeps every block's
+    // activations, so one forward over thousands of items would hold gigabytes for logits of a few bytes each.
+    for (std::size_t first = 0, at = 0; first != items;) {
+        std::size_t last = first, tokens = 0;
+        while (last != items && (last == first || tokens + segments[last].count <= calibration_chunk_tokens_k))
+            tokens += segments[last++].count;
+        try {
+            rows_.clear();
+            for (std::size_t i = first; i != last; ++i) rows_.push_back({i - first, segments[i].count - 1});
+        } catch (std::bad_alloc const &) {
+            return fail(message, uform_status_out_of_memory_k, "out of memory for calibration");
+        }
+        trunk_outputs_t logits;
+        if (uform_status_t status =
+                trunk_.forward(parameters, {segments.subspan(first, last - first), token_vector_flags_, rows_},
+                               parallel, poll, logits, message))
+            return status;
+        for (std::size_t i = first; i != last; ++i)
+            for (std::size_t k = offsets[i]; k != offsets[i + 1]; ++k)
+                out[at++] = logits.logits[(i - first) * 256 + choices[k]];
+        first = last;
+    }
     return uform_status_ok_k;
 }
 

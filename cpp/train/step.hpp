@@ -60,6 +60,10 @@ struct step_report_t {
     float const *embeddings = nullptr;
 };
 
+/// The most tokens calibration runs through one forward (`trainer_core_t::choice_logits`); an item longer than this
+/// runs alone.
+inline constexpr std::size_t calibration_chunk_tokens_k = 8192;
+
 /// A nullable progress hook, told on the calling thread once the forward (1 of 2) and the backward (2 of 2) are done:
 /// true stops the step with `cancelled`, before any weight changes.
 struct progress_t {

@@ -44,9 +44,8 @@ pub fn calibrate(
     Ok(stats)
 }
 
-/// The calibration items a fit takes by default, of the 5,916 the split holds: `uform_trainer_calibrate` scores all its
-/// items in one training forward, which holds about 6 MB per item (a choice item is about 130 bytes) until the fit, so
-/// all of them would take some 36 GB; 500 take about 3 GB, and one temperature needs no more to be fitted well.
+/// The calibration items a fit takes by default, of the 5,916 the split holds: one temperature needs no more to be
+/// fitted well, and 500 take a few seconds (`uform_trainer_calibrate` scores them in chunks, in bounded memory).
 pub const DEFAULT_ITEMS: usize = 500;
 
 /// The stream of the calibration sample's generator, apart from the steps' and the evaluation's.

@@ -168,6 +168,34 @@ int main() {
         check(again.parameters.tensors[i].master == third.parameters.tensors[i].master,
               "the same seed and threads give the same weights");
 
+    // Calibration's logits in chunks of whole items: 40 choice items of 300 tokens (12,000 tokens, two chunks) give
+    // each item the logits it has alone.
+    {
+        std::vector<std::vector<std::uint16_t>> tokens(40);
+        std::vector<uform::train::segment_t> segments;
+        std::vector<std::uint8_t> legal;
+        std::vector<std::size_t> offsets{0};
+        for (std::size_t i = 0; i != tokens.size(); ++i) {
+            for (std::size_t k = 0; k != 299; ++k) tokens[i].push_back(std::uint16_t(32 + (i * 31 + k * 7) % 95));
+            tokens[i].push_back(257);
+            segments.push_back({uform_modality_text_k, tokens[i].data(), nullptr, nullptr, tokens[i].size()});
+            for (char c : {'A', 'B', 'C'}) legal.push_back(std::uint8_t(c));
+            offsets.push_back(legal.size());
+        }
+        check(12000 > uform::train::calibration_chunk_tokens_k, "the items take more than one chunk");
+        std::vector<float> together, alone;
+        status = core.choice_logits(segments, legal.data(), offsets.data(), parallel, {}, together, &message);
+        check(status == uform_status_ok_k, "calibration's logits over two chunks", status);
+        double worst = 0;
+        for (std::size_t i = 0; i != segments.size() && status == uform_status_ok_k; ++i) {
+            status = core.choice_logits({&segments[i], 1}, legal.data() + offsets[i], offsets.data(), parallel, {},
+                                        alone, &message);
+            for (std::size_t k = 0; k != 3; ++k) worst = std::max(worst, relative(together[i * 3 + k], alone[k]));
+        }
+        std::printf("calibration's logits in chunks against alone: worst relative difference %.3g\n", worst);
+        check(status == uform_status_ok_k && worst <= 1e-5, "chunked logits equal each item's alone", worst);
+    }
+
     std::printf(failures ? "%d failures\n" : "all passed\n", failures);
     return failures ? 1 : 0;
 }
