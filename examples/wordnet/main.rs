@@ -7,6 +7,10 @@
 //! last checkpoint: the step count and the schedule continue, and a step's batch depends on the seed and the step's
 //! index alone, so the resumed run draws the batches the uninterrupted one would.
 //!
+//! With `--ranks N` the run is rank `--rank` of a data-parallel mesh of N processes (`Mesh::bootstrap` through the
+//! shared directory `--exchange`, default `<run>/mesh`): every rank draws the same batch and trains on the bags that
+//! fall to it (`share.rs`); rank 0 alone logs, saves, validates and calibrates.
+//!
 //! At the schedule's last step the run fits the choice temperature on the calibration split (`calibration.rs`)
 //! before its final save. `wordnet evaluate` scores a checkpoint on the test split instead (`evaluate.rs`).
 //!
@@ -15,6 +19,8 @@
 //! cargo run --release --example wordnet                           # 50 steps into target/wordnet, ~1-2 min
 //! cargo run --release --example wordnet -- --steps 3000 --minutes 55 --every 250
 //! cargo run --release --example wordnet -- evaluate --model target/wordnet/checkpoint.safetensors
+//! cargo run --release --example wordnet -- --ranks 2 --rank 0 --threads 2 & \
+//!     cargo run --release --example wordnet -- --ranks 2 --rank 1 --threads 2; wait   # two processes, one mesh
 //! ```
 
 use std::error::Error;
@@ -31,6 +37,7 @@ mod data;
 mod evaluate;
 mod metrics;
 mod report;
+mod share;
 mod tasks;
 
 use data::{Batch, Data, Random, Recipe, Split};
@@ -89,6 +96,12 @@ struct Options {
     fresh: bool,
     /// Calibration items the final temperature fit takes, drawn with the seed; zero takes all.
     calibration: usize,
+    /// Processes of the mesh the run trains over (one: no mesh), and this one's rank.
+    ranks: usize,
+    rank: usize,
+    /// The directory the ranks meet in, and the address this rank listens at.
+    exchange: Option<PathBuf>,
+    hostname: String,
 }
 
 fn main() {
@@ -129,6 +142,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         seed: 13,
         fresh: false,
         calibration: calibration::DEFAULT_ITEMS,
+        ranks: 1,
+        rank: 0,
+        exchange: None,
+        hostname: "127.0.0.1".to_owned(),
     };
     while let Some(argument) = arguments.next() {
         let mut value = |what: &str| arguments.next().ok_or(format!("{argument} needs {what}"));
@@ -151,6 +168,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--seed" => options.seed = value("a number")?.parse()?,
             "--fresh" => options.fresh = true,
             "--calibration" => options.calibration = value("a count")?.parse()?,
+            "--ranks" => options.ranks = value("a count")?.parse()?,
+            "--rank" => options.rank = value("an index")?.parse()?,
+            "--exchange" => options.exchange = Some(value("a directory")?.into()),
+            "--hostname" => options.hostname = value("an address")?,
             "--help" | "-h" => {
                 println!(
                     "usage: wordnet [--data DIR] [--run DIR] [--steps N] [--minutes M] [--every N]"
@@ -158,6 +179,9 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
                 println!("               [--per-group N] [--hard P] [--choices N] [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--seed N] [--fresh] [--calibration N]");
+                println!(
+                    "               [--ranks N --rank R [--exchange DIR] [--hostname ADDRESS]]"
+                );
                 println!("       wordnet evaluate --help");
                 println!("--steps: the whole run's steps, earlier sessions' included (the schedule's length)");
                 println!(
@@ -165,8 +189,11 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!("--fresh: start from seeded weights even when --run holds a checkpoint");
                 println!(
-                    "--calibration: calibration items the final temperature fit takes (default {}; 0: all, \
-                     about 6 MB each)",
+                    "--ranks, --rank: train as rank R of N processes over a mesh met in --exchange (default \
+                     <run>/mesh), listening at --hostname (default 127.0.0.1); every rank takes the same options"
+                );
+                println!(
+                    "--calibration: calibration items the final temperature fit takes (default {}; 0: all)",
                     calibration::DEFAULT_ITEMS
                 );
                 return Ok(None);
@@ -180,6 +207,15 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
     if options.threads < 2 {
         return Err(
             "--threads needs at least 2: the executor owns a thread besides the caller".into(),
+        );
+    }
+    if options.ranks == 0 || options.rank >= options.ranks {
+        return Err("--rank must be below --ranks, which needs at least one process".into());
+    }
+    if options.ranks > 1 && options.minutes.is_some() {
+        return Err(
+            "--minutes cannot stop a mesh's ranks at the same step: bound a mesh run by --steps"
+                .into(),
         );
     }
     if options.columns < 2 {
@@ -199,8 +235,10 @@ fn config<'a>(
     options: &Options,
     checkpoint: &'a Path,
     schedule: Schedule,
+    mesh: Option<&'a Mesh>,
 ) -> TrainerInitRamConfig<'a> {
     TrainerInitRamConfig {
+        mesh,
         checkpoint,
         depth: DEPTH,
         hidden: HIDDEN,
@@ -319,7 +357,7 @@ fn validate(
         min_learning_rate: 1e-30,
         ..Schedule::default()
     };
-    let trainer = Trainer::init_ram(executor, config(options, checkpoint, frozen))?;
+    let trainer = Trainer::init_ram(executor, config(options, checkpoint, frozen, None))?;
     let mut sums = [0f32; 5];
     for batch in batches {
         let stats = step(&trainer, executor, batch)?;
@@ -378,7 +416,37 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     } else {
         Path::new("")
     };
-    let trainer = Trainer::init_ram(&executor, config(&options, start_from, schedule))?;
+    let exchange = options
+        .exchange
+        .clone()
+        .unwrap_or_else(|| options.run.join("mesh"));
+    let mesh = if options.ranks > 1 {
+        std::fs::create_dir_all(&exchange)?;
+        println!(
+            "mesh: rank {} of {}, meeting in {}",
+            options.rank,
+            options.ranks,
+            exchange.display()
+        );
+        Some(Mesh::bootstrap(
+            &executor,
+            &MeshOptions {
+                host_domain_index: options.rank,
+                host_domain_count: options.ranks,
+                directory: &exchange,
+                job: "wordnet",
+                timeout_seconds: 600,
+                hostname: &options.hostname,
+            },
+        )?)
+    } else {
+        None
+    };
+    let leader = options.rank == 0;
+    let trainer = Trainer::init_ram(
+        &executor,
+        config(&options, start_from, schedule, mesh.as_ref()),
+    )?;
     let recipe = &options.recipe;
     let origin = if resume {
         format!("resumed at step {first} from {}", checkpoint.display())
@@ -415,7 +483,11 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
             )
         })
         .collect::<Result<_, _>>()?;
-    let log_path = options.run.join("log.tsv");
+    let log_path = options.run.join(if leader {
+        "log.tsv".to_owned()
+    } else {
+        format!("log.rank{}.tsv", options.rank)
+    });
     let fresh_log = !resume || !log_path.exists();
     let mut log = std::fs::OpenOptions::new()
         .create(true)
@@ -435,11 +507,14 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     let (mut tokens, mut nanoseconds) = (0usize, 0u64);
     let mut last_saved = first;
     for index in first..options.steps {
-        let batch = data.batch(
+        let mut batch = data.batch(
             &mut Random::new(options.seed, index as u64),
             Split::Train,
             recipe,
         )?;
+        if options.ranks > 1 {
+            batch = share::share(&batch, options.rank, options.ranks).0;
+        }
         let stats = step(&trainer, &executor, &batch)?;
         tokens += stats.tokens;
         nanoseconds += stats.nanoseconds;
@@ -457,6 +532,10 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
             terms(&stats).map(|t| t.to_string()).join("\t"),
             stats.tokens
         )?;
+        if !leader {
+            last_saved = done; // rank 0 saves; this rank's steps are in its log
+            continue;
+        }
         eprint!(
             "\rstep {done}/{}  {}  lr {:.1e}  {:.0} tokens/s  {} elapsed, ETA {} ",
             options.steps,
