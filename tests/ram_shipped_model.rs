@@ -90,7 +90,12 @@ fn the_folder_search_finds_the_image_of_the_queried_class(
                 rank.map_or(0, |rank| rank + 1),
                 hits.len(),
                 first.file.modality,
-                first.file.path.file_name().unwrap_or_default().to_string_lossy(),
+                first
+                    .file
+                    .path
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy(),
                 first.similarity
             ));
         }
