@@ -1,14 +1,16 @@
 //! `--folder DIR --query TEXT`: encodes every text, image, video and audio file of a folder, one call per
-//! modality, and prints the files nearest the query text by cosine similarity.
+//! modality, as `Scalar::I8` embeddings into a USearch index, and finds the files nearest a query text.
+//! `tests/ram_shipped_model.rs` includes this module to check its answers with the shipped model.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use uform::*;
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
 /// What a file holds, by its extension.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Modality {
+pub enum Modality {
     Text,
     Image,
     Video,
@@ -29,121 +31,134 @@ impl Modality {
     }
 }
 
-/// A file and its embedding.
-struct Entry {
-    path: PathBuf,
-    modality: Modality,
-    embedding: Vec<f32>,
+/// A file of the folder, keyed in the index by its position in [`FolderIndex::files`].
+pub struct File {
+    pub path: PathBuf,
+    pub modality: Modality,
 }
 
-/// Copies the embeddings of one call out of the arena, one row per file.
-fn collect(
-    entries: &mut Vec<Entry>,
-    files: &[PathBuf],
-    modality: Modality,
-    encoded: Encoded<'_>,
-) -> Result<()> {
-    let rows = encoded.embeddings.expect("EMBEDDINGS were asked for");
-    let (values, columns) = (rows.values::<f32>()?, rows.columns());
-    for (path, embedding) in files.iter().zip(values.chunks(columns)) {
-        entries.push(Entry {
-            path: path.clone(),
-            modality,
-            embedding: embedding.to_vec(),
-        });
-    }
-    Ok(())
+/// A file near the query, with the cosine similarity of the two `i8` embeddings.
+pub struct Hit<'a> {
+    pub file: &'a File,
+    pub similarity: f32,
 }
 
-/// Encodes the folder's files and prints the `top` nearest to `query`.
-pub fn search(
-    model: &Model,
-    executor: &Executor,
-    arena: &mut Arena,
-    folder: &Path,
-    query: &str,
-    top: usize,
-) -> std::result::Result<(), Box<dyn Error>> {
-    let mut files: Vec<(Modality, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(folder)? {
-        let path = entry?.path();
-        if let Some(modality) = Modality::of(&path) {
-            files.push((modality, path));
-        }
-    }
-    files.sort_by(|a, b| a.1.cmp(&b.1));
-    let mut entries = Vec::new();
-    for modality in [
-        Modality::Text,
-        Modality::Image,
-        Modality::Video,
-        Modality::Audio,
-    ] {
-        let paths: Vec<PathBuf> = files
-            .iter()
-            .filter(|f| f.0 == modality)
-            .map(|f| f.1.clone())
-            .collect();
-        if paths.is_empty() {
-            continue;
-        }
-        let on = model.on(executor);
-        let (embeddings, scalar) = (Outputs::EMBEDDINGS, Scalar::F32);
-        let encoded = match modality {
-            Modality::Text => {
-                let mut texts = Vec::with_capacity(paths.len());
-                for path in &paths {
-                    texts.push(std::fs::read(path)?);
-                }
-                on.text_encode(&texts, embeddings, scalar, arena)
+/// A folder's files and the USearch index of their embeddings.
+pub struct FolderIndex {
+    pub files: Vec<File>,
+    /// The modalities whose batch failed, with how many files each held and the library's error.
+    pub skipped: Vec<(Modality, usize, uform::Error)>,
+    index: Index,
+}
+
+impl FolderIndex {
+    /// Encodes the files of `folder` (not its subfolders), one batch per modality, and indexes them by cosine
+    /// over the model's `i8` embeddings. A batch the library refuses is skipped whole and listed in `skipped`.
+    pub fn build(
+        model: &Model,
+        executor: &Executor,
+        arena: &mut Arena,
+        folder: &Path,
+    ) -> std::result::Result<Self, Box<dyn Error>> {
+        let mut found: Vec<(Modality, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(folder)? {
+            let path = entry?.path();
+            if let Some(modality) = Modality::of(&path) {
+                found.push((modality, path));
             }
-            Modality::Image => on.image_encode(&paths, embeddings, scalar, arena),
-            Modality::Video => on.video_encode(&paths, embeddings, scalar, arena),
-            Modality::Audio => on.audio_encode(&paths, embeddings, scalar, arena),
-        };
-        match encoded {
-            Ok(encoded) => collect(&mut entries, &paths, modality, encoded)?,
-            Err(error) => eprintln!("skipped {} {modality:?} file(s): {error}", paths.len()),
         }
+        found.sort_by(|a, b| a.1.cmp(&b.1));
+        let index = Index::new(&IndexOptions {
+            dimensions: model.describe()?.dimensions,
+            metric: MetricKind::Cos,
+            quantization: ScalarKind::I8,
+            ..IndexOptions::default()
+        })?;
+        index.reserve(found.len())?;
+        let mut folder_index = Self {
+            files: Vec::with_capacity(found.len()),
+            skipped: Vec::new(),
+            index,
+        };
+        for modality in [
+            Modality::Text,
+            Modality::Image,
+            Modality::Video,
+            Modality::Audio,
+        ] {
+            let paths: Vec<PathBuf> = found
+                .iter()
+                .filter(|f| f.0 == modality)
+                .map(|f| f.1.clone())
+                .collect();
+            if paths.is_empty() {
+                continue;
+            }
+            let on = model.on(executor);
+            let (embeddings, scalar) = (Outputs::EMBEDDINGS, Scalar::I8);
+            let encoded = match modality {
+                Modality::Text => {
+                    let mut texts = Vec::with_capacity(paths.len());
+                    for path in &paths {
+                        texts.push(std::fs::read(path)?);
+                    }
+                    on.text_encode(&texts, embeddings, scalar, arena)
+                }
+                Modality::Image => on.image_encode(&paths, embeddings, scalar, arena),
+                Modality::Video => on.video_encode(&paths, embeddings, scalar, arena),
+                Modality::Audio => on.audio_encode(&paths, embeddings, scalar, arena),
+            };
+            match encoded {
+                Ok(encoded) => folder_index.add(paths, modality, encoded)?,
+                Err(error) => folder_index.skipped.push((modality, paths.len(), error)),
+            }
+        }
+        Ok(folder_index)
     }
 
-    let encoded =
-        model
-            .on(executor)
-            .text_encode(&[query], Outputs::EMBEDDINGS, Scalar::F32, arena)?;
-    let query_embedding = encoded
-        .embeddings
-        .ok_or("no query embedding")?
-        .values::<f32>()?
-        .to_vec();
-    let mut scored: Vec<(f32, &Entry)> = entries
-        .iter()
-        .map(|entry| (cosine(&query_embedding, &entry.embedding), entry))
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
-    println!(
-        "{} files encoded from {}; nearest to {query:?}:",
-        entries.len(),
-        folder.display()
-    );
-    for (score, entry) in scored.iter().take(top) {
-        println!(
-            "  {score:+.3}  {:<5}  {}",
-            format!("{:?}", entry.modality).to_lowercase(),
-            entry.path.display()
-        );
+    /// Adds one call's embeddings to the index, one row per file.
+    fn add(
+        &mut self,
+        paths: Vec<PathBuf>,
+        modality: Modality,
+        encoded: Encoded<'_>,
+    ) -> std::result::Result<(), Box<dyn Error>> {
+        let rows = encoded
+            .embeddings
+            .ok_or("the model answered no embeddings")?;
+        let (values, columns) = (rows.values::<i8>()?, rows.columns());
+        for (path, embedding) in paths.into_iter().zip(values.chunks(columns)) {
+            self.index.add(self.files.len() as u64, embedding)?;
+            self.files.push(File { path, modality });
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// The cosine of two rows; zero when either is zero.
-fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    let dot: f32 = a.iter().zip(b).map(|(x, y)| x * y).sum();
-    let norms =
-        a.iter().map(|x| x * x).sum::<f32>().sqrt() * b.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norms == 0.0 {
-        0.0
-    } else {
-        dot / norms
+    /// The `top` files nearest `query`, nearest first.
+    pub fn nearest(
+        &self,
+        model: &Model,
+        executor: &Executor,
+        arena: &mut Arena,
+        query: &str,
+        top: usize,
+    ) -> std::result::Result<Vec<Hit<'_>>, Box<dyn Error>> {
+        let encoded =
+            model
+                .on(executor)
+                .text_encode(&[query], Outputs::EMBEDDINGS, Scalar::I8, arena)?;
+        let rows = encoded
+            .embeddings
+            .ok_or("the model answered no embeddings")?;
+        let matches = self.index.search(rows.values::<i8>()?, top)?;
+        Ok(matches
+            .keys
+            .iter()
+            .zip(&matches.distances)
+            .map(|(&key, &distance)| Hit {
+                file: &self.files[key as usize],
+                similarity: 1.0 - distance,
+            })
+            .collect())
     }
 }

@@ -1,12 +1,13 @@
-//! Encodes texts with a UForm checkpoint and prints their embeddings' shape, a cosine similarity matrix and
-//! the throughput; or, given a folder, encodes its texts, images, videos and audio and prints the files
-//! nearest a query text.
+//! Encodes texts with a UForm checkpoint and prints their embeddings' shape, a cosine similarity matrix, the
+//! other texts ranked by similarity to the first, and the throughput; or, given a folder, encodes its texts,
+//! images, videos and audio into a USearch index and prints the files nearest a query text.
 //!
 //! ```sh
-//! cargo run --release --example encode                              # the tiny checkpoint, built-in texts
+//! cargo run --release --example encode                              # the shipped model, built-in texts
+//! cargo run --release --example encode -- "a cat" "a feline" "a truck"
 //! cargo run --release --example encode -- --model model.safetensors "a cat" "a dog"
 //! cargo run --release --example encode -- --lines corpus.txt        # one text per line, with a progress bar
-//! cargo run --release --example encode -- --folder tests/data/media --query "a beeping tone"
+//! cargo run --release --example encode -- --folder tests/data/media --query "an image of a sneaker"
 //! ```
 
 use std::io::Write;
@@ -26,6 +27,12 @@ const BUILT_IN: [&str; 4] = [
     "stock prices fell sharply",
 ];
 
+/// The model the repository ships (docs/search.md), loaded unless `--model` names another.
+const SHIPPED_MODEL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/models/uform-wordnet-small.safetensors"
+);
+
 /// Batches above this many items report progress on standard error.
 const PROGRESS_FROM: usize = 256;
 
@@ -38,10 +45,7 @@ fn main() {
 
 /// Parses the arguments, loads the model, encodes and prints.
 fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let mut model_path = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/tiny.safetensors"
-    ));
+    let mut model_path = PathBuf::from(SHIPPED_MODEL);
     let mut texts: Vec<String> = Vec::new();
     let (mut folder, mut query, mut top) = (None::<PathBuf>, None::<String>, 5usize);
     let mut arguments = std::env::args().skip(1);
@@ -82,7 +86,7 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
     );
     if let Some(folder) = folder {
         let query = query.ok_or("--folder needs a --query")?;
-        return folder::search(&model, &executor, &mut arena, &folder, &query, top);
+        return search(&model, &executor, &mut arena, &folder, &query, top);
     }
 
     let mut stats = TextEncodeStats::default();
@@ -121,20 +125,29 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
     let columns = embeddings.columns();
     println!("embeddings: {} x {} f32", embeddings.count(), columns);
 
+    // Embeddings are unit rows, so a dot product is their cosine.
+    let cosine = |i: usize, j: usize| -> f32 {
+        let (row_i, row_j) = (
+            &values[i * columns..][..columns],
+            &values[j * columns..][..columns],
+        );
+        row_i.iter().zip(row_j).map(|(a, b)| a * b).sum()
+    };
     let shown = texts.len().min(8);
     println!("cosine similarity of the first {shown} texts:");
     for (i, text) in texts.iter().take(shown).enumerate() {
-        let row_i = &values[i * columns..(i + 1) * columns];
         let cells: Vec<String> = (0..shown)
-            .map(|j| {
-                let row_j = &values[j * columns..(j + 1) * columns];
-                format!(
-                    "{:+.3}",
-                    row_i.iter().zip(row_j).map(|(a, b)| a * b).sum::<f32>()
-                )
-            })
+            .map(|j| format!("{:+.3}", cosine(i, j)))
             .collect();
         println!("  {}  {}", cells.join(" "), truncate(text, 40));
+    }
+    if texts.len() > 2 {
+        let mut others: Vec<usize> = (1..texts.len()).collect();
+        others.sort_by(|&a, &b| cosine(0, b).total_cmp(&cosine(0, a)));
+        println!("nearest to {:?} first:", truncate(&texts[0], 40));
+        for &j in others.iter().take(shown) {
+            println!("  {:+.3}  {}", cosine(0, j), truncate(&texts[j], 40));
+        }
     }
     println!(
         "throughput: {} texts, {} tokens in {:.3} ms: {:.0} tokens/s",
@@ -152,4 +165,36 @@ fn truncate(text: &str, limit: usize) -> String {
         Some((cut, _)) => format!("{}...", &text[..cut]),
         None => text.to_owned(),
     }
+}
+
+/// Indexes `folder` (folder.rs) and prints the `top` files nearest `query`, and the batches the library refused.
+fn search(
+    model: &Model,
+    executor: &Executor,
+    arena: &mut Arena,
+    folder: &std::path::Path,
+    query: &str,
+    top: usize,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let started = Instant::now();
+    let index = folder::FolderIndex::build(model, executor, arena, folder)?;
+    let seconds = started.elapsed().as_secs_f64();
+    for (modality, count, error) in &index.skipped {
+        eprintln!("skipped {count} {modality:?} file(s): {error}");
+    }
+    println!(
+        "{} files of {} encoded as i8 into a USearch index in {:.2} s; nearest to {query:?}:",
+        index.files.len(),
+        folder.display(),
+        seconds
+    );
+    for hit in index.nearest(model, executor, arena, query, top)? {
+        println!(
+            "  {:+.3}  {:<5}  {}",
+            hit.similarity,
+            format!("{:?}", hit.file.modality).to_lowercase(),
+            hit.file.path.display()
+        );
+    }
+    Ok(())
 }
