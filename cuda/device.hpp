@@ -21,6 +21,22 @@ inline constexpr std::size_t workspace_bytes_k = std::size_t(32) << 20;
 /// no GPU class names, are left out of the ordinals `c/` uses.
 int device_of(std::size_t ordinal) noexcept;
 
+/// Makes CUDA device `device` current on the calling thread for the guard's life, then restores the thread's own: a
+/// blocking call runs on the caller's thread, whose current device belongs to the caller. `ok()` says whether the
+/// runtime accepted the device.
+class device_guard_t {
+  public:
+    explicit device_guard_t(int device) noexcept;
+    ~device_guard_t() noexcept;
+    device_guard_t(device_guard_t const &) = delete;
+    device_guard_t &operator=(device_guard_t const &) = delete;
+    bool ok() const noexcept { return ok_; }
+
+  private:
+    int previous_ = -1;
+    bool ok_ = false;
+};
+
 /// Device memory on the current device, grown to a high-water mark (contents discarded when it grows).
 struct device_buffer_t {
     void *data = nullptr;

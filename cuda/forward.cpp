@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "../c/fail.hpp"
 #include "../c/scalars.hpp"
@@ -32,6 +33,7 @@ struct lease_t {
     stream_t *stream = nullptr;
     replica_t const *replica = nullptr;
     std::unique_lock<std::mutex> lock;
+    std::optional<cuda::device_guard_t> device; // the stream's device, current on this thread for the call
 };
 
 uform_status_t take_lease(model_t const &model, call_t &call, lease_t &lease, char const **message) noexcept {
@@ -57,10 +59,9 @@ uform_status_t take_lease(model_t const &model, call_t &call, lease_t &lease, ch
     }
     if (lease.stream == nullptr)
         return fail(message, uform_status_invalid_argument_k, "the executor has no stream on the model's device");
-    if (cudaSetDevice(lease.stream->device) != cudaSuccess) {
-        (void)cudaGetLastError();
+    lease.device.emplace(lease.stream->device);
+    if (!lease.device->ok())
         return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
-    }
     return uform_status_ok_k;
 }
 

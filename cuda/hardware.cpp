@@ -61,6 +61,16 @@ uform_gpu_class_t class_of_device(int device) noexcept {
 
 int device_of(std::size_t ordinal) noexcept { return devices().ordinals[ordinal]; }
 
+device_guard_t::device_guard_t(int device) noexcept {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    ok_ = cudaSetDevice(device) == cudaSuccess;
+    if (!ok_) (void)cudaGetLastError();
+}
+
+device_guard_t::~device_guard_t() noexcept {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+}
+
 bool device_buffer_t::reserve(std::size_t bytes) noexcept {
     if (bytes <= size) return true;
     release();
@@ -100,10 +110,8 @@ void pinned_buffer_t::release() noexcept {
 uform_status_t stream_t::open(std::size_t gpu, std::size_t scratch, std::size_t pinned, char const **message) noexcept {
     ordinal = gpu;
     device = device_of(gpu);
-    if (cudaSetDevice(device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return fail(message, uform_status_not_found_k, "the CUDA runtime refused to select the device");
-    }
+    device_guard_t const guard(device);
+    if (!guard.ok()) return fail(message, uform_status_not_found_k, "the CUDA runtime refused to select the device");
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
         (void)cudaGetLastError();
         stream = nullptr;
@@ -130,7 +138,7 @@ uform_status_t stream_t::open(std::size_t gpu, std::size_t scratch, std::size_t 
 
 void stream_t::close() noexcept {
     if (stream == nullptr && blas == nullptr) return;
-    (void)cudaSetDevice(device);
+    device_guard_t const guard(device);
     if (stream != nullptr) (void)cudaStreamSynchronize(stream);
     workspace.release();
     activations.release();
@@ -198,7 +206,8 @@ void vram_close(void *state) noexcept { delete static_cast<cuda::streams_t *>(st
 
 void *vram_allocate(std::size_t device, std::size_t bytes) noexcept {
     void *pointer = nullptr;
-    if (cudaSetDevice(cuda::device_of(device)) != cudaSuccess || cudaMalloc(&pointer, bytes) != cudaSuccess) {
+    cuda::device_guard_t const guard(cuda::device_of(device));
+    if (!guard.ok() || cudaMalloc(&pointer, bytes) != cudaSuccess) {
         (void)cudaGetLastError();
         return nullptr;
     }
@@ -207,7 +216,7 @@ void *vram_allocate(std::size_t device, std::size_t bytes) noexcept {
 
 void vram_free(std::size_t device, void *pointer, std::size_t) noexcept {
     if (pointer == nullptr) return;
-    (void)cudaSetDevice(cuda::device_of(device));
+    cuda::device_guard_t const guard(cuda::device_of(device));
     (void)cudaFree(pointer);
 }
 

@@ -162,7 +162,7 @@ model_t::~model_t() noexcept {
     for (cuda::stream_t &stream : local) stream.close();
     for (cuda::replica_t const &replica : replicas)
         if (replica.memory != nullptr) {
-            (void)cudaSetDevice(replica.device);
+            cuda::device_guard_t const guard(replica.device);
             (void)cudaFree(replica.memory);
         }
 }
@@ -192,7 +192,8 @@ uform_status_t model_load(backend::model_load_t const &request, checkpoint_t con
             cuda::replica_t &replica = made->replicas[i];
             replica.ordinal = request.placement[i];
             replica.device = cuda::device_of(replica.ordinal);
-            if (cudaSetDevice(replica.device) != cudaSuccess || cudaMalloc(&replica.memory, bytes) != cudaSuccess) {
+            cuda::device_guard_t const guard(replica.device);
+            if (!guard.ok() || cudaMalloc(&replica.memory, bytes) != cudaSuccess) {
                 (void)cudaGetLastError();
                 replica.memory = nullptr;
                 delete made;

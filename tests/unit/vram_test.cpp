@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -239,8 +240,10 @@ void numerics(uform_model_t vram, uform_model_t e4m3, uform_model_t ram, uform_e
 }
 
 void choices(uform_model_t vram, uform_model_t ram, uform_executor_t executor) {
-    char const texts[] = "Is the sky blue? yes or no:The capital of France is A) Paris B) Rome:2+2=";
-    std::size_t const text_offsets[] = {0, 27, 61, 72};
+    char const *const prompts[] = {"Is the sky blue? yes or no:", "The capital of France is A) Paris B) Rome:", "2+2="};
+    std::string texts;
+    std::size_t text_offsets[4] = {0, 0, 0, 0};
+    for (std::size_t i = 0; i != 3; ++i) text_offsets[i + 1] = (texts += prompts[i]).size();
     char const legal[] = "ynAB0123456789";
     std::size_t const legal_offsets[] = {0, 2, 4, 14};
     std::size_t const groups[] = {0, 1, 0};
@@ -252,10 +255,10 @@ void choices(uform_model_t vram, uform_model_t ram, uform_executor_t executor) {
         !CHECK_OK(uform_arena_init(nullptr, &host_arena, MSG)))
         return;
     uform_tape_t gpu{}, cpu{};
-    if (CHECK_OK(uform_text_choose(vram, executor, texts, text_offsets[3], text_offsets, 3, legal, legal_offsets[3],
-                                   legal_offsets, 3, &args, device_arena, &gpu, nullptr, MSG)) &&
-        CHECK_OK(uform_text_choose(ram, nullptr, texts, text_offsets[3], text_offsets, 3, legal, legal_offsets[3],
-                                   legal_offsets, 3, &args, host_arena, &cpu, nullptr, MSG))) {
+    if (CHECK_OK(uform_text_choose(vram, executor, texts.data(), text_offsets[3], text_offsets, 3, legal,
+                                   legal_offsets[3], legal_offsets, 3, &args, device_arena, &gpu, nullptr, MSG)) &&
+        CHECK_OK(uform_text_choose(ram, nullptr, texts.data(), text_offsets[3], text_offsets, 3, legal,
+                                   legal_offsets[3], legal_offsets, 3, &args, host_arena, &cpu, nullptr, MSG))) {
         CHECK(gpu.residency == uform_residency_vram_k);
         auto bytes = from_device(gpu.data, 14 * sizeof(float));
         double worst = 0;
@@ -292,8 +295,14 @@ void arenas_and_deferred(uform_model_t vram, uform_executor_t executor) {
         uform_text_encode(vram, executor, texts, offsets[1], offsets, 1, uform_outputs_embeddings_k, &args, second,
                           &other, &refused, MSG);
     CHECK(second_status == uform_status_contended_k || second_status == uform_status_deferred_k);
-    if (outcome) CHECK_OK(uform_outcome_wait(outcome, MSG));
-    if (refused) (void)uform_outcome_wait(refused, MSG);
+    if (outcome) {
+        CHECK_OK(uform_outcome_wait(outcome, MSG));
+        uform_outcome_release(outcome);
+    }
+    if (refused) {
+        CHECK_OK(uform_outcome_wait(refused, MSG));
+        uform_outcome_release(refused);
+    }
     CHECK(first.embeddings.residency == uform_residency_vram_k && first.embeddings.count == 1);
 
     // A steady loop: no device memory taken after the first calls.
