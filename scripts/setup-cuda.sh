@@ -41,6 +41,7 @@ fi
 if ! python3 -c 'import ensurepip, venv' 2> /dev/null; then
     log "installing python3-venv"
     if [ "$(id -u)" -eq 0 ]; then as_root=(); else as_root=(sudo); fi
+    "${as_root[@]}" apt-get update -qq >&2
     DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends python3-venv >&2
 fi
 
