@@ -37,7 +37,8 @@ if [ "${1:-}" = "--pack" ]; then
     staging="$(mktemp -d)"
     mkdir -p "$staging/bin" "$staging/lib"
     cp build/gpu/tests/uform_unit_vram_test build/gpu/bench/uform_vram_bench "$staging/bin/"
-    # Every shared library they load but the C and C++ runtimes, which the machine has (newer ones read older code).
+    # Every shared library they load but glibc's and the C++ runtime's, which the machine has newer (its Python 3.12.3
+    # is Ubuntu 24.04's: glibc 2.39, GCC 13's libstdc++); carrying them would also reach compute-sanitizer.
     for program in "$staging"/bin/*; do
         ldd "$program" | awk '$3 ~ /^\// {print $1, $3}'
     done | sort -u | while read -r name path; do
@@ -59,13 +60,14 @@ start=$SECONDS
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || log "nvidia-smi answered nothing"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
+libraries="" # the folders our two programs load libraries from; never PyTorch's (the carried ones could shadow its own)
 if [ "${1:-}" = "--build" ]; then
     build "$work/build"
     mkdir -p "$work/bin"
     cp "$work/build/tests/uform_unit_vram_test" "$work/build/bench/uform_vram_bench" "$work/bin/"
 elif [ -f .gpu/pack.tar.xz ]; then
     tar -C "$work" -xJf .gpu/pack.tar.xz
-    export LD_LIBRARY_PATH="$work/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    libraries="$work/lib"
 else
     log "no .gpu/pack.tar.xz: run scripts/gpu-check.sh --pack where the build's libraries are, and carry .gpu"
     exit 2
@@ -76,21 +78,23 @@ cublas="$(python3 -c 'import nvidia.cu13, os; print(os.path.join(list(nvidia.cu1
     true)"
 for dir in "$cublas" /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
     if [ -n "$dir" ] && [ -f "$dir/libcublasLt.so.13" ]; then
-        export LD_LIBRARY_PATH="$dir:${LD_LIBRARY_PATH:-}"
+        libraries="${libraries:+$libraries:}$dir"
         log "cuBLASLt from $dir"
         break
     fi
 done
+# Runs one of our programs with the carried libraries and cuBLASLt's folder on the loader's path.
+ours() { LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 
 failed=0
 log "the VRAM test (numerics, arenas, deferred calls, steady loop)"
-if ! UFORM_TEST_DATA="$root/tests/data" "$work/bin/uform_unit_vram_test"; then
+if ! UFORM_TEST_DATA="$root/tests/data" ours "$work/bin/uform_unit_vram_test"; then
     log "FAILED: the VRAM test"
     failed=1
 fi
 if command -v compute-sanitizer > /dev/null; then
     log "the VRAM test under compute-sanitizer (memcheck)"
-    if ! UFORM_TEST_DATA="$root/tests/data" timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    if ! UFORM_TEST_DATA="$root/tests/data" ours timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 \
         "$work/bin/uform_unit_vram_test" > "$work/memcheck.log" 2>&1; then
         tail -n 40 "$work/memcheck.log"
         log "FAILED: compute-sanitizer memcheck (or its 180 s limit)"
@@ -102,12 +106,12 @@ fi
 
 log "the benchmark: small geometry, 256 texts x 256 bytes"
 python3 tools/checkpoint/write_checkpoint.py --geometry small --out "$work/small.safetensors" > /dev/null
-ours="$("$work/bin/uform_vram_bench" --checkpoint "$work/small.safetensors" --texts 256 --bytes 256 --repeats 20)"
-ours_e4m3="$("$work/bin/uform_vram_bench" --checkpoint "$work/small.safetensors" --texts 256 --bytes 256 --repeats 20 \
+ours_bf16="$(ours "$work/bin/uform_vram_bench" --checkpoint "$work/small.safetensors" --texts 256 --bytes 256 --repeats 20)"
+ours_e4m3="$(ours "$work/bin/uform_vram_bench" --checkpoint "$work/small.safetensors" --texts 256 --bytes 256 --repeats 20 \
     --e4m3)"
 theirs="$(PYTHONUNBUFFERED=1 timeout 300 python3 tools/bench/worker.py torch --checkpoint "$work/small.safetensors" \
     --texts 256 --bytes 256 --repeats 20 --bf16 --device cuda --compile | tail -n 1)"
-python3 - "$ours" "$ours_e4m3" "$theirs" << 'PYTHON'
+python3 - "$ours_bf16" "$ours_e4m3" "$theirs" << 'PYTHON'
 import json, sys
 ours, e4m3, theirs = (json.loads(text) for text in sys.argv[1:4])
 tokens = 256 * 256
