@@ -1,9 +1,10 @@
 // The trunk forward of MODEL.md on a GPU: every item of a call packed into one token matrix, each linear one cuBLASLt
 // product over all tokens (BF16 inputs, F32 accumulation and result), attention block-diagonal per item, only the
-// surfaces asked for computed. The call's inputs (byte ids, positions, segment bounds) go to
-// the device in one copy through pinned staging; activations live in the stream's scratch, grown to a high-water
-// mark; the surfaces land in the call's VRAM arena.
+// surfaces asked for computed. The call's inputs (byte ids or media tokens embedded on the host, positions, segment
+// bounds) go to the device in one copy through pinned staging; activations live in the stream's scratch, grown to a
+// high-water mark; the surfaces land in the call's VRAM arena.
 #include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <optional>
 
@@ -74,6 +75,7 @@ struct surfaces_t {
 struct buffers_t {
     // inputs, in this order at the start of both blocks
     std::uint16_t *ids;
+    float *embedded;
     std::uint32_t *positions, *segment_begin, *segment_end, *item_offsets, *choose_rows;
     std::size_t input_bytes;
     // activations
@@ -83,8 +85,8 @@ struct buffers_t {
 };
 
 /// Carves `buffers` from `base` (or only sizes them when `base` is null); answers the bytes in all.
-std::size_t carve(model_t const &model, std::size_t tokens, std::size_t items, surfaces_t wanted, std::byte *base,
-                  buffers_t &buffers) noexcept {
+std::size_t carve(model_t const &model, std::size_t tokens, std::size_t items, bool embedded, surfaces_t wanted,
+                  std::byte *base, buffers_t &buffers) noexcept {
     geometry_t const &g = model.geometry;
     std::size_t const hidden = g.hidden, attention = g.heads * g.head_dim, ffn = g.ffn_hidden;
     std::size_t offset = 0;
@@ -93,14 +95,16 @@ std::size_t carve(model_t const &model, std::size_t tokens, std::size_t items, s
         pointer = base == nullptr ? nullptr : reinterpret_cast<value_t *>(base + offset);
         offset += aligned(count * sizeof(value_t));
     };
-    take(buffers.ids, tokens);
+    take(buffers.ids, embedded ? 0 : tokens);
+    take(buffers.embedded, embedded ? tokens * hidden : 0);
     take(buffers.positions, 3 * tokens);
     take(buffers.segment_begin, tokens);
     take(buffers.segment_end, tokens);
     take(buffers.item_offsets, items + 1);
     take(buffers.choose_rows, items);
     buffers.input_bytes = offset;
-    take(buffers.x, tokens * hidden);
+    take(buffers.x, embedded ? 0 : tokens * hidden);
+    if (embedded) buffers.x = buffers.embedded; // the residual stream starts as the embedded tokens
     take(buffers.qkv, tokens * 3 * attention);
     take(buffers.gate_up, tokens * 2 * ffn);
     take(buffers.states, tokens * hidden);
@@ -134,8 +138,9 @@ bool multiply(stream_t &stream, buffers_t const &buffers, std::uint16_t const *x
                               accumulate);
 }
 
-/// Fills the pinned inputs: byte ids (CHOOSE is 257), text positions `(i, i, i)`, segments, item offsets, CHOOSE rows.
-void stage_inputs(ram::token_batch_t const &batch, buffers_t const &host) noexcept {
+/// Fills the pinned inputs: byte ids (CHOOSE is 257) or embedded rows, positions (text's `(i, i, i)` or the batch's),
+/// segments, item offsets, CHOOSE rows.
+void stage_inputs(ram::token_batch_t const &batch, std::size_t hidden, buffers_t const &host) noexcept {
     std::size_t const count = batch.count;
     std::size_t row = 0;
     for (std::size_t item = 0; item != count; ++item) {
@@ -143,8 +148,15 @@ void stage_inputs(ram::token_batch_t const &batch, buffers_t const &host) noexce
         std::size_t const tokens = bytes + (batch.append_choose ? 1 : 0);
         host.item_offsets[item] = std::uint32_t(begin);
         for (std::size_t t = 0; t != tokens; ++t, ++row) {
-            host.ids[row] = t < bytes ? std::uint16_t(batch.bytes[batch.offsets[item] + t]) : std::uint16_t(257);
-            for (std::size_t axis = 0; axis != 3; ++axis) host.positions[3 * row + axis] = std::uint32_t(t);
+            std::size_t const source = batch.offsets[item] - batch.offsets[0] + t; // the token's row in `embedded`
+            if (batch.embedded == nullptr)
+                host.ids[row] = t < bytes ? std::uint16_t(batch.bytes[batch.offsets[item] + t]) : std::uint16_t(257);
+            else
+                std::memcpy(host.embedded + row * hidden, batch.embedded + source * batch.embedded_stride,
+                            hidden * sizeof(float));
+            for (std::size_t axis = 0; axis != 3; ++axis)
+                host.positions[3 * row + axis] =
+                    batch.positions != nullptr ? batch.positions[3 * source + axis] : std::uint32_t(t);
             host.segment_begin[row] = std::uint32_t(begin);
             host.segment_end[row] = std::uint32_t(begin + tokens);
         }
@@ -164,20 +176,22 @@ uform_status_t forward(model_t const &model, lease_t &lease, ram::token_batch_t 
     tokens = (items ? batch.offsets[items] - batch.offsets[0] : 0) + (batch.append_choose ? items : 0);
     if (tokens >= (std::size_t(1) << 31))
         return fail(message, uform_status_limit_exceeded_k, "a call on a GPU takes fewer than 2^31 tokens");
+    bool const embedded = batch.embedded != nullptr;
     buffers_t host{};
-    std::size_t const bytes = carve(model, tokens, items, wanted, nullptr, buffers);
+    std::size_t const bytes = carve(model, tokens, items, embedded, wanted, nullptr, buffers);
     if (!stream.activations.reserve(bytes) || !stream.staging.reserve(buffers.input_bytes))
         return fail(message, uform_status_out_of_memory_k, "out of device or pinned memory for the call's scratch");
-    carve(model, tokens, items, wanted, static_cast<std::byte *>(stream.activations.data), buffers);
-    carve(model, tokens, items, wanted, static_cast<std::byte *>(stream.staging.data), host);
-    stage_inputs(batch, host);
+    carve(model, tokens, items, embedded, wanted, static_cast<std::byte *>(stream.activations.data), buffers);
+    carve(model, tokens, items, embedded, wanted, static_cast<std::byte *>(stream.staging.data), host);
+    stage_inputs(batch, g.hidden, host);
 
     cudaStream_t const s = stream.stream;
     std::size_t const hidden = g.hidden, attention = g.heads * g.head_dim, ffn = g.ffn_hidden;
     bool ok = cudaMemcpyAsync(stream.activations.data, stream.staging.data, buffers.input_bytes, cudaMemcpyHostToDevice,
                               s) == cudaSuccess &&
               cudaMemsetAsync(buffers.non_finite, 0, sizeof(unsigned), s) == cudaSuccess;
-    ok = ok && cuda::embed_rows(replica.byte_embedding, buffers.ids, tokens, hidden, buffers.x, hidden, s);
+    if (!embedded)
+        ok = ok && cuda::embed_rows(replica.byte_embedding, buffers.ids, tokens, hidden, buffers.x, hidden, s);
     for (cuda::block_t const &block : replica.blocks) {
         ok = ok &&
              cuda::rms_norm(buffers.x, hidden, block.attn_norm, tokens, hidden, g.norm_eps, buffers.normed, nullptr,
@@ -285,7 +299,7 @@ uform_status_t encode_tokens(model_t const &model, call_t &call, ram::encode_job
     geometry_t const &g = model.geometry;
     if (call.output_residency() != uform_residency_vram_k)
         return fail(message, uform_status_invalid_argument_k, "a VRAM model writes into a VRAM arena");
-    ram::token_batch_t const &batch = job.batch;
+    ram::token_batch_t batch = job.batch; // a media job's `prepare` completes it (embedded rows, positions)
     std::size_t const count = batch.count, tokens = count ? batch.offsets[count] - batch.offsets[0] : 0;
     surfaces_t wanted;
     wanted.states = request.outputs & uform_outputs_states_k;
@@ -302,8 +316,15 @@ uform_status_t encode_tokens(model_t const &model, call_t &call, ram::encode_job
          !call.allocate_rows(result.token_vectors, tokens, count, g.token_width, request.scalar, true)))
         return fail(message, uform_status_out_of_memory_k, "out of device memory for the call's outputs");
 
-    if (job.prepare != nullptr) // the media verbs refuse VRAM models before they get here
-        return fail(message, uform_status_unsupported_k, "tokens embedded on the host are not taken on a GPU yet");
+    // A media job's front-end embeds its tokens on the host, into the call's host scratch; then the trunk runs here.
+    if (job.prepare != nullptr) {
+        if (!call.reserve_scratch(0, job.prefix_bytes))
+            return fail(message, uform_status_out_of_memory_k, "out of memory for the call's scratch");
+        if (uform_status_t status =
+                job.prepare(job.prepare_context, static_cast<std::byte *>(call.shared_scratch()), batch, message))
+            return status;
+        if (call.cancelled()) return fail(message, uform_status_cancelled_k, "a progress handler stopped the call");
+    }
     lease_t lease;
     if (uform_status_t status = take_lease(model, call, lease, message)) return status;
     buffers_t buffers{};

@@ -1,9 +1,9 @@
 // The seam between the RAM backend (cpp/backend/) and a GPU residency (cuda/). A VRAM model is a `backend::model_t`
-// whose `vram` holds the GPU's trunk and heads, while its host half keeps the geometry and the choice temperatures;
-// the text verbs hand their bytes to the functions here, which run the trunk on the device. The media verbs answer
-// `unsupported` on a VRAM model for now (their front-ends keep per-call arrays in the arena, device memory there).
-// Builds without a GPU residency link no_gpu.cpp, whose functions answer `unsupported`; `c/` never reaches them
-// there, since `gpu_count` is zero.
+// whose `vram` holds the GPU's trunk and heads, while its host half keeps what the host front-ends read (geometry,
+// image/video/audio embedding linears, mel filters, choice temperatures); the media verbs decode and embed on the
+// host as for RAM (their arrays in the arena's host pages, `call_t::allocate_host`), then hand the tokens to
+// `encode_tokens` here, which runs the trunk on the device. Builds without a GPU residency link no_gpu.cpp, whose
+// functions answer `unsupported`; `c/` never reaches them there, since `gpu_count` is zero.
 #pragma once
 
 #include <cstddef>
@@ -28,8 +28,9 @@ uform_status_t model_load(backend::model_load_t const &request, checkpoint_t con
 /// Frees a model's device memory once no call reads it.
 void model_free(model_t *model) noexcept;
 
-/// `ram::encode_tokens` for a VRAM model and a text job (no `prepare`): copies the tokens to the device once, runs the
-/// trunk there, and writes the surfaces asked for into the call's VRAM arena as `request.scalar` rows.
+/// `ram::encode_tokens` for a VRAM model: prepares a media job's tokens on the host (`job.prepare` into the call's host
+/// scratch), copies the tokens to the device once, runs the trunk there, and writes the surfaces asked for into the
+/// call's VRAM arena as `request.scalar` rows.
 uform_status_t encode_tokens(model_t const &model, call_t &call, ram::encode_job_t const &job,
                              backend::encode_request_t request, uform_encoded_t &encoded,
                              char const **message) noexcept;

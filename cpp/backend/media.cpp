@@ -88,16 +88,17 @@ uform_status_t encode_front(model_t const &model, call_t &call, std::size_t cons
     return ram::encode_tokens(model, call, encode, request, encoded, message);
 }
 
-/// Token offsets of `count` items in the arena: the batch's `offsets`, which the output tapes copy.
+/// Token offsets of `count` items in the arena's host memory: the batch's `offsets`, which the output tapes copy.
 std::size_t *allocate_offsets(call_t &call, std::size_t count) noexcept {
-    return static_cast<std::size_t *>(call.allocate((count + 1) * sizeof(std::size_t)));
+    return static_cast<std::size_t *>(call.allocate_host((count + 1) * sizeof(std::size_t)));
 }
 
-/// `count` values in the arena, which a steady loop of calls reuses without allocating; null when out of memory.
+/// `count` values in the arena's host memory (beside a VRAM arena's device memory), which a steady loop of calls
+/// reuses without allocating; null when out of memory.
 template <typename value_type_>
 value_type_ *arena_array(call_t &call, std::size_t count) noexcept {
     if (count > SIZE_MAX / sizeof(value_type_)) return nullptr;
-    return static_cast<value_type_ *>(call.allocate(count * sizeof(value_type_)));
+    return static_cast<value_type_ *>(call.allocate_host(count * sizeof(value_type_)));
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */
@@ -320,16 +321,11 @@ uform_status_t encode_audio(model_t const &model, call_t &call, recordings_t con
     return uform_status_ok_k;
 }
 
-/// Media on a VRAM model: not built yet. The front-ends keep their token offsets and per-item arrays in the call's
-/// arena, which is device memory there (docs/decisions.md, "The CUDA residency").
-constexpr char const *vram_media_k = "images, video and audio on a GPU model are not built yet: load it into RAM";
-
 } // namespace
 
 uform_status_t image_encode(model_t const &model, call_t &call, tape_view_t<char> paths, std::size_t max_patches,
                             std::size_t max_pixels, encode_request_t request, uform_encoded_t &encoded,
                             uform_image_encode_stats_t &stats, char const **message) noexcept {
-    if (model.vram != nullptr) return fail(message, uform_status_unsupported_k, vram_media_k);
     if (!rgb_patches(model, model.image))
         return fail(message, uform_status_unsupported_k, "the model's image front-end is not RGB patches");
     std::vector<std::vector<float>> vectors;
@@ -363,7 +359,6 @@ uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view
                                    std::size_t const *heights, std::size_t const *widths, std::size_t max_patches,
                                    encode_request_t request, uform_encoded_t &encoded,
                                    uform_image_encode_stats_t &stats, char const **message) noexcept {
-    if (model.vram != nullptr) return fail(message, uform_status_unsupported_k, vram_media_k);
     auto **items = arena_array<std::uint8_t const *>(call, pixels.count);
     if (items == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory for the call");
     for (std::size_t i = 0; i != pixels.count; ++i) items[i] = pixels.item(i).data();
@@ -374,7 +369,6 @@ uform_status_t image_encode_pixels(model_t const &model, call_t &call, tape_view
 uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char> paths, std::size_t max_frames,
                             std::size_t max_patches_per_frame, encode_request_t request, uform_encoded_t &encoded,
                             uform_video_encode_stats_t &stats, char const **message) noexcept {
-    if (model.vram != nullptr) return fail(message, uform_status_unsupported_k, vram_media_k);
     geometry_t const &g = model.weights.geometry;
     if (!rgb_patches(model, model.video) || g.video_tubelet_frames == 0 || max_patches_per_frame == 0)
         return fail(message, uform_status_unsupported_k, "the model's video front-end is not RGB tubelets");
@@ -417,7 +411,6 @@ uform_status_t video_encode(model_t const &model, call_t &call, tape_view_t<char
 uform_status_t audio_encode(model_t const &model, call_t &call, tape_view_t<char> paths, std::size_t max_patches,
                             encode_request_t request, uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
                             char const **message) noexcept {
-    if (model.vram != nullptr) return fail(message, uform_status_unsupported_k, vram_media_k);
     if (!audio_ready(model))
         return fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
     std::vector<std::vector<float>> decoded;
@@ -450,7 +443,6 @@ uform_status_t audio_encode_samples(model_t const &model, call_t &call, tape_vie
                                     std::size_t sample_rate, std::size_t max_patches, encode_request_t request,
                                     uform_encoded_t &encoded, uform_audio_encode_stats_t &stats,
                                     char const **message) noexcept {
-    if (model.vram != nullptr) return fail(message, uform_status_unsupported_k, vram_media_k);
     if (!audio_ready(model))
         return fail(message, uform_status_unsupported_k, "the model's audio front-end is incomplete");
     std::size_t const rate = model.weights.geometry.audio_sample_rate, count = samples.count;

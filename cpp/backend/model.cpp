@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "../../c/scalars.hpp"
+#include "../kernels/cpu_class.hpp"
 #include "../mapped_file.hpp"
 #include "gpu.hpp"
 #include "patches.hpp"
@@ -91,12 +92,15 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
     return uform_status_ok_k;
 }
 
-/// The host half of a VRAM model: the geometry, and the choice temperatures that `text_choose` divides by on the host.
+/// The host half of a VRAM model: the geometry, the host kernels its front-ends multiply with, and the choice
+/// temperatures that `text_choose` divides by on the host.
 uform_status_t load_host_half(checkpoint_t const &checkpoint, std::span<std::byte const> file,
                               ram::mapped_file_t const *source, ram::model_weights_t &weights,
                               char const **message) noexcept {
     geometry_t const &g = checkpoint.geometry;
     weights.geometry = g;
+    weights.cpu_class = ram::cpu_class_native();
+    weights.kernels = ram::kernels_for(weights.cpu_class);
     if (!g.has_byte_head || g.choice_groups == 0) return uform_status_ok_k;
     uform_status_t status = uform_status_ok_k;
     char const *text = nullptr;
@@ -152,8 +156,7 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
             status = fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
         trunk_bytes = made->weights.bytes();
     }
-    if (status == uform_status_ok_k && made->vram == nullptr)
-        status = load_front_ends(checkpoint, file, source, *made, message); // media on a GPU model: not built yet
+    if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, source, *made, message);
     if (status != uform_status_ok_k) {
         model_free(made);
         return status;

@@ -25,8 +25,8 @@ struct front_end_t {
 };
 
 /// A loaded model: the trunk and heads (cpp/weights), and the front-ends the media encoders use. A VRAM model's trunk
-/// and heads live on its devices (`vram`); its `weights` then hold only the geometry and the choice temperatures, and
-/// it has no front-ends yet (cpp/backend/gpu.hpp).
+/// and heads live on its devices (`vram`); its `weights` then hold only the geometry, the host kernels its front-ends
+/// multiply with and the choice temperatures (cpp/backend/gpu.hpp).
 struct model_t {
     gpu::model_t *vram = nullptr; // a VRAM model's trunk and heads, else null
     ram::model_weights_t weights;

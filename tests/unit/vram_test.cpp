@@ -4,7 +4,7 @@
 // model against the PyTorch goldens and the RAM residency with MODEL.md's bounds (row cosine >= 0.999, relative
 // Frobenius <= 1e-2, embeddings >= 0.9999, choices within 2e-3; E4M3 embeddings >= 0.99), narrow output scalars, VRAM
 // arenas (device pointers, residency), deferred calls and contention, calls without an executor, a steady loop that
-// allocates no device memory, and media refused (not built on GPUs yet).
+// allocates no device memory, and image pixels through the host front-end against the RAM residency.
 #include "tests/c/common.h"
 #include "tests/c/goldens.h"
 
@@ -325,19 +325,31 @@ void arenas_and_deferred(uform_model_t vram, uform_executor_t executor) {
     uform_arena_free(second);
 }
 
-/// Media on a GPU model is not built yet: refused, never a crash.
-void images(uform_model_t vram, uform_executor_t executor) {
+/// Image pixels: embedded on the host by the RAM front-end, the trunk on the device; held to the RAM residency.
+void images(uform_model_t vram, uform_model_t ram, uform_executor_t executor) {
     std::size_t const height = 37, width = 53;
-    std::vector<std::uint8_t> pixels(height * width * 3, 128);
+    std::vector<std::uint8_t> pixels(height * width * 3);
+    for (std::size_t i = 0; i != pixels.size(); ++i) pixels[i] = std::uint8_t((i * 2654435761u) >> 24);
     std::size_t const offsets[] = {0, pixels.size()};
     uform_image_encode_args_t args{};
-    uform_arena_t arena = nullptr;
-    if (!CHECK_OK(uform_arena_init(executor, &arena, MSG))) return;
-    uform_encoded_t encoded{};
-    CHECK_STATUS(uform_image_encode_pixels(vram, executor, pixels.data(), pixels.size(), offsets, 1, &height, &width,
-                                           all_outputs_k, &args, arena, &encoded, nullptr, MSG),
-                 uform_status_unsupported_k);
-    uform_arena_free(arena);
+    uform_arena_t device_arena = nullptr, host_arena = nullptr;
+    if (!CHECK_OK(uform_arena_init(executor, &device_arena, MSG)) ||
+        !CHECK_OK(uform_arena_init(nullptr, &host_arena, MSG)))
+        return;
+    uform_encoded_t gpu{}, cpu{};
+    if (CHECK_OK(uform_image_encode_pixels(vram, executor, pixels.data(), pixels.size(), offsets, 1, &height, &width,
+                                           all_outputs_k, &args, device_arena, &gpu, nullptr, MSG)) &&
+        CHECK_OK(uform_image_encode_pixels(ram, nullptr, pixels.data(), pixels.size(), offsets, 1, &height, &width,
+                                           all_outputs_k, &args, host_arena, &cpu, nullptr, MSG))) {
+        host_rows_t states(gpu.states), embeddings(gpu.embeddings);
+        int zeros = 0;
+        double const state_cosine = worst_row_cosine(states.view, cpu.states, zeros);
+        double const embedding_cosine = worst_row_cosine(embeddings.view, cpu.embeddings, zeros);
+        std::printf("vram image: states cosine >= %.6f, embedding %.7f against RAM\n", state_cosine, embedding_cosine);
+        CHECK(state_cosine >= 0.999 && embedding_cosine >= 0.9999 && zeros == 0);
+    }
+    uform_arena_free(device_arena);
+    uform_arena_free(host_arena);
 }
 
 } // namespace
@@ -371,7 +383,7 @@ int main() {
               description.placement_count == 1 && description.placement[0] == 0 && description.weight_bytes > 0);
         numerics(vram, e4m3, ram, executor);
         choices(vram, ram, executor);
-        images(vram, executor);
+        images(vram, ram, executor);
         arenas_and_deferred(vram, executor);
     }
     uform_model_free(vram);
