@@ -1,7 +1,11 @@
 //! Builds `libuform_static.a` and tells rustc how to link it.
 //!
-//! - Features: none (the RAM residency), `cuda`, `rocm`, `stub`; `stub` refuses either GPU feature, and
-//!   CMake refuses `cuda` and `rocm` until their residencies (cuda/, rocm/) land.
+//! - Features: none (the RAM residency), `cuda` (the RAM and NVIDIA residencies), `rocm`, `stub`; `stub` refuses
+//!   either GPU feature, and CMake refuses `rocm` until its residency (rocm/) lands.
+//! - `cuda` needs a CUDA toolkit, which cmake/UformCuda.cmake finds: `UFORM_CUDA_ROOT`, `CUDA_PATH` or `CUDA_HOME`,
+//!   the wheels `scripts/setup-cuda.sh` installs (`UFORM_CUDA_CACHE`), `/usr/local/cuda`, or the `nvcc` on the `PATH`.
+//!   The archive then needs the static CUDA runtime after it, which `uform.pc` names by path; cuBLASLt is loaded at
+//!   run time (cuda/blas.cpp), from the toolkit the build used, else through the loader's search path.
 //! - `UFORM_LIBRARY_DIR=<dir>` links the `libuform_static.a` CMake already built there, and runs no CMake.
 //! - Otherwise CMake builds the `uform_static` target from the crate's sources into `OUT_DIR` through the
 //!   `cmake` crate: Ninja when it is on the `PATH` (unless `CMAKE_GENERATOR` names another), the compilers
@@ -55,6 +59,10 @@ const ENVIRONMENT: &[&str] = &[
     "CMAKE_GENERATOR",
     "WASI_SDK_PATH",
     "PKG_CONFIG_PATH",
+    "UFORM_CUDA_ROOT",
+    "UFORM_CUDA_CACHE",
+    "CUDA_PATH",
+    "CUDA_HOME",
 ];
 
 /// The crates whose C and C++ trees the RAM residency compiles, with the CMake variables naming their roots.
@@ -116,7 +124,8 @@ fn main() {
 /// them as always stale.
 fn watch_sources(manifest_dir: &Path, features: &Features) {
     let residency = if features.stub { "stub" } else { "cpp" };
-    for source in SOURCES.iter().chain([&residency]) {
+    let gpu: &[&str] = if features.cuda { &["cuda"] } else { &[] };
+    for source in SOURCES.iter().chain([&residency]).chain(gpu) {
         if manifest_dir.join(source).exists() {
             println!("cargo:rerun-if-changed={source}");
         }
@@ -375,12 +384,34 @@ fn link_system_libraries(pkg_config: Option<&Path>, target_os: &str) {
             println!("cargo:rustc-link-lib={library}");
         } else if flag == "-pthread" {
             println!("cargo:rustc-link-lib=pthread");
+        } else if let Some((dir, kind, file)) = library_by_path(flag) {
+            // A library named by path (the static CUDA runtime): linked by its file name, for every crate.
+            println!("cargo:rustc-link-search=native={}", dir.display());
+            println!("cargo:rustc-link-lib={kind}:+verbatim={file}");
         } else if Path::new(flag).is_absolute() {
             println!("cargo:rustc-link-arg={flag}");
         } else {
             println!("cargo:warning=uform: `{flag}` on the Libs line of uform.pc is not forwarded to rustc");
         }
     }
+}
+
+/// The folder, link kind and file name of a library that `flag` names by absolute path (`.a` static, `.so` or `.so.N`
+/// shared), or `None`.
+fn library_by_path(flag: &str) -> Option<(PathBuf, &'static str, String)> {
+    let path = Path::new(flag);
+    if !path.is_absolute() {
+        return None;
+    }
+    let file = path.file_name()?.to_str()?.to_owned();
+    let kind = if file.ends_with(".a") {
+        "static"
+    } else if file.ends_with(".so") || file.contains(".so.") {
+        "dylib"
+    } else {
+        return None;
+    };
+    Some((path.parent()?.to_path_buf(), kind, file))
 }
 
 /// Links the shared runtimes of the sanitizers the archive was built with, from the C++ compiler's

@@ -1,4 +1,5 @@
-// Arenas: host pages or (through the backend) device memory that outputs land in.
+// Arenas: host pages or (through the backend) device memory that outputs land in. A VRAM arena also keeps host pages
+// for its calls' host-side work (a media front-end's arrays), grown and rewound alike.
 //
 // An arena is a short list of blocks. A call allocates from the last block and, when it runs out, adds a
 // block at least as large as all the others together; the next call's rewind coalesces the blocks into
@@ -48,6 +49,7 @@ void arena_release(uform_arena_s *arena) noexcept {
 }
 
 void arena_rewind(uform_arena_s *arena) noexcept {
+    if (arena->host) arena_rewind(arena->host);
     arena->used = 0;
     if (arena->blocks_count <= 1) return;
     std::size_t const total = arena->capacity.load(std::memory_order_relaxed);
@@ -80,6 +82,12 @@ void *arena_allocate(uform_arena_s *arena, std::size_t bytes) noexcept {
     arena->capacity.store(capacity + size, std::memory_order_relaxed);
     arena->used = rounded;
     return data;
+}
+
+void *arena_allocate_host(uform_arena_s *arena, std::size_t bytes) noexcept {
+    if (arena->residency == uform_residency_ram_k) return arena_allocate(arena, bytes);
+    if (!arena->host) arena->host = new (std::nothrow) uform_arena_s; // a RAM arena of its own
+    return arena->host ? arena_allocate(arena->host, bytes) : nullptr;
 }
 
 } // namespace uform
@@ -128,6 +136,10 @@ uform_status_t uform_arena_free(uform_arena_t arena) {
         arena->idle.wait(lock, [&] { return !arena->busy.load(std::memory_order_acquire); });
     }
     blocks_free(arena);
+    if (arena->host) {
+        blocks_free(arena->host);
+        delete arena->host;
+    }
     uform_executor_s *executor = arena->executor;
     arena->magic = 0;
     delete arena;

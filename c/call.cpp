@@ -132,6 +132,10 @@ void *call_t::device_state() const noexcept { return executor_ ? executor_->devi
 
 void *call_t::allocate(std::size_t bytes) noexcept { return arena_ ? arena_allocate(arena_, bytes) : nullptr; }
 
+void *call_t::allocate_host(std::size_t bytes) noexcept {
+    return arena_ ? arena_allocate_host(arena_, bytes) : nullptr;
+}
+
 uform_residency_t call_t::output_residency() const noexcept {
     return arena_ ? arena_->residency : uform_residency_ram_k;
 }

@@ -133,6 +133,9 @@ class call_t {
     /// `bytes` of the arena, 256-byte aligned and never `nullptr` for zero bytes; `nullptr` when memory
     /// ran out or there is no arena. Call it from the calling worker, outside parallel loops.
     void *allocate(std::size_t bytes) noexcept;
+    /// `bytes` of host memory that lives as the arena's outputs do (until the arena's next call): the arena's own pages
+    /// for a RAM arena, host pages beside a VRAM arena's device memory; the same alignment and failures as `allocate`.
+    void *allocate_host(std::size_t bytes) noexcept;
     /// Where the arena's memory lives, and on which device.
     uform_residency_t output_residency() const noexcept;
     std::size_t output_device() const noexcept;

@@ -316,7 +316,8 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
         return fail(message, uform_status_invalid_argument_k, "more than 1024 devices named");
     if (has_duplicates(devices, devices_count))
         return fail(message, uform_status_invalid_argument_k, "a device is named twice");
-    if (backend::gpu_count() == 0) return fail(message, uform_status_unsupported_k, "this build drives no GPUs");
+    if (backend::gpu_count() == 0)
+        return fail(message, uform_status_unsupported_k, "no GPU is present that this build drives");
     if (streams) return fail(message, uform_status_unsupported_k, "borrowing streams is not designed yet");
     if (memory_pool) return fail(message, uform_status_unsupported_k, "borrowing memory pools is not designed yet");
     for (std::size_t i = 0; i != devices_count; ++i)

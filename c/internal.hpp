@@ -142,6 +142,7 @@ struct uform_arena_s {
     std::size_t blocks_count = 0;
     std::size_t used = 0; // bytes used of the last block
     std::atomic<std::size_t> capacity{0};
+    uform_arena_s *host = nullptr; // a VRAM arena's host pages for its calls' host-side work, made on first use
 };
 
 /// A loaded model: the backend's, its geometry, and the calls reading it.
@@ -231,6 +232,8 @@ void arena_release(uform_arena_s *arena) noexcept;
 void arena_rewind(uform_arena_s *arena) noexcept;
 /// `bytes` (256-byte aligned, never `nullptr` for zero) from the arena, or `nullptr` when memory ran out.
 void *arena_allocate(uform_arena_s *arena, std::size_t bytes) noexcept;
+/// `bytes` of host memory from the arena: its own pages (RAM), or its host pages beside the device memory (VRAM).
+void *arena_allocate_host(uform_arena_s *arena, std::size_t bytes) noexcept;
 
 /* model.cpp ---------------------------------------------------------------------------------------------- */
 

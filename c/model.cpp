@@ -145,7 +145,8 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
         if (args.executor->kind != executor_kind_t::vram)
             return fail(message, uform_status_invalid_argument_k, "a VRAM load needs a VRAM executor");
     }
-    if (backend::gpu_count() == 0) return fail(message, uform_status_unsupported_k, "this build drives no GPUs");
+    if (backend::gpu_count() == 0)
+        return fail(message, uform_status_unsupported_k, "no GPU is present that this build drives");
     std::size_t count = args.devices_count;
     if (count) std::memcpy(devices, args.devices, count * sizeof(std::size_t));
     else if (args.executor) {

@@ -4,7 +4,8 @@
 # - uform_media_bench, tools/bench/media_bench.cpp, and uform_train_bench, tools/bench/train_bench.cpp, call the public
 #   C API alone, as an application would;
 # - uform_mesh_bench, tools/bench/mesh_bench.cpp (RAM builds with Gloo), includes the internal mesh to time its sums
-#   beside Gloo's own allreduce, which it calls directly, and steps trainers through the C API.
+#   beside Gloo's own allreduce, which it calls directly, and steps trainers through the C API;
+# - uform_vram_bench, tools/bench/vram_bench.cpp (CUDA builds), times the GPU text forward through the C API.
 
 include_guard(GLOBAL)
 
@@ -20,6 +21,17 @@ function(uform_add_bench)
     set_target_properties(uform_bench PROPERTIES
         CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
         RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+
+    if(UFORM_CUDA)
+        # The CUDA residency's text forward through the public C API (it reads the device's free memory directly).
+        add_executable(uform_vram_bench "${PROJECT_SOURCE_DIR}/tools/bench/vram_bench.cpp")
+        target_link_libraries(uform_vram_bench PRIVATE uform::uform_static)
+        target_include_directories(uform_vram_bench SYSTEM PRIVATE "${UFORM_CUDA_INCLUDE_DIR}")
+        target_compile_options(uform_vram_bench PRIVATE ${UFORM_WARNING_FLAGS})
+        set_target_properties(uform_vram_bench PROPERTIES
+            CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+            RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/bench")
+    endif()
 
     add_executable(uform_media_bench "${PROJECT_SOURCE_DIR}/tools/bench/media_bench.cpp")
     target_link_libraries(uform_media_bench PRIVATE uform::uform_static)

@@ -1,5 +1,5 @@
 # What a program that links libuform_static.a with a plain C driver (`cc`) must add after `-luform_static`:
-# FFmpeg's and Gloo's libraries for the RAM residency, the C++ runtime the archive was compiled against, libm, the threads
+# the CUDA runtime for the CUDA residency, FFmpeg's and Gloo's libraries for the RAM residency, the C++ runtime the archive was compiled against, libm, the threads
 # library, and the sanitizer runtimes when UFORM_SANITIZE is set. CMake consumers get the same through
 # uform::uform_static's link interface (C++ as a link language, the C++ runtime when they link with the C driver,
 # Threads::Threads, FFmpeg, Gloo, the -fsanitize= link option). build.rs forwards the `Libs:` line of the build folder's
@@ -32,6 +32,10 @@ endfunction()
 function(uform_system_link_flags out)
     set(flags "")
 
+    if(UFORM_CUDA)
+        # The CUDA residency: the static runtime by path (cuBLASLt is loaded at run time, cuda/blas.cpp).
+        list(APPEND flags "${UFORM_CUDA_CUDART}" -ldl -lrt)
+    endif()
     if(UFORM_MEDIA_FOUND)
         # The system codecs of the RAM residency, as their pkg-config files name them.
         list(APPEND flags ${UFORM_MEDIA_LDFLAGS})

@@ -1,7 +1,7 @@
 # ctest: one executable per tests/c/*.c (C99) and per tests/c/*.cpp (C++23), each linking libuform_static.a
 # through the public headers only; one per tests/unit/*_test.cpp (C++23), which may also include the library's
 # internal headers ("c/...", "cpp/...", NumKong's and the other crates'), and which runs only in the RAM build
-# when it includes "cpp/..."; plus two tests that install the package into a scratch prefix and build
+# when it includes "cpp/...", and in the CUDA build only when it includes <cuda_runtime_api.h>; plus two tests that install the package into a scratch prefix and build
 # tests/cmake-consumer/ against it, once through find_package(uform) and once through pkg-config.
 #
 # Every test runs in the repository root with UFORM_TEST_DATA=<repo>/tests/data (tiny.safetensors lives
@@ -55,6 +55,10 @@ function(uform_add_unit_tests)
         if(ram_includes AND UFORM_STUB)
             continue() # the RAM residency's internals are not in the stub's archive
         endif()
+        file(STRINGS "${source}" cuda_includes REGEX "^#[ \t]*include[ \t]*<cuda_runtime_api.h>")
+        if(cuda_includes AND NOT UFORM_CUDA)
+            continue() # a test of the CUDA residency, which reads device memory through the CUDA runtime
+        endif()
         string(MAKE_C_IDENTIFIER "${stem}" id)
         set(target uform_unit_${id})
         add_executable(${target} "${source}")
@@ -67,12 +71,17 @@ function(uform_add_unit_tests)
                 target_compile_definitions(${target} PRIVATE $<TARGET_PROPERTY:${crate},INTERFACE_COMPILE_DEFINITIONS>)
             endforeach()
         endif()
+        if(cuda_includes)
+            target_include_directories(${target} SYSTEM PRIVATE "${UFORM_CUDA_INCLUDE_DIR}")
+        endif()
         target_compile_options(${target} PRIVATE ${UFORM_WARNING_FLAGS})
         set_target_properties(${target} PROPERTIES
             CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
             RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests")
         add_test(NAME unit.${stem} COMMAND ${target})
         _uform_test_environment(unit.${stem})
+        # A test that needs a device it lacks exits 77 after saying so (tests/unit/vram_test.cpp).
+        set_tests_properties(unit.${stem} PROPERTIES SKIP_RETURN_CODE 77)
     endforeach()
 endfunction()
 

@@ -7,6 +7,7 @@
 # Cargo.lock names (NumKong, StringZilla, ForkUnion), which the standalone CMake build compiles.
 #
 #   scripts/setup.sh            # then: cmake -S . -B build -G Ninja && cmake --build build
+#   scripts/setup.sh --cuda     # also NVIDIA's CUDA 13.0 wheels (scripts/setup-cuda.sh), for -DUFORM_CUDA=ON
 #
 # Used by .ci/run and by the README's commands. Needs root or sudo for apt-get.
 set -euo pipefail
@@ -76,6 +77,11 @@ if command -v cargo > /dev/null; then
     cargo fetch --locked --quiet
 else
     log "cargo is not on PATH: the RAM build will need -DUFORM_<CRATE>_SOURCE_DIR= (see cmake/UformCrates.cmake)"
+fi
+
+# The CUDA toolchain, only when asked for: NVIDIA's wheels in a virtual environment (scripts/setup-cuda.sh).
+if [ "${1:-}" = "--cuda" ]; then
+    log "CUDA toolkit: $(scripts/setup-cuda.sh)"
 fi
 
 log "ready: $(clang-22 --version | head -n 1); $(cmake --version | head -n 1); ninja $(ninja --version)"

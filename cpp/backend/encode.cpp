@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "../../c/scalars.hpp"
+#include "gpu.hpp"
 
 namespace uform::ram {
 namespace {
@@ -103,6 +104,7 @@ struct surface_t {
 uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode_job_t const &job,
                              backend::encode_request_t request, uform_encoded_t &encoded,
                              char const **message) noexcept {
+    if (model.vram != nullptr) return gpu::encode_tokens(*model.vram, call, job, request, encoded, message);
     geometry_t const &g = model.weights.geometry;
     token_batch_t const &batch = job.batch;
     std::size_t const count = batch.count;

@@ -1,5 +1,5 @@
 // The RAM backend's hardware facts: NUMA nodes from sysfs, CPU classes from NumKong's capabilities (through
-// cpp/kernels), no GPUs, and the set-up every owned worker thread runs first.
+// cpp/kernels), and the set-up every owned worker thread runs first. The GPUs are cuda/'s, or no_gpu.cpp's none.
 #include <cstdio>
 #include <cstring>
 
@@ -97,8 +97,6 @@ void pin_to_node(std::size_t node) noexcept {
 
 } // namespace
 
-char const *flavor() noexcept { return "ram"; }
-
 std::size_t numa_nodes() noexcept {
     static std::size_t const nodes = probe_numa_nodes();
     return nodes;
@@ -115,26 +113,5 @@ void worker_start(uform_residency_t residency, std::span<std::size_t const> numa
     // The executor's class is not known here: configure for everything the hardware has (AMX tiles, SME state).
     (void)ram::cpu_class_configure_thread(uform_cpu_class_auto_k);
 }
-
-/* ---------------------------------------------------------------------------------------------------------- */
-/* No GPUs in the RAM residency: `c/` never asks for VRAM since `gpu_count` is zero, but the symbols must link. */
-
-std::size_t gpu_count() noexcept { return 0; }
-
-void gpu_describe(std::size_t, uform_gpu_device_t &device) noexcept { device = uform_gpu_device_t{}; }
-
-bool gpu_class_available(uform_gpu_class_t, std::span<std::size_t const>) noexcept { return false; }
-
-uform_status_t vram_open(std::span<std::size_t const>, std::span<std::size_t const>, std::size_t, void *&state,
-                         char const **message) noexcept {
-    state = nullptr;
-    return fail(message, uform_status_unsupported_k, "this build drives no GPUs");
-}
-
-void vram_close(void *) noexcept {}
-
-void *vram_allocate(std::size_t, std::size_t) noexcept { return nullptr; }
-
-void vram_free(std::size_t, void *, std::size_t) noexcept {}
 
 } // namespace uform::backend

@@ -88,16 +88,17 @@ uform_status_t encode_front(model_t const &model, call_t &call, std::size_t cons
     return ram::encode_tokens(model, call, encode, request, encoded, message);
 }
 
-/// Token offsets of `count` items in the arena: the batch's `offsets`, which the output tapes copy.
+/// Token offsets of `count` items in the arena's host memory: the batch's `offsets`, which the output tapes copy.
 std::size_t *allocate_offsets(call_t &call, std::size_t count) noexcept {
-    return static_cast<std::size_t *>(call.allocate((count + 1) * sizeof(std::size_t)));
+    return static_cast<std::size_t *>(call.allocate_host((count + 1) * sizeof(std::size_t)));
 }
 
-/// `count` values in the arena, which a steady loop of calls reuses without allocating; null when out of memory.
+/// `count` values in the arena's host memory (beside a VRAM arena's device memory), which a steady loop of calls
+/// reuses without allocating; null when out of memory.
 template <typename value_type_>
 value_type_ *arena_array(call_t &call, std::size_t count) noexcept {
     if (count > SIZE_MAX / sizeof(value_type_)) return nullptr;
-    return static_cast<value_type_ *>(call.allocate(count * sizeof(value_type_)));
+    return static_cast<value_type_ *>(call.allocate_host(count * sizeof(value_type_)));
 }
 
 /* ---------------------------------------------------------------------------------------------------------- */

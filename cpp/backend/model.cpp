@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "../../c/scalars.hpp"
+#include "../kernels/cpu_class.hpp"
 #include "../mapped_file.hpp"
+#include "gpu.hpp"
 #include "patches.hpp"
 #include "ram.hpp"
 
@@ -90,13 +92,37 @@ uform_status_t load_front_ends(checkpoint_t const &checkpoint, std::span<std::by
     return uform_status_ok_k;
 }
 
+/// The host half of a VRAM model: the geometry, the host kernels its front-ends multiply with, and the choice
+/// temperatures that `text_choose` divides by on the host.
+uform_status_t load_host_half(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                              ram::mapped_file_t const *source, ram::model_weights_t &weights,
+                              char const **message) noexcept {
+    geometry_t const &g = checkpoint.geometry;
+    weights.geometry = g;
+    weights.cpu_class = ram::cpu_class_native();
+    weights.kernels = ram::kernels_for(weights.cpu_class);
+    if (!g.has_byte_head || g.choice_groups == 0) return uform_status_ok_k;
+    uform_status_t status = uform_status_ok_k;
+    char const *text = nullptr;
+    std::byte const *bytes = ram::tensor_bytes(checkpoint, file, source, "head.choice.temperatures", dtype_t::f32,
+                                               g.choice_groups, status, text);
+    if (bytes == nullptr) return fail(message, status, text);
+    try {
+        weights.temperatures.resize(g.choice_groups);
+    } catch (...) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory loading the choice temperatures");
+    }
+    std::memcpy(weights.temperatures.data(), bytes, g.choice_groups * sizeof(float));
+    for (float temperature : weights.temperatures)
+        if (!(temperature > 0 && temperature <= 1e6f))
+            return fail(message, uform_status_corrupt_k, "a choice temperature is not in (0, 1e6]");
+    return uform_status_ok_k;
+}
+
 } // namespace
 
 uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint, call_t &call, model_t *&model,
                           std::size_t &weight_bytes, char const **message) noexcept {
-    if (request.residency != uform_residency_ram_k)
-        return fail(message, uform_status_unsupported_k, "this build loads models into RAM only");
-
     ram::mapped_file_t mapping;
     std::span<std::byte const> file;
     if (request.buffer != nullptr) file = {static_cast<std::byte const *>(request.buffer), request.length};
@@ -109,31 +135,43 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
 
     auto *made = new (std::nothrow) model_t;
     if (made == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory making a model");
+    ram::mapped_file_t const *source = request.buffer == nullptr ? &mapping : nullptr; // never the caller's buffer
 
-    load_progress_t progress{&call};
-    ram::weights_options_t options;
-    options.cpu_class = request.cpu_class;
-    options.e4m3 = request.quantization == uform_scalar_e4m3_k;
-    if (request.buffer == nullptr) options.file = &mapping; // never the caller's buffer, only our own copy
-    options.parallel = ram::parallel_of(call);
-    options.progress = report_load;
-    options.progress_context = &progress;
-    uform_status_t status = ram::weights_load(checkpoint, file, options, made->weights, message);
-    if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, options.file, *made, message);
-    if (status == uform_status_ok_k && progress.total != 0 && call.report(progress.total, progress.total))
-        status = fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
+    uform_status_t status = uform_status_ok_k;
+    std::size_t trunk_bytes = 0;
+    if (request.residency == uform_residency_vram_k) {
+        status = gpu::model_load(request, checkpoint, file, source, call, made->vram, trunk_bytes, message);
+        if (status == uform_status_ok_k) status = load_host_half(checkpoint, file, source, made->weights, message);
+    } else {
+        load_progress_t progress{&call};
+        ram::weights_options_t options;
+        options.cpu_class = request.cpu_class;
+        options.e4m3 = request.quantization == uform_scalar_e4m3_k;
+        options.file = source;
+        options.parallel = ram::parallel_of(call);
+        options.progress = report_load;
+        options.progress_context = &progress;
+        status = ram::weights_load(checkpoint, file, options, made->weights, message);
+        if (status == uform_status_ok_k && progress.total != 0 && call.report(progress.total, progress.total))
+            status = fail(message, uform_status_cancelled_k, "a progress handler stopped the load");
+        trunk_bytes = made->weights.bytes();
+    }
+    if (status == uform_status_ok_k) status = load_front_ends(checkpoint, file, source, *made, message);
     if (status != uform_status_ok_k) {
-        delete made;
+        model_free(made);
         return status;
     }
     weight_bytes =
-        made->weights.bytes() + made->image.weight.bytes() + made->video.weight.bytes() + made->audio.weight.bytes() +
+        trunk_bytes + made->image.weight.bytes() + made->video.weight.bytes() + made->audio.weight.bytes() +
         (made->image.bias.size() + made->video.bias.size() + made->audio.bias.size() + made->mel_filters.size()) *
             sizeof(float);
     model = made;
     return uform_status_ok_k;
 }
 
-void model_free(model_t *model) noexcept { delete model; }
+void model_free(model_t *model) noexcept {
+    if (model != nullptr && model->vram != nullptr) gpu::model_free(model->vram);
+    delete model;
+}
 
 } // namespace uform::backend

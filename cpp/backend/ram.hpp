@@ -12,6 +12,10 @@
 #include "../parallel.hpp"
 #include "../weights.hpp"
 
+namespace uform::gpu {
+struct model_t; // cpp/backend/gpu.hpp
+} // namespace uform::gpu
+
 namespace uform::backend {
 
 /// A front-end's embedding linear: `embed.<modality>.weight` packed for the GEMM, and its bias in F32.
@@ -20,8 +24,11 @@ struct front_end_t {
     std::vector<float> bias;     // [hidden]
 };
 
-/// A loaded RAM model: the trunk and heads (cpp/weights), and the front-ends the media encoders use.
+/// A loaded model: the trunk and heads (cpp/weights), and the front-ends the media encoders use. A VRAM model's trunk
+/// and heads live on its devices (`vram`); its `weights` then hold only the geometry, the host kernels its front-ends
+/// multiply with and the choice temperatures (cpp/backend/gpu.hpp).
 struct model_t {
+    gpu::model_t *vram = nullptr; // a VRAM model's trunk and heads, else null
     ram::model_weights_t weights;
     front_end_t image, video, audio;
     std::vector<float> mel_filters; // [mel_bins x (n_fft / 2 + 1)], F32 as the checkpoint holds them

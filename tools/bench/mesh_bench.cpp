@@ -61,14 +61,6 @@ struct options_t {
     bool pin = false;
 };
 
-/// SplitMix64's output for `index`, as tools/bench/train_bench.cpp computes it.
-std::uint64_t splitmix64(std::uint64_t index) {
-    std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /// The element counts of the checkpoint's tensors, in the order of their bytes in the file.
 std::vector<std::size_t> tensor_sizes(std::string const &path) {
     std::vector<std::pair<unsigned long long, std::size_t>> found;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -28,6 +29,23 @@ inline double median(std::vector<double> values) {
     std::size_t const half = values.size() / 2;
     if (values.empty()) return 0;
     return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2;
+}
+
+/** @brief SplitMix64's output for `index`: the benchmark texts' source of bytes, easy to repeat in any language. */
+inline std::uint64_t splitmix64(std::uint64_t index) {
+    std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/** @brief `count` printable texts of `length` bytes, packed: byte k is `32 + splitmix64(k) % 95`. */
+inline void make_texts(std::size_t count, std::size_t length, std::vector<std::uint8_t> &bytes,
+                       std::vector<std::size_t> &offsets) {
+    bytes.resize(count * length);
+    for (std::size_t k = 0; k != bytes.size(); ++k) bytes[k] = static_cast<std::uint8_t>(32 + splitmix64(k) % 95);
+    offsets.resize(count + 1);
+    for (std::size_t i = 0; i <= count; ++i) offsets[i] = i * length;
 }
 
 /** @brief Splits `list` at commas. */

@@ -287,23 +287,6 @@ bool load(std::string const &path, model_t &model, parallel_t const &parallel, u
     return true;
 }
 
-/// SplitMix64's output for `index`: the texts' source of bytes, easy to repeat in any language.
-std::uint64_t splitmix64(std::uint64_t index) {
-    std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/// `count` printable texts of `length` bytes, packed: byte k is `32 + splitmix64(k) % 95`.
-void make_texts(std::size_t count, std::size_t length, std::vector<std::uint8_t> &bytes,
-                std::vector<std::size_t> &offsets) {
-    bytes.resize(count * length);
-    for (std::size_t k = 0; k != bytes.size(); ++k) bytes[k] = static_cast<std::uint8_t>(32 + splitmix64(k) % 95);
-    offsets.resize(count + 1);
-    for (std::size_t i = 0; i <= count; ++i) offsets[i] = i * length;
-}
-
 /// Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak.
 void bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
                    char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,

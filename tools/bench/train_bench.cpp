@@ -126,14 +126,6 @@ double product_flops(uform_model_description_t const &d, std::size_t texts, std:
     return double(d.depth) * (3 * gemms + 4.5 * attention);
 }
 
-/// SplitMix64's output for `index`, as tools/bench/text_bench.cpp and the PyTorch workers compute it.
-std::uint64_t splitmix64(std::uint64_t index) {
-    std::uint64_t z = (index + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
 /// What the command line chose.
 struct options_t {
     std::string model;

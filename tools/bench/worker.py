@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One framework's side of tools/bench/compare.py, run in a process of its own so that its peak RSS is its own.
 
-    worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16]
+    worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16] [--device cuda [--compile]]
     worker.py onnx --model M.onnx --texts 32 --bytes 256 --threads 2 --repeats 5
     worker.py export --checkpoint C --texts 32 --bytes 256 --out M.onnx
     worker.py gemm --shape 2048x512x2048 --threads 2 --repeats 9
@@ -11,7 +11,9 @@
 after the imports. `gemm` times PyTorch's F32 `torch.mm` of rows x depth by depth x columns, the shape of
 `uform_bench`'s GEMM, and prints its median seconds the same way. `export` checks the dense model against
 tools/reference/uform_reference.py (embedding cosines) and writes it as ONNX for one batch shape. The `onnx` mode
-imports ONNX Runtime and NumPy only.
+imports ONNX Runtime and NumPy only. `--device cuda` runs the torch mode on the GPU (scripts/gpu-check.sh), each timed
+call ending in `torch.cuda.synchronize()`, and `--compile` wraps the module in `torch.compile` first (falling back to
+eager mode, and saying so in the JSON, when compiling fails).
 """
 
 from __future__ import annotations
@@ -126,12 +128,28 @@ def run_torch(args) -> dict:
     torch.set_num_threads(args.threads)
     baseline = rss_mib()
     model = dense_model(args.checkpoint, args.bytes)[0]
-    ids = torch.tensor(text_ids(args.texts, args.bytes), dtype=torch.long)
+    ids = torch.tensor(text_ids(args.texts, args.bytes), dtype=torch.long, device=args.device)
+    model = model.to(args.device)
     if args.bf16:
         model = model.to(torch.bfloat16)
+    compiled = False
+    if args.compile:
+        try:
+            candidate = torch.compile(model)
+            with torch.inference_mode():
+                candidate(ids)
+            model, compiled = candidate, True
+        except Exception as error:  # noqa: BLE001 - any compiler failure falls back to eager mode
+            print(f"torch.compile failed, timing eager mode: {error}", file=sys.stderr)
+
+    def call():
+        model(ids)
+        if args.device != "cpu":
+            torch.cuda.synchronize()
+
     with torch.inference_mode():
-        seconds = time_calls(lambda: model(ids), args.repeats)
-    return {"seconds": seconds, "rss_after_import_mib": baseline}
+        seconds = time_calls(call, args.repeats)
+    return {"seconds": seconds, "rss_after_import_mib": baseline, "device": args.device, "compiled": compiled}
 
 
 def run_gemm(args) -> dict:
@@ -206,6 +224,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--bf16", action="store_true", help="torch: weights and activations in BF16")
+    parser.add_argument("--device", default="cpu", help="torch: where the module runs (cpu, cuda)")
+    parser.add_argument("--compile", action="store_true", help="torch: wrap the module in torch.compile")
     args = parser.parse_args()
     if args.mode != "gemm" and (args.texts is None or args.bytes is None):
         parser.error(f"{args.mode} needs --texts and --bytes")

@@ -1,0 +1,53 @@
+// Loads cuBLASLt with dlopen and resolves the entry points of blas.hpp.
+#include "blas.hpp"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace uform::cuda {
+namespace {
+
+#define UFORM_CUBLASLT_STRING2(x) #x
+#define UFORM_CUBLASLT_STRING(x) UFORM_CUBLASLT_STRING2(x)
+
+/// Resolves `name` into `target`; false when the library lacks it.
+template <typename function_type_>
+bool resolve(void *library, char const *name, function_type_ &target) noexcept {
+    void *symbol = ::dlsym(library, name);
+    target = reinterpret_cast<function_type_>(symbol);
+    return symbol != nullptr;
+}
+
+struct loaded_t {
+    blas_t table{};
+    bool ok = false;
+
+    loaded_t() noexcept {
+        void *library = nullptr;
+#if defined(UFORM_CUBLASLT_PATH)
+        library = ::dlopen(UFORM_CUBLASLT_PATH, RTLD_NOW | RTLD_LOCAL);
+#endif
+        if (library == nullptr)
+            library = ::dlopen("libcublasLt.so." UFORM_CUBLASLT_STRING(CUBLAS_VER_MAJOR), RTLD_NOW | RTLD_LOCAL);
+        if (library == nullptr) return;
+        ok = resolve(library, "cublasLtCreate", table.create) && resolve(library, "cublasLtDestroy", table.destroy) &&
+             resolve(library, "cublasLtMatmulDescInit_internal", table.matmul_desc_init) &&
+             resolve(library, "cublasLtMatmulDescSetAttribute", table.matmul_desc_set) &&
+             resolve(library, "cublasLtMatrixLayoutInit_internal", table.layout_init) &&
+             resolve(library, "cublasLtMatmulPreferenceInit_internal", table.preference_init) &&
+             resolve(library, "cublasLtMatmulPreferenceSetAttribute", table.preference_set) &&
+             resolve(library, "cublasLtMatmulAlgoGetHeuristic", table.heuristic) &&
+             resolve(library, "cublasLtMatmul", table.matmul);
+        // The library stays loaded for the process's life: streams and models may outlive any one caller.
+    }
+};
+
+} // namespace
+
+blas_t const *blas() noexcept {
+    static loaded_t const loaded;
+    return loaded.ok ? &loaded.table : nullptr;
+}
+
+} // namespace uform::cuda

@@ -1,0 +1,223 @@
+// The CUDA residency's half of c/backend.hpp's hardware: the GPUs the process drives (Ampere and newer, through the
+// CUDA runtime), their classes, executors' streams, and VRAM arenas' memory. Without a driver or a device, every
+// count is zero, and `c/` answers `unsupported` for every VRAM request before it reaches this file.
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "../c/backend.hpp"
+#include "../c/fail.hpp"
+#include "blas.hpp"
+#include "device.hpp"
+#include "kernels.hpp"
+
+namespace uform::cuda {
+namespace {
+
+/// The CUDA ordinals of the devices the process drives, probed once.
+struct devices_t {
+    std::vector<int> ordinals;
+
+    devices_t() noexcept {
+        int count = 0;
+        if (cudaGetDeviceCount(&count) != cudaSuccess) {
+            (void)cudaGetLastError(); // no driver or no device: nothing to drive
+            return;
+        }
+        try {
+            for (int device = 0; device != count; ++device) {
+                int major = 0;
+                if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                    major >= 8)
+                    ordinals.push_back(device);
+            }
+        } catch (...) {
+            ordinals.clear();
+        }
+    }
+};
+
+devices_t const &devices() noexcept {
+    static devices_t const probed;
+    return probed;
+}
+
+/// The class of a compute capability: 8.0-8.7 Ampere, 8.9 Ada, 9.x Hopper, 10.x-12.x Blackwell.
+uform_gpu_class_t class_of(int major, int minor) noexcept {
+    if (major == 8) return minor == 9 ? uform_gpu_class_nvidia_ada_k : uform_gpu_class_nvidia_ampere_k;
+    if (major == 9) return uform_gpu_class_nvidia_hopper_k;
+    return uform_gpu_class_nvidia_blackwell_k;
+}
+
+uform_gpu_class_t class_of_device(int device) noexcept {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
+        return uform_gpu_class_auto_k;
+    return class_of(major, minor);
+}
+
+} // namespace
+
+int device_of(std::size_t ordinal) noexcept { return devices().ordinals[ordinal]; }
+
+device_guard_t::device_guard_t(int device) noexcept {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    ok_ = cudaSetDevice(device) == cudaSuccess;
+    if (!ok_) (void)cudaGetLastError();
+}
+
+device_guard_t::~device_guard_t() noexcept {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+}
+
+bool device_buffer_t::reserve(std::size_t bytes) noexcept {
+    if (bytes <= size) return true;
+    release();
+    if (cudaMalloc(&data, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        data = nullptr;
+        return false;
+    }
+    size = bytes;
+    return true;
+}
+
+void device_buffer_t::release() noexcept {
+    if (data != nullptr) (void)cudaFree(data);
+    data = nullptr;
+    size = 0;
+}
+
+bool pinned_buffer_t::reserve(std::size_t bytes) noexcept {
+    if (bytes <= size) return true;
+    release();
+    if (cudaMallocHost(&data, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        data = nullptr;
+        return false;
+    }
+    size = bytes;
+    return true;
+}
+
+void pinned_buffer_t::release() noexcept {
+    if (data != nullptr) (void)cudaFreeHost(data);
+    data = nullptr;
+    size = 0;
+}
+
+uform_status_t stream_t::open(std::size_t gpu, std::size_t scratch, std::size_t pinned, char const **message) noexcept {
+    ordinal = gpu;
+    device = device_of(gpu);
+    device_guard_t const guard(device);
+    if (!guard.ok()) return fail(message, uform_status_not_found_k, "the CUDA runtime refused to select the device");
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+        (void)cudaGetLastError();
+        stream = nullptr;
+        return fail(message, uform_status_out_of_memory_k, "the CUDA runtime refused to make a stream");
+    }
+    blas_t const *api = cuda::blas();
+    if (api == nullptr) {
+        close();
+        return fail(message, uform_status_unsupported_k,
+                    "cuBLASLt (libcublasLt.so of the CUDA toolkit) could not be loaded: put it on the loader's path");
+    }
+    if (api->create(&blas) != CUBLAS_STATUS_SUCCESS) {
+        blas = nullptr;
+        close();
+        return fail(message, uform_status_internal_k, "cuBLASLt refused to start on the device");
+    }
+    if (!workspace.reserve(workspace_bytes_k) || (scratch != 0 && !activations.reserve(scratch)) ||
+        (pinned != 0 && !staging.reserve(pinned))) {
+        close();
+        return fail(message, uform_status_out_of_memory_k, "out of device or pinned memory for the executor");
+    }
+    return uform_status_ok_k;
+}
+
+void stream_t::close() noexcept {
+    if (stream == nullptr && blas == nullptr) return;
+    device_guard_t const guard(device);
+    if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    workspace.release();
+    activations.release();
+    staging.release();
+    if (blas != nullptr) (void)cuda::blas()->destroy(blas);
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    blas = nullptr;
+    stream = nullptr;
+}
+
+} // namespace uform::cuda
+
+namespace uform::backend {
+
+char const *flavor() noexcept { return "ram,cuda"; }
+
+std::size_t gpu_count() noexcept { return cuda::devices().ordinals.size(); }
+
+void gpu_describe(std::size_t ordinal, uform_gpu_device_t &device) noexcept {
+    device = uform_gpu_device_t{};
+    int const cuda_device = cuda::device_of(ordinal);
+    cudaDeviceProp properties{};
+    if (cudaGetDeviceProperties(&properties, cuda_device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    std::strncpy(device.name, properties.name, sizeof(device.name) - 1);
+    device.gpu_class = cuda::class_of(properties.major, properties.minor);
+    device.memory_bytes = properties.totalGlobalMem;
+    device.multiprocessors = std::size_t(properties.multiProcessorCount);
+    if (cudaDeviceGetPCIBusId(device.pci_bus_id, int(sizeof(device.pci_bus_id)), cuda_device) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+bool gpu_class_available(uform_gpu_class_t gpu_class, std::span<std::size_t const> devices) noexcept {
+    for (std::size_t ordinal : devices) {
+        int const device = cuda::device_of(ordinal);
+        if (cuda::class_of_device(device) != gpu_class || !cuda::kernels_run_on(device)) return false;
+    }
+    return !devices.empty();
+}
+
+uform_status_t vram_open(std::span<std::size_t const> devices, std::span<std::size_t const> scratch_bytes,
+                         std::size_t pinned_bytes, void *&state, char const **message) noexcept {
+    state = nullptr;
+    auto *streams = new (std::nothrow) cuda::streams_t;
+    if (streams == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory making an executor");
+    try {
+        streams->devices = std::vector<cuda::stream_t>(devices.size());
+    } catch (...) {
+        delete streams;
+        return fail(message, uform_status_out_of_memory_k, "out of memory making an executor");
+    }
+    for (std::size_t i = 0; i != devices.size(); ++i)
+        if (uform_status_t status = streams->devices[i].open(devices[i], scratch_bytes.empty() ? 0 : scratch_bytes[i],
+                                                             pinned_bytes, message)) {
+            delete streams;
+            return status;
+        }
+    state = streams;
+    return uform_status_ok_k;
+}
+
+void vram_close(void *state) noexcept { delete static_cast<cuda::streams_t *>(state); }
+
+void *vram_allocate(std::size_t device, std::size_t bytes) noexcept {
+    void *pointer = nullptr;
+    cuda::device_guard_t const guard(cuda::device_of(device));
+    if (!guard.ok() || cudaMalloc(&pointer, bytes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return nullptr;
+    }
+    return pointer;
+}
+
+void vram_free(std::size_t device, void *pointer, std::size_t) noexcept {
+    if (pointer == nullptr) return;
+    cuda::device_guard_t const guard(cuda::device_of(device));
+    (void)cudaFree(pointer);
+}
+
+} // namespace uform::backend
