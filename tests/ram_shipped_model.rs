@@ -98,7 +98,19 @@ fn the_folder_search_finds_the_image_of_the_queried_class(
             .position(|hit| hit.file.path.file_name() == Some(image.as_ref()))
             .map_or(hits.len(), |rank| rank + 1);
         reciprocal += 1.0 / rank as f64 / CLASSES.len() as f64;
-        report.push(format!("{query:?}: {image} ranks {rank} of {}", hits.len()));
+        let first = &hits[0];
+        report.push(format!(
+            "{query:?}: {image} ranks {rank} of {}; first {:?} {} ({:+.3})",
+            hits.len(),
+            first.file.modality,
+            first
+                .file
+                .path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy(),
+            first.similarity
+        ));
     }
     // A random order puts the image at each rank alike: its mean reciprocal rank is the harmonic number over N.
     let files = index.files.len();
