@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 
 #include "checks.hpp"
+#include "small_files.hpp"
 
 namespace uform {
 
@@ -79,39 +80,6 @@ std::string hex_of(unsigned char const *bytes, std::size_t length) {
     return text;
 }
 
-/// Reads a small file whole; `false` when it is absent or unreadable.
-bool read_small(std::string const &path, std::string &contents) {
-    std::FILE *file = std::fopen(path.c_str(), "rb");
-    if (!file) return false;
-    char buffer[1024];
-    contents.clear();
-    for (std::size_t got; (got = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) contents.append(buffer, got);
-    bool const ok = !std::ferror(file);
-    std::fclose(file);
-    return ok;
-}
-
-/// Writes a small file through a temporary renamed into place.
-bool write_atomically(std::string const &path, std::string const &contents, std::size_t host) {
-    std::string const temporary = path + ".tmp-" + std::to_string(host);
-    std::FILE *file = std::fopen(temporary.c_str(), "wb");
-    if (!file) return false;
-    bool ok = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
-    ok = std::fclose(file) == 0 && ok;
-    if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
-    if (!ok) std::remove(temporary.c_str());
-    return ok;
-}
-
-/// Splits `text` into its lines.
-std::vector<std::string> lines_of(std::string const &text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
-        lines.push_back(text.substr(start, end - start));
-    return lines;
-}
-
 struct bootstrap_t {
     std::size_t index, count;
     std::string directory, job;
@@ -130,7 +98,7 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
         std::string const contents = "uform-mesh 1\n" + std::to_string(b.count) + "\n" +
                                      hex_of(identity, sizeof(identity)) + "\n" + uform_gpu_class_name(b.gpu_class) +
                                      "\n";
-        if (!write_atomically(base, contents, b.index))
+        if (!write_atomically(base, contents, std::to_string(b.index)))
             return fail(message, uform_status_io_k, "cannot publish the mesh's identity in its directory");
     }
     std::string marked; // the identity this host's file carries
@@ -146,7 +114,7 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
         }
         if (!identity_hex.empty() && identity_hex != marked) {
             std::string const mine = identity_hex + "\n" + std::to_string(b.devices.size()) + "\n";
-            if (!write_atomically(base + "." + std::to_string(b.index), mine, b.index))
+            if (!write_atomically(base + "." + std::to_string(b.index), mine, std::to_string(b.index)))
                 return fail(message, uform_status_io_k, "cannot publish this host's part of the mesh");
             marked = identity_hex;
         }

@@ -1,37 +1,16 @@
 // Dispatch of a linear layer's product to its packed form.
 #include "linear.hpp"
 
-#include <cstdlib>
-#include <utility>
-
 namespace uform::ram {
-
-pair_matrix_t::pair_matrix_t(pair_matrix_t &&other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)),
-      view_(std::exchange(other.view_, {})) {}
-
-pair_matrix_t &pair_matrix_t::operator=(pair_matrix_t &&other) noexcept {
-    if (this != &other) {
-        std::free(data_);
-        data_ = std::exchange(other.data_, nullptr);
-        bytes_ = std::exchange(other.bytes_, 0);
-        view_ = std::exchange(other.view_, {});
-    }
-    return *this;
-}
-
-pair_matrix_t::~pair_matrix_t() noexcept { std::free(data_); }
 
 // 64-byte-aligned panels, filled by the trainer's packing (which only moves BF16 bits already rounded).
 bool pair_matrix_t::pack(kernels_t const &kernels, parallel_t const &parallel, std::uint16_t const *weights,
                          std::size_t columns, std::size_t depth) noexcept {
     std::size_t const bytes = panels_floats(kernels, depth, columns) * sizeof(float);
-    auto *data = static_cast<float *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (data == nullptr) return false;
-    std::free(data_);
-    data_ = data;
+    data_.reset(static_cast<float *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!data_) return false;
     bytes_ = bytes;
-    view_ = pack_panels(kernels, parallel, operand_t::bf16(weights, depth, true), depth, columns, data_);
+    view_ = pack_panels(kernels, parallel, operand_t::bf16(weights, depth, true), depth, columns, data_.get());
     return true;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 
 #include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
@@ -17,13 +19,6 @@ namespace uform::ram {
 /// values along the depth, half the bytes of F32 panels, for `vdpbf16ps`.
 class pair_matrix_t {
   public:
-    pair_matrix_t() noexcept = default;
-    pair_matrix_t(pair_matrix_t &&other) noexcept;
-    pair_matrix_t &operator=(pair_matrix_t &&other) noexcept;
-    pair_matrix_t(pair_matrix_t const &) = delete;
-    pair_matrix_t &operator=(pair_matrix_t const &) = delete;
-    ~pair_matrix_t() noexcept;
-
     /// Packs row-major BF16 `weights` (2-byte aligned) on `kernels`, which must have a pair micro-kernel, across
     /// `parallel`'s threads; false when out of memory.
     [[nodiscard]] bool pack(kernels_t const &kernels, parallel_t const &parallel, std::uint16_t const *weights,
@@ -32,10 +27,14 @@ class pair_matrix_t {
     /// The product view of the panels.
     panels_t const &view() const noexcept { return view_; }
     /// Bytes the panels take.
-    std::size_t bytes() const noexcept { return bytes_; }
+    std::size_t bytes() const noexcept { return data_ ? bytes_ : 0; }
 
   private:
-    float *data_ = nullptr;
+    /// Frees what `std::aligned_alloc` gave.
+    struct free_t {
+        void operator()(float *data) const noexcept { std::free(data); }
+    };
+    std::unique_ptr<float, free_t> data_;
     std::size_t bytes_ = 0;
     panels_t view_{};
 };

@@ -37,6 +37,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "../../c/fail.hpp"
+#include "../../c/small_files.hpp"
 
 namespace uform::backend {
 namespace {
@@ -53,43 +54,10 @@ std::string random_token() {
     return token;
 }
 
-/// Reads a small file whole; `false` when it is absent or unreadable.
-bool read_small(std::string const &path, std::string &contents) {
-    std::FILE *file = std::fopen(path.c_str(), "rb");
-    if (!file) return false;
-    char buffer[1024];
-    contents.clear();
-    for (std::size_t got; (got = std::fread(buffer, 1, sizeof(buffer), file)) > 0;) contents.append(buffer, got);
-    bool const ok = !std::ferror(file);
-    std::fclose(file);
-    return ok;
-}
-
-/// Writes a small file through a temporary renamed into place.
-bool write_atomically(std::string const &path, std::string const &contents) {
-    std::string const temporary = path + ".tmp-" + random_token();
-    std::FILE *file = std::fopen(temporary.c_str(), "wb");
-    if (!file) return false;
-    bool ok = std::fwrite(contents.data(), 1, contents.size(), file) == contents.size();
-    ok = std::fclose(file) == 0 && ok;
-    if (ok) ok = std::rename(temporary.c_str(), path.c_str()) == 0;
-    if (!ok) std::remove(temporary.c_str());
-    return ok;
-}
-
 /// Whether a file exists.
 bool exists(std::string const &path) noexcept {
     struct stat status;
     return ::stat(path.c_str(), &status) == 0;
-}
-
-/// Splits `text` into its lines.
-std::vector<std::string> lines_of(std::string const &text) {
-    std::vector<std::string> lines;
-    std::size_t start = 0;
-    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
-        lines.push_back(text.substr(start, end - start));
-    return lines;
 }
 
 /// The files a rank wrote for the rendezvous, removed once every rank connected.
@@ -99,7 +67,7 @@ struct written_t {
 
 /// Writes `path` atomically and remembers it; `false` on failure.
 bool publish(std::string const &path, std::string const &contents, written_t &written) {
-    if (!write_atomically(path, contents)) return false;
+    if (!write_atomically(path, contents, random_token())) return false;
     written.paths.push_back(path);
     return true;
 }

@@ -16,11 +16,20 @@
 #include <utility>
 #include <vector>
 
+#include <time.h>
+
 namespace uform::bench {
 
 /** @brief Seconds of wall-clock time. */
 inline double wall_now() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/** @brief Seconds of the calling thread's CPU time. */
+inline double thread_cpu_now() {
+    timespec now;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
 }
 
 /** @brief The median of `values`: the middle one, or the mean of the middle two (as Python's `statistics.median`). */

@@ -57,22 +57,15 @@ namespace fu = ashvardanian::forkunion;
 
 // region: clocks and medians
 
-/// Seconds of the calling thread's CPU time.
-double cpu_now() {
-    timespec now;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
-}
-
 /// Median wall and CPU seconds of `repeats` runs of `body` after one warm-up run.
 template <typename body_t>
 std::pair<double, double> time_median(std::size_t repeats, body_t &&body) {
     body();
     std::vector<double> wall, cpu;
     for (std::size_t i = 0; i != repeats; ++i) {
-        double const wall_start = wall_now(), cpu_start = cpu_now();
+        double const wall_start = wall_now(), cpu_start = thread_cpu_now();
         body();
-        cpu.push_back(cpu_now() - cpu_start);
+        cpu.push_back(thread_cpu_now() - cpu_start);
         wall.push_back(wall_now() - wall_start);
     }
     return {median(wall), median(cpu)};
@@ -124,7 +117,7 @@ __attribute__((target("avx512f"))) double fma_peak_thread(std::size_t iterations
     __m512 chains[12];
     for (int i = 0; i != 12; ++i) chains[i] = _mm512_set1_ps(0.001f * float(i));
     __m512 const b = _mm512_set1_ps(0.9999f), c = _mm512_set1_ps(1e-5f);
-    double const wall_start = wall_now(), start = cpu_now();
+    double const wall_start = wall_now(), start = thread_cpu_now();
     for (std::size_t i = 0; i != iterations; ++i) {
         for (int j = 0; j != 12; ++j) chains[j] = _mm512_fmadd_ps(chains[j], b, c);
         __asm__ volatile(""
@@ -132,7 +125,7 @@ __attribute__((target("avx512f"))) double fma_peak_thread(std::size_t iterations
                            "+v"(chains[5]), "+v"(chains[6]), "+v"(chains[7]), "+v"(chains[8]), "+v"(chains[9]),
                            "+v"(chains[10]), "+v"(chains[11]));
     }
-    double const seconds = cpu_now() - start;
+    double const seconds = thread_cpu_now() - start;
     wall = wall_now() - wall_start;
     return double(iterations) * 12 * 16 * 2 / seconds * 1e-9;
 }

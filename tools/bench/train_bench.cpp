@@ -72,13 +72,6 @@ double peak_rss_since_reset_mib() {
     return kib / 1024;
 }
 
-/// Seconds of CPU time of the calling thread.
-double thread_cpu_now() {
-    timespec now;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return double(now.tv_sec) + double(now.tv_nsec) * 1e-9;
-}
-
 #if defined(__x86_64__)
 /// GFLOP/s of 24 independent chains of `vdpbf16ps` (16 lanes, 2 pairs a lane: 64 flops each) over the thread's CPU
 /// time.
