@@ -236,7 +236,9 @@ def parse_wordnet(root, limit):
                     if rank < tagsense_cnt and key in synsets:
                         synsets[key].tagged += 1
     for synset in synsets.values():
-        synset.split = split_of(synset.key)
+        # Common senses (tagged in the concordances) always train, so the shipped model knows everyday words; the
+        # held-out splits are drawn from the other synsets (docs/data.md, "Split").
+        synset.split = "train" if synset.tagged else split_of(synset.key)
         # The canonical lemma first: lowest sense number of its word (most frequent sense), then synset order.
         order = {l: i for i, l in enumerate(synset.lemmas)}
         synset.lemmas.sort(key=lambda l: (sense_rank.get((synset.key, l.lower()), 99), order[l]))
