@@ -230,6 +230,23 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
             report_gemm(options, "amx_bf16", options.threads[i], flops, wall, cpu, peaks[i]);
         }
     }
+    // The BF16 pair panels where the class has them, and the int8 blocks of `Scalar::I8` models.
+    for (bool const int8 : {false, true}) {
+        linear_t linear;
+        if (!int8 && kernels.gemm_micro_pairs == nullptr) continue;
+        bool const packed_ok =
+            int8 ? linear.blocks.pack({}, reinterpret_cast<std::byte const *>(w.data()), columns, depth)
+                 : linear.pairs.pack(kernels, {}, w.data(), columns, depth);
+        if (!packed_ok) return;
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
+            pool_t pool(options.threads[i]);
+            std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
+            auto [wall, cpu] = time_median(repeats, [&] {
+                linear.multiply(kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0, scratch.data());
+            });
+            report_gemm(options, int8 ? "i8_blocks" : "bf16_pairs", options.threads[i], flops, wall, cpu, peaks[i]);
+        }
+    }
     // NumKong's packed kernels for reference, on the calling thread: f32 (f64 accumulation) and bf16 (AMX where the
     // OS allows it, which takes every capability's thread set-up, AMX's tile permission included).
     nk_configure_thread(nk_capabilities());
