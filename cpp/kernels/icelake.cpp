@@ -82,9 +82,12 @@ void i8_tile(std::size_t depth, std::uint8_t const *a, std::size_t lda, float co
         for (std::size_t r = 0; r != rows_k; ++r) sums[r][0] = sums[r][1] = _mm512_setzero_ps();
         for (std::size_t g0 = 0, j = 0; g0 < groups; g0 += block_groups, ++j) {
             std::size_t const g1 = groups - g0 < block_groups ? groups : g0 + block_groups;
+            // The sums start from the compensation, so they end as the signed activations' sums.
+            __m512i const start0 = _mm512_loadu_si512(compensation + j * 64 + half * 32);
+            __m512i const start1 = _mm512_loadu_si512(compensation + j * 64 + half * 32 + 16);
             __m512i acc[rows_k][2];
 #pragma clang loop unroll(full)
-            for (std::size_t r = 0; r != rows_k; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+            for (std::size_t r = 0; r != rows_k; ++r) acc[r][0] = start0, acc[r][1] = start1;
             std::int8_t const *b_group = b + (g0 * 64 + half * 32) * 4;
             for (std::size_t g = g0; g != g1; ++g, b_group += 256) {
                 __m512i const b0 = _mm512_loadu_si512(b_group), b1 = _mm512_loadu_si512(b_group + 64);
@@ -100,12 +103,10 @@ void i8_tile(std::size_t depth, std::uint8_t const *a, std::size_t lda, float co
 #pragma clang loop unroll(full)
             for (std::size_t v = 0; v != 2; ++v) {
                 std::size_t const at = j * 64 + half * 32 + v * 16;
-                __m512i const correction = _mm512_loadu_si512(compensation + at);
                 __m512 const column_scales = _mm512_loadu_ps(b_scales + at);
 #pragma clang loop unroll(full)
                 for (std::size_t r = 0; r != rows_k; ++r) {
-                    __m512 const block =
-                        _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(acc[r][v], correction)), column_scales);
+                    __m512 const block = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][v]), column_scales);
                     sums[r][v] = _mm512_add_ps(sums[r][v], block);
                 }
             }

@@ -88,7 +88,7 @@ bool int8_matrix_t::pack(parallel_t const &parallel, std::byte const *bytes, std
                     words[((depth_index / 4) * gemm_panel_columns_k + n) * 4 + depth_index % 4] = q;
                     sum += q;
                 }
-                sums[j * gemm_panel_columns_k + n] = 128 * sum;
+                sums[j * gemm_panel_columns_k + n] = -128 * sum;
                 factors[j * gemm_panel_columns_k + n] = scale;
             }
         }

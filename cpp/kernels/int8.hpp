@@ -39,7 +39,7 @@ class int8_matrix_t {
 
     /// Panel `panel`'s bytes, 4 depths of a column in a word, 64 words a group.
     std::int8_t const *panel(std::size_t panel) const noexcept;
-    /// Panel `panel`'s compensations: 128 times the sum of a column's bytes, 64 per depth block.
+    /// Panel `panel`'s compensations: -128 times the sum of a column's bytes, 64 per depth block.
     std::int32_t const *compensation(std::size_t panel) const noexcept;
     /// Panel `panel`'s scales, 64 per depth block.
     float const *scales(std::size_t panel) const noexcept;

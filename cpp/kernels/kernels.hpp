@@ -115,8 +115,8 @@ struct kernels_t {
     /// C[rows x columns] (+)= A * B^T with rows <= 6 and columns <= 64 over int8 blocks of 128 depths. A's row r is
     /// `depth` bytes from `quantize_i8` at `a + r * lda` (its scale `a_scales[r]`); B is one panel of `int8.hpp`: the
     /// signed bytes of depths 4g..4g+3 of column n at `b + (g * 64 + n) * 4`, then per depth block j the column's
-    /// `compensation[j * 64 + n]` (128 times the sum of its bytes in the block) and `b_scales[j * 64 + n]`. Each
-    /// block's exact int32 sum `S - compensation` becomes F32, times `b_scales[..]`, added to the result's sum from
+    /// `compensation[j * 64 + n]` (-128 times the sum of its bytes in the block) and `b_scales[j * 64 + n]`. Each
+    /// block's exact int32 sum `compensation + S` becomes F32, times `b_scales[..]`, added to the result's sum from
     /// zero in depth order; the sum times `a_scales[r]`, then C is added when accumulating and the result rounded as
     /// `gemm_micro` does.
     void (*gemm_micro_i8)(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,

@@ -192,11 +192,11 @@ void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t 
         std::size_t const g1 = std::min(groups, g0 + block_groups);
         for (std::size_t r = 0; r != rows; ++r)
             for (std::size_t n = 0; n != columns; ++n) {
-                std::int32_t sum = 0;
+                std::int32_t sum = compensation[j * 64 + n];
                 for (std::size_t g = g0; g != g1; ++g)
                     for (std::size_t i = 0; i != 4; ++i)
                         sum += std::int32_t(a[r * lda + 4 * g + i]) * std::int32_t(b[(g * 64 + n) * 4 + i]);
-                float const block = static_cast<float>(sum - compensation[j * 64 + n]) * b_scales[j * 64 + n];
+                float const block = static_cast<float>(sum) * b_scales[j * 64 + n];
                 sums[r][n] += block;
             }
     }
