@@ -31,8 +31,11 @@ class int8_matrix_t {
     /// `parallel`'s threads; false when out of memory.
     [[nodiscard]] bool pack(parallel_t const &parallel, std::byte const *bytes, std::size_t columns,
                             std::size_t depth) noexcept;
+    /// Whether nothing is packed.
     bool empty() const noexcept { return data_ == nullptr; }
+    /// The weights' rows: the product's output columns.
     std::size_t columns() const noexcept { return columns_; }
+    /// The weights' columns: the product's depth.
     std::size_t depth() const noexcept { return depth_; }
     /// Bytes the panels, compensations and scales take.
     std::size_t bytes() const noexcept { return data_ ? bytes_ : 0; }
