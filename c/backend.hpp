@@ -108,7 +108,7 @@ struct model_load_t {
     std::span<std::size_t const> placement; // NUMA nodes (RAM, may be empty) or device ordinals (VRAM, never empty)
     uform_cpu_class_t cpu_class;            // resolved for RAM loads, `auto` for VRAM
     uform_gpu_class_t gpu_class;            // resolved for VRAM loads, `auto` for RAM
-    uform_scalar_t quantization;            // `bf16` or `e4m3`
+    uform_scalar_t quantization;            // `bf16`, `e4m3` or (RAM only) `i8`
 };
 
 /// Loads the weights of a checkpoint whose header `checkpoint` the ABI layer already validated, and

@@ -30,9 +30,16 @@ bool has_duplicates(std::size_t const *values, std::size_t count) noexcept {
     return false;
 }
 
-bool legal_quantization(uform_scalar_t const &scalar) noexcept {
+/// Weights load as `auto`, `bf16` or `e4m3` in every residency, and as `i8` in RAM (`ram`).
+bool legal_quantization(uform_scalar_t const &scalar, bool ram) noexcept {
     std::uint64_t const bits = raw_enum(scalar);
-    return bits == uform_scalar_auto_k || bits == uform_scalar_bf16_k || bits == uform_scalar_e4m3_k;
+    return bits == uform_scalar_auto_k || bits == uform_scalar_bf16_k || bits == uform_scalar_e4m3_k ||
+           (ram && bits == uform_scalar_i8_k);
+}
+
+/// The quantization a load asks of its backend: `auto` becomes `bf16`.
+uform_scalar_t resolved_quantization(uform_scalar_t scalar) noexcept {
+    return scalar == uform_scalar_auto_k ? uform_scalar_bf16_k : scalar;
 }
 
 /// What both residencies' loads share once their own arguments are checked.
@@ -100,8 +107,8 @@ uform_status_t check_ram(uform_model_load_ram_args_t const &args, load_t &load, 
         return fail(message, uform_status_invalid_argument_k, "a NUMA node is named twice");
     if (!known_enum(args.cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
-    if (!legal_quantization(args.quantization))
-        return fail(message, uform_status_invalid_argument_k, "weights load as auto, bf16 or e4m3 only");
+    if (!legal_quantization(args.quantization, true))
+        return fail(message, uform_status_invalid_argument_k, "weights load as auto, bf16, e4m3 or i8 only");
     if (args.executor) {
         if (!executor_valid(args.executor))
             return fail(message, uform_status_invalid_argument_k, "the executor is not a live executor");
@@ -120,7 +127,7 @@ uform_status_t check_ram(uform_model_load_ram_args_t const &args, load_t &load, 
     load.request.placement = {args.numa_nodes, args.numa_nodes ? args.numa_nodes_count : 0};
     load.request.cpu_class = cpu_class;
     load.request.gpu_class = uform_gpu_class_auto_k;
-    load.request.quantization = args.quantization == uform_scalar_e4m3_k ? uform_scalar_e4m3_k : uform_scalar_bf16_k;
+    load.request.quantization = resolved_quantization(args.quantization);
     load.executor = args.executor;
     load.progress = args.progress;
     load.progress_context = args.progress_context;
@@ -137,7 +144,9 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
         return fail(message, uform_status_invalid_argument_k, "a device is named twice");
     if (!known_enum(args.gpu_class, uform_gpu_class_amd_cdna3_k))
         return fail(message, uform_status_invalid_argument_k, "unknown GPU class");
-    if (!legal_quantization(args.quantization))
+    if (raw_enum(args.quantization) == uform_scalar_i8_k)
+        return fail(message, uform_status_unsupported_k, "int8 weights load in the RAM residency only");
+    if (!legal_quantization(args.quantization, false))
         return fail(message, uform_status_invalid_argument_k, "weights load as auto, bf16 or e4m3 only");
     if (args.executor) {
         if (!executor_valid(args.executor))
@@ -172,7 +181,7 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
     load.request.placement = placement;
     load.request.cpu_class = uform_cpu_class_auto_k;
     load.request.gpu_class = gpu_class;
-    load.request.quantization = args.quantization == uform_scalar_e4m3_k ? uform_scalar_e4m3_k : uform_scalar_bf16_k;
+    load.request.quantization = resolved_quantization(args.quantization);
     load.executor = args.executor;
     load.progress = args.progress;
     load.progress_context = args.progress_context;

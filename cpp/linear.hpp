@@ -1,5 +1,5 @@
 // A linear layer's weights as the model's class multiplies them: F32 panels for the FMA micro-kernels, BF16 pair
-// panels for the classes with a pair micro-kernel (AVX-512 BF16), or AMX tiles.
+// panels for the classes with a pair micro-kernel (AVX-512 BF16), AMX tiles, or int8 blocks (`Scalar::I8` models).
 #pragma once
 
 #include <cstddef>
@@ -9,6 +9,7 @@
 
 #include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/int8.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/product.hpp"
 #include "parallel.hpp"
@@ -44,18 +45,26 @@ struct linear_t {
     packed_matrix_t panels; // the F32 path: BF16 or dequantized E4M3 values in F32 panels
     pair_matrix_t pairs;    // the BF16 pair path: used when not empty
     amx_matrix_t tiles;     // the AMX path: BF16 tiles; used when not empty
+    int8_matrix_t blocks;   // the int8 path: int8 blocks with F32 scales; used when not empty
 
     std::size_t columns() const noexcept {
-        return !tiles.empty() ? tiles.columns() : !pairs.empty() ? pairs.view().columns : panels.columns();
+        return !blocks.empty()  ? blocks.columns()
+               : !tiles.empty() ? tiles.columns()
+               : !pairs.empty() ? pairs.view().columns
+                                : panels.columns();
     }
     std::size_t depth() const noexcept {
-        return !tiles.empty() ? tiles.depth() : !pairs.empty() ? pairs.view().depth : panels.depth();
+        return !blocks.empty()  ? blocks.depth()
+               : !tiles.empty() ? tiles.depth()
+               : !pairs.empty() ? pairs.view().depth
+                                : panels.depth();
     }
     /// Bytes the weights take.
-    std::size_t bytes() const noexcept { return panels.bytes() + pairs.bytes() + tiles.bytes(); }
+    std::size_t bytes() const noexcept { return panels.bytes() + pairs.bytes() + tiles.bytes() + blocks.bytes(); }
     /// Floats of scratch one thread needs for `multiply`.
     std::size_t scratch_floats() const noexcept;
-    /// C[rows x columns] (+)= A[rows x depth] * W^T, A rounded to BF16 on the way in; `flags` are `gemm_flags_t`,
+    /// C[rows x columns] (+)= A[rows x depth] * W^T, A rounded to BF16 on the way in (quantized per row to int8 on the
+    /// int8 path); `flags` are `gemm_flags_t`,
     /// `scratch` holds `parallel.threads * scratch_floats()` floats.
     void multiply(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda,
                   std::size_t rows, float *c, std::size_t ldc, unsigned flags, float *scratch) const noexcept;

@@ -156,18 +156,19 @@ bool pack_pair_matrix(kernels_t const &kernels, std::byte const *source, std::si
     return out.pack(kernels, parallel, weights.get(), columns, depth);
 }
 
-/// Loads and packs one linear: E4M3 when asked (trunk linears only, in F32 panels), AMX tiles when `amx`, BF16 pair
-/// panels on a class with a pair micro-kernel, else BF16 in F32 panels.
+/// Loads and packs one linear: E4M3 when asked (trunk linears only, in F32 panels), int8 blocks when asked (trunk
+/// linears only), AMX tiles when `amx`, BF16 pair panels on a class with a pair micro-kernel, else BF16 in F32 panels.
 bool load_linear(loader_t &loader, kernels_t const &kernels, std::string const &name, std::size_t columns,
-                 std::size_t depth, bool e4m3, bool amx, linear_t &out) noexcept {
+                 std::size_t depth, uform_scalar_t quantization, bool amx, linear_t &out) noexcept {
     std::byte const *source = loader.bf16(name, columns * depth);
     if (source == nullptr) return false;
     parallel_t const &parallel = loader.options().parallel;
-    bool const packed = e4m3  ? pack_e4m3_matrix(source, columns, depth, parallel, out.panels)
-                        : amx ? out.tiles.pack(source, columns, depth)
-                        : kernels.gemm_micro_pairs != nullptr
-                            ? pack_pair_matrix(kernels, source, columns, depth, parallel, out.pairs)
-                            : pack_bf16_matrix(source, columns, depth, parallel, out.panels);
+    bool const packed =
+        quantization == uform_scalar_e4m3_k   ? pack_e4m3_matrix(source, columns, depth, parallel, out.panels)
+        : quantization == uform_scalar_i8_k   ? out.blocks.pack(parallel, source, columns, depth)
+        : amx                                 ? out.tiles.pack(source, columns, depth)
+        : kernels.gemm_micro_pairs != nullptr ? pack_pair_matrix(kernels, source, columns, depth, parallel, out.pairs)
+                                              : pack_bf16_matrix(source, columns, depth, parallel, out.panels);
     if (!packed) {
         loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
         return false;
@@ -291,9 +292,12 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
     weights.geometry = geometry;
     weights.cpu_class = cpu_class;
     weights.kernels = kernels;
-    weights.e4m3 = options.e4m3;
-    weights.amx =
-        options.amx && !options.e4m3 && cpu_class == uform_cpu_class_intel_sapphire_rapids_k && amx_available();
+    if (options.quantization != uform_scalar_bf16_k && options.quantization != uform_scalar_e4m3_k &&
+        options.quantization != uform_scalar_i8_k)
+        return fail(message, uform_status_invalid_argument_k, "weights load as bf16, e4m3 or i8 only");
+    weights.quantization = options.quantization;
+    weights.amx = options.amx && options.quantization != uform_scalar_e4m3_k &&
+                  cpu_class == uform_cpu_class_intel_sapphire_rapids_k && amx_available();
     bool const amx = weights.amx;
     std::size_t const hidden = geometry.hidden, attention = geometry.heads * geometry.head_dim;
     loader_t loader(checkpoint, file, options);
@@ -321,25 +325,26 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
         } catch (...) {
             return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
         }
-        ok =
-            load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
-            load_linear(loader, *kernels, name + ".attn.qkv.weight", 3 * attention, hidden, options.e4m3, amx,
-                        block.qkv) &&
-            load_linear(loader, *kernels, name + ".attn.out.weight", hidden, attention, options.e4m3, amx, block.out) &&
-            load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
-            load_linear(loader, *kernels, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, options.e4m3,
-                        amx, block.gate_up) &&
-            load_linear(loader, *kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.e4m3, amx,
-                        block.down);
+        ok = load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
+             load_linear(loader, *kernels, name + ".attn.qkv.weight", 3 * attention, hidden, options.quantization, amx,
+                         block.qkv) &&
+             load_linear(loader, *kernels, name + ".attn.out.weight", hidden, attention, options.quantization, amx,
+                         block.out) &&
+             load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
+             load_linear(loader, *kernels, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden,
+                         options.quantization, amx, block.gate_up) &&
+             load_linear(loader, *kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.quantization,
+                         amx, block.down);
     }
     ok = ok && load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) &&
-         load_linear(loader, *kernels, "head.embedding.weight", geometry.dimensions, hidden, false, amx,
+         load_linear(loader, *kernels, "head.embedding.weight", geometry.dimensions, hidden, uform_scalar_bf16_k, amx,
                      weights.embedding_head);
     if (ok && geometry.has_token_head)
-        ok = load_linear(loader, *kernels, "head.token.weight", geometry.token_width, hidden, false, amx,
+        ok = load_linear(loader, *kernels, "head.token.weight", geometry.token_width, hidden, uform_scalar_bf16_k, amx,
                          weights.token_head);
     if (ok && geometry.has_byte_head) {
-        ok = load_linear(loader, *kernels, "head.byte.weight", 256, hidden, false, amx, weights.byte_head);
+        ok =
+            load_linear(loader, *kernels, "head.byte.weight", 256, hidden, uform_scalar_bf16_k, amx, weights.byte_head);
         if (ok && geometry.choice_groups > 0) {
             std::byte const *source = loader.f32("head.choice.temperatures", geometry.choice_groups);
             ok = source != nullptr;

@@ -1,6 +1,6 @@
 // A model's weights in the RAM residency: embeddings and norms in F32, every linear packed once for the CPU class
-// chosen at load (BF16 converted to F32 panels, E4M3 blocks dequantized into them, or BF16 AMX tiles on Sapphire
-// Rapids).
+// chosen at load (BF16 converted to F32 panels or BF16 pair panels, E4M3 blocks dequantized into F32 panels, int8
+// blocks, or BF16 AMX tiles on Sapphire Rapids).
 #pragma once
 
 #include <cstddef>
@@ -34,7 +34,7 @@ struct model_weights_t {
     geometry_t geometry{};
     uform_cpu_class_t cpu_class = uform_cpu_class_serial_k; // the class the model dispatches as
     kernels_t const *kernels = nullptr;                     // that class's kernels
-    bool e4m3 = false;                                      // trunk linears quantized to E4M3 at load
+    uform_scalar_t quantization = uform_scalar_bf16_k;      // the trunk linears' weights: bf16, e4m3 or i8
     bool amx = false;                                       // BF16 linears in AMX tiles (Sapphire Rapids)
     std::vector<float> byte_embedding;                      // [258 x hidden]: 256 bytes, MASK, CHOOSE
     std::vector<block_weights_t> blocks;                    // [depth]
@@ -60,10 +60,11 @@ struct model_weights_t {
 struct weights_options_t {
     /// The class to dispatch as; `auto` takes the hardware's own.
     uform_cpu_class_t cpu_class = uform_cpu_class_auto_k;
-    /// Quantize the trunk's linears to E4M3 (128 x 128 blocks) instead of keeping BF16.
-    bool e4m3 = false;
+    /// The trunk linears' weights: `bf16` keeps them, `e4m3` quantizes them to E4M3 (128 x 128 blocks, dequantized
+    /// into F32 panels), `i8` to int8 (128 x 128 blocks, multiplied as int8 with activations quantized per row).
+    uform_scalar_t quantization = uform_scalar_bf16_k;
     /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models and
-    /// every other class use F32 panels and FMA micro-kernels).
+    /// every other class use F32 panels and FMA micro-kernels; an int8 model's trunk linears stay int8).
     bool amx = true;
     /// Nullable: the file whose `bytes()` the load reads. Each tensor is then fetched from it as it is needed and a
     /// linear's pages released once it is packed, so the load's peak RSS holds the packed weights and about one

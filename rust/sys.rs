@@ -513,7 +513,11 @@ pub struct uform_model_load_ram_args_t {
     pub numa_nodes_count: usize,
     /// The CPU class to pin; `uform_cpu_class_auto_k` takes the executor's, else the hardware's own.
     pub cpu_class: uform_cpu_class_t,
-    /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears.
+    /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16; `e4m3` quantizes the trunk's linears to FP8
+    E4M3 in 128 x 128 blocks; `i8` quantizes them to symmetric int8 in 128 x 128 blocks (one F32 scale each,
+    `max|w| / 127`) and multiplies them by activations quantized per row to int8 at run time, on VNNI where the
+    CPU class has it (embedding cosine about 0.999 of BF16's; see docs/decisions.md). Other scalars answer
+    `uform_status_invalid_argument_k`.*/
     pub quantization: uform_scalar_t,
     /// Nullable; called with bytes loaded and bytes in all.
     pub progress: uform_progress_t,
@@ -542,7 +546,8 @@ pub struct uform_model_load_vram_args_t {
     pub devices_count: usize,
     /// The GPU class to pin; `uform_gpu_class_auto_k` takes the executor's, else the devices' own.
     pub gpu_class: uform_gpu_class_t,
-    /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears.
+    /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears; `i8`
+    is for the RAM residency only and answers `uform_status_unsupported_k`.*/
     pub quantization: uform_scalar_t,
     /// Nullable; called with bytes loaded and bytes in all.
     pub progress: uform_progress_t,
@@ -609,7 +614,7 @@ pub struct uform_model_description_t {
     pub cpu_class: uform_cpu_class_t,
     /// The GPU class a VRAM model dispatches as; `auto` for RAM models.
     pub gpu_class: uform_gpu_class_t,
-    /// How the trunk's linear weights are held: `bf16` or `e4m3`.
+    /// How the trunk's linear weights are held: `bf16`, `e4m3` or `i8`.
     pub quantization: uform_scalar_t,
     /// Bytes the weights take where they live.
     pub weight_bytes: usize,

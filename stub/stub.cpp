@@ -241,7 +241,8 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
         bool const linear = tensor.name.starts_with("blocks.") &&
                             (tensor.name.ends_with(".qkv.weight") || tensor.name.ends_with(".out.weight") ||
                              tensor.name.ends_with(".gate_up.weight") || tensor.name.ends_with(".down.weight"));
-        if (request.quantization == uform_scalar_e4m3_k && linear && tensor.shape.size() == 2) {
+        bool const quantized = request.quantization == uform_scalar_e4m3_k || request.quantization == uform_scalar_i8_k;
+        if (quantized && linear && tensor.shape.size() == 2) {
             std::size_t const rows = tensor.shape[0], columns = tensor.shape[1];
             held = rows * columns + sizeof(float) * ((rows + 127) / 128) * ((columns + 127) / 128);
         }

@@ -1,8 +1,8 @@
 //! The RAM residency against the PyTorch goldens of `tests/data/goldens/`, through the crate alone: `text_encode`
 //! (states, token vectors, embeddings), `text_choose`, `image_encode_pixels` and `audio_encode_samples`, on the
 //! calling thread and on a two-thread executor, held to MODEL.md's "How agreement is measured". Also: a packed
-//! batch equals its items one by one, the serial class agrees with the dispatched one, and an E4M3 model stays
-//! within cosine 0.99 of the BF16 goldens. The stub answers stand-in rows, so this suite is for the RAM build.
+//! batch equals its items one by one, the serial class agrees with the dispatched one, and E4M3 and int8 models
+//! stay within cosine 0.99 of the BF16 goldens and the BF16 load. The stub answers stand-in rows, so this suite is for the RAM build.
 #![cfg(not(feature = "stub"))]
 
 mod common;
@@ -158,6 +158,76 @@ fn an_e4m3_model_stays_close_to_the_bf16_reference() -> Result<()> {
     let encoded = model.text_encode(tape, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
     let ours = encoded.embeddings.as_ref().unwrap().values::<f32>()?;
     assert_embeddings_agree("E4M3", ours, &golden.f32("embeddings"), DIMENSIONS, 0.99);
+    Ok(())
+}
+
+/// The text golden's embeddings by the tiny model loaded with `quantization` as `cpu_class`.
+fn text_embeddings(golden: &Golden, quantization: Scalar, cpu_class: CPUClass) -> Result<Vec<f32>> {
+    let (bytes, offsets) = text_inputs(golden);
+    let model = Model::load_ram(ModelLoadRamConfig {
+        quantization,
+        cpu_class,
+        ..ModelLoadRamConfig::from(TINY)
+    })?;
+    let mut arena = Arena::new();
+    let tape = (bytes.as_slice(), offsets.as_slice());
+    let encoded = model.text_encode(tape, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
+    Ok(encoded
+        .embeddings
+        .as_ref()
+        .unwrap()
+        .values::<f32>()?
+        .to_vec())
+}
+
+/// The smallest cosine between matching rows that are not both zero.
+fn worst_cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.chunks(DIMENSIONS)
+        .zip(b.chunks(DIMENSIONS))
+        .filter(|(x, y)| x.iter().chain(y.iter()).any(|&v| v != 0.0))
+        .map(|(x, y)| cosine(x, y))
+        .fold(1.0, f64::min)
+}
+
+#[test]
+fn quantized_models_stay_close_to_the_bf16_load() -> Result<()> {
+    let golden = Golden::open("text.safetensors");
+    let bf16 = text_embeddings(&golden, Scalar::BF16, CPUClass::Auto)?;
+    for (name, quantization) in [("I8", Scalar::I8), ("E4M3", Scalar::E4M3)] {
+        let ours = text_embeddings(&golden, quantization, CPUClass::Auto)?;
+        eprintln!(
+            "{name} against BF16 on the golden's texts: worst embedding cosine {:.6}",
+            worst_cosine(&ours, &bf16)
+        );
+        assert_embeddings_agree(name, &ours, &bf16, DIMENSIONS, 0.99);
+    }
+    Ok(())
+}
+
+#[test]
+fn an_i8_model_reports_its_quantization_and_smaller_weights() -> Result<()> {
+    let bf16 = Model::load_ram(TINY)?.describe()?;
+    let i8 = Model::load_ram(ModelLoadRamConfig {
+        quantization: Scalar::I8,
+        ..ModelLoadRamConfig::from(TINY)
+    })?
+    .describe()?;
+    assert_eq!(i8.quantization, Scalar::I8);
+    assert_eq!(bf16.quantization, Scalar::BF16);
+    eprintln!(
+        "weight bytes: I8 {} against BF16 {}",
+        i8.weight_bytes, bf16.weight_bytes
+    );
+    assert!(i8.weight_bytes < bf16.weight_bytes);
+    Ok(())
+}
+
+#[test]
+fn an_i8_model_agrees_across_classes() -> Result<()> {
+    let golden = Golden::open("text.safetensors");
+    let serial = text_embeddings(&golden, Scalar::I8, CPUClass::Serial)?;
+    let dispatched = text_embeddings(&golden, Scalar::I8, CPUClass::Auto)?;
+    assert_embeddings_agree("I8 serial", &serial, &dispatched, DIMENSIONS, 0.9999);
     Ok(())
 }
 

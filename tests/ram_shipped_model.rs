@@ -75,6 +75,59 @@ fn the_main_job_ranks_synonyms_above_unrelated_words(
 }
 
 #[test]
+fn quantized_loads_of_the_shipped_model_keep_its_embeddings_and_its_ranking(
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let texts: Vec<&str> = PROBES
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .flat_map(|line| line.split('\t'))
+        .collect();
+    let encode = |quantization: Scalar| -> Result<Vec<f32>> {
+        let model = Model::load_ram(ModelLoadRamConfig {
+            quantization,
+            ..ModelLoadRamConfig::from(SHIPPED)
+        })?;
+        let mut arena = Arena::new();
+        let encoded = model.text_encode(&texts, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
+        Ok(encoded.embeddings.unwrap().values::<f32>()?.to_vec())
+    };
+    let bf16 = encode(Scalar::BF16)?;
+    let columns = bf16.len() / texts.len();
+    let dot =
+        |x: &[f32], y: &[f32]| -> f64 { x.iter().zip(y).map(|(a, b)| f64::from(a * b)).sum() };
+    for (name, quantization) in [("I8", Scalar::I8), ("E4M3", Scalar::E4M3)] {
+        let ours = encode(quantization)?;
+        let cosines: Vec<f64> = ours
+            .chunks(columns)
+            .zip(bf16.chunks(columns))
+            .map(|(a, b)| dot(a, b) / (dot(a, a) * dot(b, b)).sqrt())
+            .collect();
+        let worst = cosines.iter().copied().fold(1.0, f64::min);
+        let mean = cosines.iter().sum::<f64>() / cosines.len() as f64;
+        // The probes' verdicts (synonym above the unrelated lemma) that the quantized model changes.
+        let row = |values: &[f32], i: usize| values[i * columns..][..columns].to_vec();
+        let verdict = |values: &[f32], p: usize| {
+            dot(&row(values, 3 * p), &row(values, 3 * p + 1))
+                > dot(&row(values, 3 * p), &row(values, 3 * p + 2))
+        };
+        let flipped = (0..texts.len() / 3)
+            .filter(|&p| verdict(&ours, p) != verdict(&bf16, p))
+            .count();
+        println!(
+            "{name} against BF16 on {} probe texts: worst embedding cosine {worst:.6}, mean {mean:.6}; {flipped} of {} \
+             verdicts flipped",
+            texts.len(),
+            texts.len() / 3
+        );
+        assert!(
+            worst >= 0.99,
+            "{name}: an embedding's cosine to BF16's is {worst}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
 fn the_folder_search_finds_the_image_of_the_queried_class(
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
     let model = Model::load_ram(SHIPPED)?;

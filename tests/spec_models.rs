@@ -130,6 +130,31 @@ fn a_ram_config_reaches_executor_class_quantization_and_progress() -> uform::Res
 }
 
 #[test]
+fn int8_weights_load_in_ram_only() -> uform::Result<()> {
+    let model = Model::load_ram(ModelLoadRamConfig {
+        quantization: Scalar::I8,
+        ..ModelLoadRamConfig::from(TINY)
+    })?;
+    assert_eq!(model.describe()?.quantization, Scalar::I8);
+    let refused = Model::load_vram(ModelLoadVramConfig {
+        quantization: Scalar::I8,
+        ..ModelLoadVramConfig::from(TINY)
+    })
+    .unwrap_err();
+    assert_eq!(refused.status, Status::Unsupported);
+    assert!(refused.message.contains("RAM"), "{}", refused.message);
+    for scalar in [Scalar::F32, Scalar::F16, Scalar::E5M2, Scalar::B1] {
+        let refused = Model::load_ram(ModelLoadRamConfig {
+            quantization: scalar,
+            ..ModelLoadRamConfig::from(TINY)
+        })
+        .unwrap_err();
+        assert_eq!(refused.status, Status::InvalidArgument, "{scalar}");
+    }
+    Ok(())
+}
+
+#[test]
 fn a_handler_can_cancel_a_load() {
     let mut stop = |_: usize, _: usize| ControlFlow::Break(());
     let error = Model::load_ram(ModelLoadRamConfig {

@@ -1,6 +1,6 @@
 // Loading a validated checkpoint into the RAM residency: mapped from its path or read from the caller's buffer, the
-// trunk and heads packed by cpp/weights in BF16 or E4M3, the image, video and audio front-ends beside them, progress
-// reported in bytes through the call.
+// trunk and heads packed by cpp/weights in BF16, E4M3 or int8, the image, video and audio front-ends beside them,
+// progress reported in bytes through the call.
 #include <cstring>
 #include <new>
 #include <utility>
@@ -146,7 +146,7 @@ uform_status_t model_load(model_load_t const &request, checkpoint_t &&checkpoint
         load_progress_t progress{&call};
         ram::weights_options_t options;
         options.cpu_class = request.cpu_class;
-        options.e4m3 = request.quantization == uform_scalar_e4m3_k;
+        options.quantization = request.quantization;
         options.file = source;
         options.parallel = ram::parallel_of(call);
         options.progress = report_load;

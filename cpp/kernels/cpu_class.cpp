@@ -72,9 +72,9 @@ kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept {
     if (!cpu_class_available(cpu_class)) return nullptr;
     switch (cpu_class) {
     case uform_cpu_class_intel_haswell_k: return kernels_haswell();
-    case uform_cpu_class_intel_skylake_k:
+    case uform_cpu_class_intel_skylake_k: return kernels_skylake();
     case uform_cpu_class_intel_icelake_k:
-    case uform_cpu_class_intel_sapphire_rapids_k: return kernels_skylake();
+    case uform_cpu_class_intel_sapphire_rapids_k: return kernels_icelake();
     case uform_cpu_class_amd_genoa_k:
     case uform_cpu_class_amd_turin_k: return kernels_genoa();
     default: return &kernels_serial();

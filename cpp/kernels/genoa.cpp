@@ -1,5 +1,6 @@
-// The AVX-512 BF16 classes (AMD Genoa and Turin): Skylake's kernels plus the trainer's BF16 pair products, a 6 x 64
-// micro-kernel on `vdpbf16ps` (twice the products of an F32 FMA per instruction) and the packing conversions.
+// The AVX-512 BF16 classes (AMD Genoa and Turin): Ice Lake's kernels (int8 products on VNNI) plus the trainer's BF16
+// pair products, a 6 x 64 micro-kernel on `vdpbf16ps` (twice the products of an F32 FMA per instruction) and the
+// packing conversions.
 #include "kernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -109,10 +110,10 @@ void convert_bf16_genoa(float const *in, std::uint16_t *out, std::size_t count) 
 
 } // namespace
 
-// Skylake's table with the pair products.
+// Ice Lake's table with the pair products.
 kernels_t const *kernels_genoa() noexcept {
     static kernels_t const table = [] {
-        kernels_t kernels = *kernels_skylake();
+        kernels_t kernels = *kernels_icelake();
         kernels.cpu_class = uform_cpu_class_amd_genoa_k;
         kernels.gemm_micro_pairs = gemm_micro_pairs_genoa;
         kernels.interleave_bf16 = interleave_bf16_genoa;

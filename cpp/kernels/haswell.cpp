@@ -309,6 +309,8 @@ constexpr kernels_t haswell_k{
     nullptr,
     nullptr,
     nullptr,
+    quantize_i8_serial,
+    gemm_micro_i8_serial,
 };
 
 } // namespace

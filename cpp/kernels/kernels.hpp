@@ -103,7 +103,33 @@ struct kernels_t {
 
     /// `out[i] = bf16(in[i])` (nearest even) as bits.
     void (*convert_bf16)(float const *in, std::uint16_t *out, std::size_t count) noexcept;
+
+    // The int8 products of `Scalar::I8` models (cpp/kernels/int8.hpp): in every class, the same integer sums and the
+    // same F32 operations in the same order, so every class computes the serial class's bits.
+
+    /// Quantizes one row of `depth` F32 values with `s = max|x| / 127`: `out[k] = nearest_even(x[k] * (127 / max|x|))
+    /// + 128`, within [1, 255], and 128 in the `padded - depth` bytes after them. Answers `s`: 0 for a zero row, NaN
+    /// (all bytes 128) when the row holds a NaN or an infinity, so the products it feeds are not finite.
+    float (*quantize_i8)(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out) noexcept;
+
+    /// C[rows x columns] (+)= A * B^T with rows <= 6 and columns <= 64 over int8 blocks of 128 depths. A's row r is
+    /// `depth` bytes from `quantize_i8` at `a + r * lda` (its scale `a_scales[r]`); B is one panel of `int8.hpp`: the
+    /// signed bytes of depths 4g..4g+3 of column n at `b + (g * 64 + n) * 4`, then per depth block j the column's
+    /// `compensation[j * 64 + n]` (-128 times the sum of its bytes in the block) and `b_scales[j * 64 + n]`. Each
+    /// block's exact int32 sum `compensation + S` becomes F32, times `b_scales[..]`, added to the result's sum from
+    /// zero in depth order; the sum times `a_scales[r]`, then C is added when accumulating and the result rounded as
+    /// `gemm_micro` does.
+    void (*gemm_micro_i8)(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
+                          std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
+                          std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept;
 };
+
+/// The portable `quantize_i8`: the serial class's, and Haswell's and Skylake's, which lack VNNI.
+float quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out) noexcept;
+/// The portable `gemm_micro_i8`: the serial class's, and Haswell's and Skylake's, which lack VNNI.
+void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
+                          std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
+                          std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept;
 
 /// The portable floor: plain C++, no intrinsics.
 kernels_t const &kernels_serial() noexcept;
@@ -111,7 +137,10 @@ kernels_t const &kernels_serial() noexcept;
 kernels_t const *kernels_haswell() noexcept;
 /// AVX-512 F/BW/DQ/VL (x86-64 builds only; nullptr elsewhere).
 kernels_t const *kernels_skylake() noexcept;
-/// AVX-512 with BF16 (AMD Genoa, Turin): Skylake's kernels plus the BF16 pair products (x86-64 only; nullptr
+/// AVX-512 with VNNI (Intel Ice Lake, Sapphire Rapids): Skylake's kernels plus the int8 products on `vpdpbusd`
+/// (x86-64 only; nullptr elsewhere).
+kernels_t const *kernels_icelake() noexcept;
+/// AVX-512 with BF16 (AMD Genoa, Turin): Ice Lake's kernels plus the BF16 pair products (x86-64 only; nullptr
 /// elsewhere).
 kernels_t const *kernels_genoa() noexcept;
 

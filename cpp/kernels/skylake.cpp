@@ -388,6 +388,8 @@ constexpr kernels_t skylake_k{
     nullptr,
     nullptr,
     nullptr,
+    quantize_i8_serial,
+    gemm_micro_i8_serial,
 };
 
 } // namespace

@@ -41,7 +41,11 @@ typedef struct uform_model_load_ram_args_t {
     size_t numa_nodes_count;
     /** The CPU class to pin; `uform_cpu_class_auto_k` takes the executor's, else the hardware's own. */
     uform_cpu_class_t cpu_class;
-    /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears. */
+    /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16; `e4m3` quantizes the trunk's linears to FP8
+     *  E4M3 in 128 x 128 blocks; `i8` quantizes them to symmetric int8 in 128 x 128 blocks (one F32 scale each,
+     *  `max|w| / 127`) and multiplies them by activations quantized per row to int8 at run time, on VNNI where the
+     *  CPU class has it (embedding cosine about 0.999 of BF16's; see docs/decisions.md). Other scalars answer
+     *  `uform_status_invalid_argument_k`. */
     uform_scalar_t quantization;
     /** Nullable; called with bytes loaded and bytes in all. */
     uform_progress_t progress;
@@ -72,7 +76,8 @@ typedef struct uform_model_load_vram_args_t {
     size_t devices_count;
     /** The GPU class to pin; `uform_gpu_class_auto_k` takes the executor's, else the devices' own. */
     uform_gpu_class_t gpu_class;
-    /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears. */
+    /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears; `i8`
+     *  is for the RAM residency only and answers `uform_status_unsupported_k`. */
     uform_scalar_t quantization;
     /** Nullable; called with bytes loaded and bytes in all. */
     uform_progress_t progress;
@@ -181,7 +186,7 @@ typedef struct uform_model_description_t {
     uform_cpu_class_t cpu_class;
     /** The GPU class a VRAM model dispatches as; `auto` for RAM models. */
     uform_gpu_class_t gpu_class;
-    /** How the trunk's linear weights are held: `bf16` or `e4m3`. */
+    /** How the trunk's linear weights are held: `bf16`, `e4m3` or `i8`. */
     uform_scalar_t quantization;
     /** Bytes the weights take where they live. */
     size_t weight_bytes;

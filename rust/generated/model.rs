@@ -19,7 +19,11 @@ pub struct ModelLoadRamConfig<'a> {
     pub numa_nodes: &'a [usize],
     /// The CPU class to pin; `uform_cpu_class_auto_k` takes the executor's, else the hardware's own.
     pub cpu_class: crate::CPUClass,
-    /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears.
+    /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16; `e4m3` quantizes the trunk's linears to FP8
+    /// E4M3 in 128 x 128 blocks; `i8` quantizes them to symmetric int8 in 128 x 128 blocks (one F32 scale each,
+    /// `max|w| / 127`) and multiplies them by activations quantized per row to int8 at run time, on VNNI where the
+    /// CPU class has it (embedding cosine about 0.999 of BF16's; see docs/decisions.md). Other scalars answer
+    /// `uform_status_invalid_argument_k`.
     pub quantization: crate::Scalar,
     /// Nullable; called with bytes loaded and bytes in all.
     pub progress: Option<crate::Progress<'a>>,
@@ -173,7 +177,8 @@ pub struct ModelLoadVramConfig<'a> {
     pub devices: &'a [usize],
     /// The GPU class to pin; `uform_gpu_class_auto_k` takes the executor's, else the devices' own.
     pub gpu_class: crate::GPUClass,
-    /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears.
+    /// Weight blocks: `auto` and `bf16` keep the checkpoint's BF16, `e4m3` quantizes the trunk's linears; `i8`
+    /// is for the RAM residency only and answers `uform_status_unsupported_k`.
     pub quantization: crate::Scalar,
     /// Nullable; called with bytes loaded and bytes in all.
     pub progress: Option<crate::Progress<'a>>,
@@ -374,7 +379,7 @@ pub struct ModelDescription {
     pub cpu_class: crate::CPUClass,
     /// The GPU class a VRAM model dispatches as; `auto` for RAM models.
     pub gpu_class: crate::GPUClass,
-    /// How the trunk's linear weights are held: `bf16` or `e4m3`.
+    /// How the trunk's linear weights are held: `bf16`, `e4m3` or `i8`.
     pub quantization: crate::Scalar,
     /// Bytes the weights take where they live.
     pub weight_bytes: usize,

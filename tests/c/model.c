@@ -233,10 +233,16 @@ static void load_from_path(void) {
     args.cpu_class = uform_cpu_class_auto_k;
     args.quantization = (uform_scalar_t)99;
     CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_invalid_argument_k);
-    args.quantization = uform_scalar_f16_k; /* only auto, bf16 and e4m3 are weight blocks */
+    args.quantization = uform_scalar_f16_k; /* only auto, bf16, e4m3 and (in RAM) i8 are weight blocks */
+    CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_invalid_argument_k);
+    args.quantization = uform_scalar_b1_k;
     CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_invalid_argument_k);
     args.quantization = uform_scalar_i8_k;
-    CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_invalid_argument_k);
+    CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_ok_k);
+    CHECK_STATUS(uform_model_describe(model, &description, MSG), uform_status_ok_k);
+    CHECK(description.quantization == uform_scalar_i8_k);
+    uform_model_free(model);
+    model = NULL;
     args.quantization = uform_scalar_auto_k;
 
     CHECK_STATUS(uform_model_describe(NULL, &description, MSG), uform_status_invalid_argument_k);

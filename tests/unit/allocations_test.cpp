@@ -369,6 +369,15 @@ int main() {
     steady_verbs(model, local, arena, "on a local executor");
     steady_deferred(model, ram, arena, "on a RAM executor");
     steady_deferred(model, local, arena, "on a local executor");
+    // An int8 model: its products quantize rows into the executor's scratch, never into fresh memory.
+    uform_model_load_ram_args_t int8_load = load;
+    int8_load.quantization = uform_scalar_i8_k;
+    uform_model_t int8_model = nullptr;
+    if (CHECK(uform_model_load_ram(&int8_load, &int8_model, nullptr) == uform_status_ok_k)) {
+        steady_verbs(int8_model, nullptr, arena, "int8 model on the calling thread");
+        steady_verbs(int8_model, ram, arena, "int8 model on a RAM executor");
+        uform_model_free(int8_model);
+    }
     // VRAM: a model on a simulated (stub) or real device, its executor and a device arena.
     std::size_t gpus = 0;
     CHECK(uform_gpu_devices(nullptr, 0, &gpus, nullptr) == uform_status_ok_k);

@@ -30,6 +30,7 @@
 #include "cpp/kernels/amx.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
+#include "cpp/kernels/int8.hpp"
 #include "cpp/kernels/gemm.hpp"
 #include "c/scalars.hpp"
 #include "cpp/linear.hpp"
@@ -286,6 +287,123 @@ void test_gemm() {
     }
 }
 
+// region: int8 products
+
+/// Every class the machine can dispatch as, for the int8 products (each class's own kernels).
+std::vector<uform_cpu_class_t> int8_classes() {
+    std::vector<uform_cpu_class_t> classes;
+    for (uform_cpu_class_t c :
+         {uform_cpu_class_serial_k, uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k,
+          uform_cpu_class_intel_icelake_k, uform_cpu_class_intel_sapphire_rapids_k, uform_cpu_class_amd_genoa_k,
+          uform_cpu_class_amd_turin_k})
+        if (c == uform_cpu_class_serial_k || cpu_class_available(c)) classes.push_back(c);
+    return classes;
+}
+
+/// Block quantization: the scale is the block's max / 127, values round to nearest even, a zero block scales by 1.
+void test_int8_blocks() {
+    std::vector<std::uint16_t> w(2 * 130, 0); // 2 x 130: the second depth block holds 2 columns
+    w[0] = f32_to_bf16(0.5f), w[1] = f32_to_bf16(-1.0f), w[2] = f32_to_bf16(0.25f), w[130 + 3] = f32_to_bf16(0.125f);
+    std::int8_t block[i8_block_k * i8_block_k];
+    float const scale = quantize_i8_block(reinterpret_cast<std::byte const *>(w.data()), 2, 130, 0, 0, block);
+    CHECK(scale == 1.0f / 127.0f);
+    CHECK(block[0] == 64);   // 63.5 rounds to even
+    CHECK(block[1] == -127); // the maximum
+    CHECK(block[2] == 32);   // 31.75
+    CHECK(block[i8_block_k + 3] == 16);
+    CHECK(quantize_i8_block(reinterpret_cast<std::byte const *>(w.data()), 2, 130, 0, 128, block) == 1.0f);
+    CHECK(block[0] == 0 && block[1] == 0 && block[i8_block_k] == 0);
+}
+
+/// One int8 product on every class and one and two threads: each equals the serial class's bits, and the serial
+/// class stays within the quantization's bound of the exact F64 product of the unquantized inputs.
+void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns, unsigned flags,
+                        std::mt19937 &random) {
+    std::normal_distribution<float> normal;
+    std::size_t const lda = depth + 3, ldc = columns + 5;
+    std::vector<float> a(rows * lda), initial(rows * ldc);
+    std::vector<std::uint16_t> w(columns * depth);
+    for (float &value : a) value = normal(random);
+    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
+    for (float &value : initial) value = normal(random);
+    if (rows > 2) std::fill(a.begin() + lda, a.begin() + 2 * lda, 0.0f); // a zero row
+    linear_t linear;
+    CHECK(linear.blocks.pack(serial_parallel, reinterpret_cast<std::byte const *>(w.data()), columns, depth));
+    auto run = [&](kernels_t const &kernels, parallel_t const &parallel) {
+        std::vector<float> c = initial;
+        std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * linear.scratch_floats());
+        linear.multiply(kernels, parallel, a.data(), lda, rows, c.data(), ldc, flags, scratch.data());
+        return c;
+    };
+    std::vector<float> const expected = run(kernels_serial(), serial_parallel);
+    char label[160];
+    std::snprintf(label, sizeof label, "int8 %zux%zux%zu flags %u", rows, depth, columns, flags);
+    for (uform_cpu_class_t cpu_class : int8_classes())
+        for (parallel_t const *parallel : {&serial_parallel, &pair_parallel}) {
+            std::vector<float> const c = run(*kernels_for(cpu_class), *parallel);
+            CHECK_LABEL(std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)) == 0,
+                        std::string(label) + " class " + std::to_string(cpu_class) + " threads " +
+                            std::to_string(parallel->threads) + " equals serial bit for bit");
+        }
+    double worst = 0, w_max = 0; // the largest weight bounds every block's scale
+    for (std::uint16_t bits : w) w_max = std::max(w_max, double(std::fabs(bf16_to_f32(bits))));
+    bool untouched = true;
+    for (std::size_t r = 0; r != rows; ++r) {
+        double a_max = 0, a_sum = 0;
+        for (std::size_t k = 0; k != depth; ++k)
+            a_max = std::max(a_max, double(std::fabs(a[r * lda + k]))), a_sum += std::fabs(a[r * lda + k]);
+        for (std::size_t n = 0; n != columns; ++n) {
+            double sum = 0, magnitude = 0, w_sum = 0;
+            for (std::size_t k = 0; k != depth; ++k) {
+                double const weight = bf16_to_f32(w[n * depth + k]);
+                sum += a[r * lda + k] * weight, magnitude += std::fabs(a[r * lda + k] * weight);
+                w_sum += std::fabs(weight);
+            }
+            double const initial_value = initial[r * ldc + n];
+            if (flags & gemm_accumulate_k) sum += initial_value, magnitude += std::fabs(initial_value);
+            // Each value moves by at most half a step of its scale (max / 127).
+            double tolerance =
+                (a_max * w_sum + w_max * a_sum + depth * a_max * w_max / 254) / 254 + 1e-5 * magnitude + 1e-30;
+            if (flags & gemm_round_output_k) tolerance += 0x1p-8 * std::fabs(sum);
+            worst = std::max(worst, std::fabs(expected[r * ldc + n] - sum) / tolerance);
+        }
+        for (std::size_t n = columns; n != ldc; ++n) untouched &= expected[r * ldc + n] == initial[r * ldc + n];
+    }
+    std::snprintf(label, sizeof label, "int8 %zux%zux%zu flags %u (worst/tolerance %.3g)", rows, depth, columns, flags,
+                  worst);
+    CHECK_LABEL(worst <= 1, label);
+    CHECK_LABEL(untouched, label);
+}
+
+/// Edge shapes of the int8 products (partial tiles, panels, groups of 4 and blocks of 128), and a row holding a
+/// NaN or an infinity, which makes its results NaN (so the forward answers `corrupt`) and leaves the others finite.
+void test_int8() {
+    test_int8_blocks();
+    std::mt19937 random(11);
+    for (std::size_t rows : {1, 5, 6, 7, 13, 300})
+        for (std::size_t depth : {1, 17, 128, 129, 300})
+            for (std::size_t columns : {1, 15, 33, 64, 65, 130})
+                check_int8_product(rows, depth, columns, static_cast<unsigned>((rows + depth + columns) % 4), random);
+    check_int8_product(40, 1536, 200, gemm_accumulate_k, random);
+    for (float bad : {NAN, INFINITY}) {
+        std::size_t const depth = 200, columns = 70;
+        std::vector<float> a(3 * depth, 0.5f), c(3 * columns, 0.0f);
+        a[depth + 7] = bad;
+        std::vector<std::uint16_t> w(columns * depth, f32_to_bf16(0.25f));
+        linear_t linear;
+        CHECK(linear.blocks.pack(serial_parallel, reinterpret_cast<std::byte const *>(w.data()), columns, depth));
+        std::vector<float> scratch(linear.scratch_floats());
+        for (uform_cpu_class_t cpu_class : int8_classes()) {
+            linear.multiply(*kernels_for(cpu_class), serial_parallel, a.data(), depth, 3, c.data(), columns, 0,
+                            scratch.data());
+            bool ok = true;
+            for (std::size_t n = 0; n != columns; ++n)
+                ok &= std::isnan(c[columns + n]) && std::isfinite(c[n]) && std::isfinite(c[2 * columns + n]);
+            CHECK_LABEL(ok, "a non-finite row gives NaN results in class " + std::to_string(cpu_class));
+        }
+    }
+}
+
 // region: the model
 
 /// A loaded model: the checkpoint's header, its mapping, the weights.
@@ -296,8 +414,9 @@ struct model_t {
     bool ok = false;
 };
 
-/// Loads tiny.safetensors as `cpu_class`, in BF16 or E4M3.
-void load(model_t &model, uform_cpu_class_t cpu_class, bool e4m3, parallel_t const &parallel = serial_parallel) {
+/// Loads tiny.safetensors as `cpu_class`, its trunk in BF16, E4M3 or int8.
+void load(model_t &model, uform_cpu_class_t cpu_class, uform_scalar_t quantization,
+          parallel_t const &parallel = serial_parallel) {
     std::string const path = data_dir() + "/tiny.safetensors";
     char const *message = nullptr;
     uform_status_t status = checkpoint_read_file(path.data(), path.size(), model.checkpoint, &message);
@@ -308,7 +427,7 @@ void load(model_t &model, uform_cpu_class_t cpu_class, bool e4m3, parallel_t con
     if (status != uform_status_ok_k) return;
     weights_options_t options;
     options.cpu_class = cpu_class;
-    options.e4m3 = e4m3;
+    options.quantization = quantization;
     options.parallel = parallel;
     options.file = &model.file;
     status = weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message);
@@ -579,16 +698,19 @@ void test_choose_golden(model_weights_t const &weights, std::string const &label
 int main() {
     test_scalars();
     test_gemm();
+    test_int8();
 
     // The native class (AMX tiles on Sapphire Rapids when the OS grants them), the AVX-512 F32 path when the machine
     // has it, the serial floor, and an E4M3 model.
-    model_t native, skylake, serial, e4m3;
-    load(native, uform_cpu_class_auto_k, false, pair_parallel);
+    model_t native, skylake, serial, e4m3, i8, i8_serial;
+    load(native, uform_cpu_class_auto_k, uform_scalar_bf16_k, pair_parallel);
     bool const has_skylake = cpu_class_available(uform_cpu_class_intel_skylake_k);
-    if (has_skylake) load(skylake, uform_cpu_class_intel_skylake_k, false, pair_parallel);
-    load(serial, uform_cpu_class_serial_k, false);
-    load(e4m3, uform_cpu_class_auto_k, true, pair_parallel);
-    if (native.ok && serial.ok && e4m3.ok && (skylake.ok || !has_skylake)) {
+    if (has_skylake) load(skylake, uform_cpu_class_intel_skylake_k, uform_scalar_bf16_k, pair_parallel);
+    load(serial, uform_cpu_class_serial_k, uform_scalar_bf16_k);
+    load(e4m3, uform_cpu_class_auto_k, uform_scalar_e4m3_k, pair_parallel);
+    load(i8, uform_cpu_class_auto_k, uform_scalar_i8_k, pair_parallel);
+    load(i8_serial, uform_cpu_class_serial_k, uform_scalar_i8_k);
+    if (native.ok && serial.ok && e4m3.ok && i8.ok && i8_serial.ok && (skylake.ok || !has_skylake)) {
         std::printf("  native class %d%s, weights %zu bytes\n", int(native.weights.cpu_class),
                     native.weights.amx ? " with AMX tiles" : "", native.weights.bytes());
         std::vector<std::pair<char const *, model_weights_t const *>> models{{"native", &native.weights},
@@ -603,6 +725,10 @@ int main() {
         check_models_agree(serial.weights, native.weights, 0.999, 1e-2, 0.9999, "serial vs native");
         if (has_skylake) check_models_agree(serial.weights, skylake.weights, 0.999, 1e-2, 0.9999, "serial vs skylake");
         check_models_agree(e4m3.weights, native.weights, 0.9, 1.0, 0.99, "E4M3 vs BF16");
+        check_models_agree(i8.weights, native.weights, 0.9, 1.0, 0.99, "I8 vs BF16");
+        check_models_agree(i8_serial.weights, i8.weights, 0.999, 1e-2, 0.9999, "I8 serial vs native");
+        std::printf("  int8 weights %zu bytes against BF16's %zu\n", i8.weights.bytes(), native.weights.bytes());
+        CHECK(i8.weights.bytes() < native.weights.bytes());
     }
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;

@@ -7,19 +7,22 @@
 // the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/compare.py runs it beside
 // PyTorch and ONNX Runtime.
 //
-//   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32] [--repeats 15] [--json]
+//   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32,i8,e4m3] [--repeats 15] [--json]
 //               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
 //
 // Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
 // their share of it (of its CPU-time rate, summed over the threads); the GEMM also reports `gemm_paired`, the median
 // share with a short ceiling measured just before each call, which a machine whose load drifts distorts less.
-// `--classes` picks the CPU classes of the forward runs: `native` (AMX tiles where the OS grants them) and `f32` (the
-// AVX-512 F32 FMA path). `--json` prints one JSON object per line instead of text; the last one, `rss`, holds the
+// `--classes` picks the forward runs: `native` (BF16 weights; AMX tiles where the OS grants them), `f32` (the AVX-512
+// F32 FMA path), and the native class with its trunk quantized at load, `i8` (int8 blocks) and `e4m3`. A quantized
+// run listed after `native` also reports `cosine_vs_native`: the smallest cosine between its embeddings and the native
+// run's on the same texts. `--json` prints one JSON object per line instead of text; the last one, `rss`, holds the
 // process's peak resident set. Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch, so
 // other frameworks can feed the same ones.
 //
 // The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -229,6 +232,23 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
             report_gemm(options, "amx_bf16", options.threads[i], flops, wall, cpu, peaks[i]);
         }
     }
+    // The BF16 pair panels where the class has them, and the int8 blocks of `Scalar::I8` models.
+    for (bool const int8 : {false, true}) {
+        linear_t linear;
+        if (!int8 && kernels.gemm_micro_pairs == nullptr) continue;
+        bool const packed_ok =
+            int8 ? linear.blocks.pack({}, reinterpret_cast<std::byte const *>(w.data()), columns, depth)
+                 : linear.pairs.pack(kernels, {}, w.data(), columns, depth);
+        if (!packed_ok) return;
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
+            pool_t pool(options.threads[i]);
+            std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
+            auto [wall, cpu] = time_median(repeats, [&] {
+                linear.multiply(kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0, scratch.data());
+            });
+            report_gemm(options, int8 ? "i8_blocks" : "bf16_pairs", options.threads[i], flops, wall, cpu, peaks[i]);
+        }
+    }
     // NumKong's packed kernels for reference, on the calling thread: f32 (f64 accumulation) and bf16 (AMX where the
     // OS allows it, which takes every capability's thread set-up, AMX's tile permission included).
     nk_configure_thread(nk_capabilities());
@@ -285,8 +305,15 @@ struct model_t {
     model_weights_t weights;
 };
 
-/// Loads a checkpoint for `cpu_class`; false with a message on standard error on failure.
-bool load(std::string const &path, model_t &model, parallel_t const &parallel, uform_cpu_class_t cpu_class) {
+/// A forward run: its name, its class, the trunk's quantization.
+struct run_t {
+    char const *name;
+    uform_cpu_class_t cpu_class;
+    uform_scalar_t quantization;
+};
+
+/// Loads a checkpoint for `run`; false with a message on standard error on failure.
+bool load(std::string const &path, model_t &model, parallel_t const &parallel, run_t const &run) {
     char const *message = "";
     if (checkpoint_read_file(path.data(), path.size(), model.checkpoint, &message) != uform_status_ok_k ||
         model.file.open(path.data(), path.size(), &message) != uform_status_ok_k) {
@@ -295,7 +322,8 @@ bool load(std::string const &path, model_t &model, parallel_t const &parallel, u
     }
     weights_options_t options;
     options.parallel = parallel;
-    options.cpu_class = cpu_class;
+    options.cpu_class = run.cpu_class;
+    options.quantization = run.quantization;
     options.file = &model.file; // as `uform_model_load_ram` does with a path
     if (weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message) != uform_status_ok_k) {
         std::fprintf(stderr, "cannot load %s: %s\n", path.c_str(), message);
@@ -305,10 +333,25 @@ bool load(std::string const &path, model_t &model, parallel_t const &parallel, u
     return true;
 }
 
-/// Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak.
-void bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
-                   char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,
-                   std::size_t repeats, double peak, double bandwidth) {
+/// The smallest cosine between matching rows of `width` values; 1 for rows that are both zero.
+double worst_cosine(std::vector<float> const &a, std::vector<float> const &b, std::size_t width) {
+    double worst = 1;
+    for (std::size_t row = 0; row * width < a.size() && row * width < b.size(); ++row) {
+        double ab = 0, aa = 0, bb = 0;
+        for (std::size_t i = row * width; i != (row + 1) * width; ++i)
+            ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+        if (aa != 0 || bb != 0) worst = std::min(worst, ab / std::sqrt(aa * bb));
+    }
+    return worst;
+}
+
+/// Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak; and the
+/// smallest cosine against `reference` (the native run's embeddings of the same texts) when it is not empty.
+/// Answers the embeddings.
+std::vector<float> bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
+                                 char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,
+                                 std::size_t repeats, double peak, double bandwidth,
+                                 std::vector<float> const &reference) {
     std::vector<std::uint8_t> bytes;
     std::vector<std::size_t> offsets;
     make_texts(count, length, bytes, offsets);
@@ -342,7 +385,10 @@ void bench_forward(options_t const &options, model_weights_t const &weights, cha
         .number("stream_us", double(weights.bytes()) / bandwidth * 1e6)
         .number("over_stream", wall * bandwidth / double(weights.bytes()))
         .number("scratch_mib", double(scratch.capacity()) / (1 << 20))
+        .number("cosine_vs_native",
+                reference.empty() ? 1.0 : worst_cosine(embeddings, reference, weights.geometry.dimensions))
         .print(options.json);
+    return embeddings;
 }
 
 /// Parses the command line; false with a message on standard error for an unknown flag.
@@ -406,37 +452,51 @@ int main(int argc, char **argv) {
     if (options.runs("gemm")) bench_gemm(options, 2048, 512, 2048, peaks);
 
     pool_t loader(*std::max_element(options.threads.begin(), options.threads.end()));
-    // The native class (AMX tiles where the OS grants them) and, where the machine has AVX-512, the F32 FMA path.
-    std::vector<std::pair<char const *, uform_cpu_class_t>> classes;
+    // The native class (AMX tiles where the OS grants them), where the machine has AVX-512 the F32 FMA path, and the
+    // native class with a quantized trunk.
+    std::vector<run_t> runs;
     for (std::string const &name : options.classes)
-        if (name == "native") classes.emplace_back("native", uform_cpu_class_auto_k);
+        if (name == "native") runs.push_back({"native", uform_cpu_class_auto_k, uform_scalar_bf16_k});
         else if (name == "f32" && native != uform_cpu_class_intel_skylake_k &&
                  cpu_class_available(uform_cpu_class_intel_skylake_k))
-            classes.emplace_back("f32", uform_cpu_class_intel_skylake_k);
-    for (auto [name, cpu_class] : classes) {
+            runs.push_back({"f32", uform_cpu_class_intel_skylake_k, uform_scalar_bf16_k});
+        else if (name == "i8") runs.push_back({"i8", uform_cpu_class_auto_k, uform_scalar_i8_k});
+        else if (name == "e4m3") runs.push_back({"e4m3", uform_cpu_class_auto_k, uform_scalar_e4m3_k});
+    // The native run's embeddings per forward shape, which the quantized runs after it compare against.
+    std::vector<std::vector<float>> native_tiny(2 * options.threads.size()), native_small(native_tiny.size());
+    std::vector<float> const none;
+    for (run_t const &run : runs) {
         if (!options.runs("tiny")) break;
         model_t model;
-        if (!load(options.tiny, model, loader.parallel, cpu_class)) return 1;
+        if (!load(options.tiny, model, loader.parallel, run)) return 1;
+        bool const quantized = run.quantization != uform_scalar_bf16_k, reference = run.name == std::string("native");
         for (std::size_t i = 0; i != options.threads.size(); ++i) {
-            bench_forward(options, model.weights, "tiny", name, 8, 64, options.threads[i], options.repeats * 20,
-                          peaks[i], bandwidths[i]);
-            bench_forward(options, model.weights, "tiny", name, 1, 16, options.threads[i], options.repeats * 100,
-                          peaks[i], bandwidths[i]);
+            std::vector<float> batch =
+                bench_forward(options, model.weights, "tiny", run.name, 8, 64, options.threads[i], options.repeats * 20,
+                              peaks[i], bandwidths[i], quantized ? native_tiny[2 * i] : none);
+            std::vector<float> one = bench_forward(options, model.weights, "tiny", run.name, 1, 16, options.threads[i],
+                                                   options.repeats * 100, peaks[i], bandwidths[i],
+                                                   quantized ? native_tiny[2 * i + 1] : none);
+            if (reference) native_tiny[2 * i] = std::move(batch), native_tiny[2 * i + 1] = std::move(one);
         }
     }
-    for (auto [name, cpu_class] : classes) {
+    for (run_t const &run : runs) {
         if (!options.runs("small")) break;
         if (options.small.empty()) {
             std::fprintf(stderr, "--only small needs --small PATH\n");
             return 2;
         }
         model_t model;
-        if (!load(options.small, model, loader.parallel, cpu_class)) return 1;
+        if (!load(options.small, model, loader.parallel, run)) return 1;
+        bool const quantized = run.quantization != uform_scalar_bf16_k, reference = run.name == std::string("native");
         for (std::size_t i = 0; i != options.threads.size(); ++i) {
-            bench_forward(options, model.weights, "small", name, 32, 256, options.threads[i], options.repeats, peaks[i],
-                          bandwidths[i]);
-            bench_forward(options, model.weights, "small", name, 1, 16, options.threads[i], options.repeats * 20,
-                          peaks[i], bandwidths[i]);
+            std::vector<float> batch =
+                bench_forward(options, model.weights, "small", run.name, 32, 256, options.threads[i], options.repeats,
+                              peaks[i], bandwidths[i], quantized ? native_small[2 * i] : none);
+            std::vector<float> one = bench_forward(options, model.weights, "small", run.name, 1, 16, options.threads[i],
+                                                   options.repeats * 20, peaks[i], bandwidths[i],
+                                                   quantized ? native_small[2 * i + 1] : none);
+            if (reference) native_small[2 * i] = std::move(batch), native_small[2 * i + 1] = std::move(one);
         }
     }
     rusage usage{};
