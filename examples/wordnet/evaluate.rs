@@ -52,7 +52,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         model: target.join("wordnet/checkpoint.safetensors"),
         data: target.join("data"),
         out: PathBuf::new(),
-        columns: 256,
+        columns: crate::COLUMNS,
         limits: Limits {
             queries: 1000,
             images: 2000,

@@ -75,7 +75,7 @@ class Data:
             assert len(targets) == len(legal) and abs(sum(targets) - 1) < 1e-6, synset
             assert targets[legal.index(answer)] == 1.0 and text.endswith("Answer:"), synset
 
-    def batch(self, rng, split, groups=24, images=4, per_group=3, hard=0.5, choices=4):
+    def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4):
         """The recipe of docs/data.md: WordNet groups (each possibly followed by one of its repel partners), image
         class groups, up to `per_group` items from each, `choices` choice items; edges within the batch."""
         wordnet = self.by_split.get((split, "wordnet"), [])
