@@ -156,7 +156,8 @@ class Comparison:
                 if record["kind"] == "forward":
                     case = f"{name} {int(record['texts'])}x{int(record['bytes'])}"
                     sample = {"seconds": record["us_per_call"] * 1e-6, "peak_rss_mib": peak}
-                    sample["over_stream"] = record["over_stream"]  # time / streaming the packed weights once
+                    if record.get("over_stream"):  # time / streaming the packed weights once; 0: unmeasured
+                        sample["over_stream"] = record["over_stream"]
                     self.samples.setdefault((framework, case, threads), []).append(sample)
                     self.weights_mib[framework] = record["weights_mib"]
             return

@@ -33,6 +33,8 @@
 #include <vector>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #if defined(__x86_64__)
@@ -282,18 +284,40 @@ double read_bandwidth(std::size_t threads) {
     std::vector<std::uint64_t> buffer(words, 1);
     pool_t pool(threads);
     std::vector<std::uint64_t> sums(pool.parallel.threads * 8);
-    auto [wall, cpu] = time_median(7, [&] {
-        pool.parallel(pool.parallel.threads, [&](std::size_t task, std::size_t) noexcept {
-            std::size_t const begin = words * task / pool.parallel.threads;
-            std::size_t const end = words * (task + 1) / pool.parallel.threads;
-            std::uint64_t sum = 0;
-            for (std::size_t i = begin; i != end; ++i) sum += buffer[i];
-            sums[task * 8] = sum; // one cache line each
-        });
-    });
-    (void)cpu;
+    double const wall = time_median(7, [&] {
+                            pool.parallel(pool.parallel.threads, [&](std::size_t task, std::size_t) noexcept {
+                                std::size_t const begin = words * task / pool.parallel.threads;
+                                std::size_t const end = words * (task + 1) / pool.parallel.threads;
+                                std::uint64_t sum = 0;
+                                for (std::size_t i = begin; i != end; ++i) sum += buffer[i];
+                                sums[task * 8] = sum; // one cache line each
+                            });
+                        }).first;
     if (sums.front() == 0) std::fprintf(stderr, "unexpected sum\n"); // keeps the reads
     return double(words * sizeof(std::uint64_t)) / wall;
+}
+
+/// `read_bandwidth` for each thread count, measured in a child process so that its buffer stays out of this process's
+/// peak resident set (the `rss` record); zeros where the child failed.
+std::vector<double> read_bandwidths(std::vector<std::size_t> const &thread_counts) {
+    std::vector<double> values(thread_counts.size(), 0.0);
+    int pipe_ends[2];
+    if (pipe(pipe_ends) != 0) return values;
+    pid_t const child = fork();
+    if (child == 0) {
+        close(pipe_ends[0]);
+        for (std::size_t i = 0; i != thread_counts.size(); ++i) values[i] = read_bandwidth(thread_counts[i]);
+        ssize_t const written = write(pipe_ends[1], values.data(), values.size() * sizeof(double));
+        _exit(written == ssize_t(values.size() * sizeof(double)) ? 0 : 1);
+    }
+    close(pipe_ends[1]);
+    if (child > 0) {
+        std::size_t const bytes = values.size() * sizeof(double);
+        if (read(pipe_ends[0], values.data(), bytes) != ssize_t(bytes)) std::fill(values.begin(), values.end(), 0.0);
+        waitpid(child, nullptr, 0);
+    }
+    close(pipe_ends[0]);
+    return values;
 }
 
 // region: the text forward
@@ -382,7 +406,7 @@ std::vector<float> bench_forward(options_t const &options, model_weights_t const
         .number("gflops", flops / wall * 1e-9)
         .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
         .number("weights_mib", double(weights.bytes()) / (1 << 20))
-        .number("stream_us", double(weights.bytes()) / bandwidth * 1e6)
+        .number("stream_us", bandwidth > 0 ? double(weights.bytes()) / bandwidth * 1e6 : 0) // 0: unmeasured
         .number("over_stream", wall * bandwidth / double(weights.bytes()))
         .number("scratch_mib", double(scratch.capacity()) / (1 << 20))
         .number("cosine_vs_native",
@@ -433,12 +457,12 @@ int main(int argc, char **argv) {
         .number("hardware_threads", std::thread::hardware_concurrency())
         .number("amx", amx_available())
         .print(options.json);
-    std::vector<double> peaks, bandwidths;
-    for (std::size_t threads : options.threads) {
-        bandwidths.push_back(read_bandwidth(threads));
+    std::vector<double> peaks, bandwidths = read_bandwidths(options.threads);
+    for (std::size_t i = 0; i != options.threads.size(); ++i) {
+        std::size_t const threads = options.threads[i];
         record_t("bandwidth")
             .number("threads", double(threads))
-            .number("gb_per_s", bandwidths.back() * 1e-9)
+            .number("gb_per_s", bandwidths[i] * 1e-9)
             .print(options.json);
         auto const [cpu, wall] = fma_peak(threads);
         peaks.push_back(cpu); // a busy machine distorts the CPU-time rate the least
