@@ -124,32 +124,43 @@ bool pack_bf16(std::uint16_t const *weights, std::size_t columns, std::size_t de
 // Enough for the largest row block of `depth`.
 std::size_t gemm_scratch_floats(std::size_t depth) noexcept { return row_block(depth) * depth_block(depth); }
 
+// Row blocks first, then column ranges, then row blocks again until the tasks divide among the threads.
+gemm_split_t gemm_split(std::size_t rows, std::size_t panels, std::size_t block_rows, std::size_t threads) noexcept {
+    gemm_split_t split;
+    split.rows = rows, split.panels = panels;
+    split.tiles = (rows + gemm_micro_rows_k - 1) / gemm_micro_rows_k;
+    split.row_blocks = std::max<std::size_t>(1, (rows + block_rows - 1) / block_rows);
+    threads = std::max<std::size_t>(threads, 1);
+    std::size_t const wanted = threads > 1 ? 3 * threads : 1;
+    if (threads > 1) split.row_blocks = std::max(split.row_blocks, std::min(8 * threads, split.tiles / 20));
+    split.column_ranges =
+        std::min(panels, std::max<std::size_t>(1, (wanted + split.row_blocks - 1) / split.row_blocks));
+    split.column_ranges = std::max<std::size_t>(split.column_ranges, 1);
+    while (split.tasks() % threads != 0 && split.row_blocks < split.tiles) ++split.row_blocks;
+    return split;
+}
+
+// Row blocks and column ranges even in micro tiles and panels.
+gemm_task_t gemm_split_t::task(std::size_t task) const noexcept {
+    std::size_t const block = task / column_ranges, range = task % column_ranges;
+    return {tiles * block / row_blocks * gemm_micro_rows_k,
+            std::min(rows, tiles * (block + 1) / row_blocks * gemm_micro_rows_k), panels * range / column_ranges,
+            panels * (range + 1) / column_ranges};
+}
+
 // The product split into tasks of row blocks by column ranges, each task packing its rows of A once per depth block.
 void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
           gemm_b_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const panels = (b.columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
     if (rows == 0 || panels == 0) return;
-    // Row blocks that fit L2, then as many column ranges as it takes to give every thread a few tasks, and row blocks
-    // added until the tasks split evenly across the threads; blocks and ranges even in micro tiles and panels.
-    std::size_t const tiles = (rows + gemm_micro_rows_k - 1) / gemm_micro_rows_k;
-    std::size_t row_blocks = (rows + row_block(b.depth) - 1) / row_block(b.depth);
-    std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
-    std::size_t const wanted = threads > 1 ? 3 * threads : 1;
-    // Several threads: at least 8 row blocks each (of 120 rows or more, so B's extra passes from L3 stay cheap), so a
-    // core slowed by its neighbours holds up the end of the call by a small task, not a large one.
-    if (threads > 1) row_blocks = std::max(row_blocks, std::min(8 * threads, tiles / 20));
-    std::size_t const column_ranges =
-        std::min(panels, std::max<std::size_t>(1, (wanted + row_blocks - 1) / row_blocks));
-    while ((row_blocks * column_ranges) % threads != 0 && row_blocks < tiles) ++row_blocks;
+    gemm_split_t const split = gemm_split(rows, panels, row_block(b.depth), parallel.threads);
     std::size_t const scratch_floats = gemm_scratch_floats(b.depth);
     std::size_t const depth_step = depth_block(b.depth);
-    parallel(row_blocks * column_ranges, [&](std::size_t task, std::size_t thread) noexcept {
-        std::size_t const block = task / column_ranges, range = task % column_ranges;
-        std::size_t const row = tiles * block / row_blocks * gemm_micro_rows_k;
-        std::size_t const row_end = std::min(rows, tiles * (block + 1) / row_blocks * gemm_micro_rows_k);
-        std::size_t const panel = panels * range / column_ranges, panel_end = panels * (range + 1) / column_ranges;
-        if (row >= row_end || panel >= panel_end) return;
-        std::size_t const count = row_end - row;
+    parallel(split.tasks(), [&](std::size_t index, std::size_t thread) noexcept {
+        gemm_task_t const task = split.task(index);
+        if (task.empty()) return;
+        std::size_t const row = task.row, count = task.row_end - task.row;
+        std::size_t const panel = task.panel_begin, panel_end = task.panel_end;
         if (b.depth == 0) return gemm_empty(count, b, panel, panel_end, c + row * ldc, ldc, flags);
         float *a_packed = scratch + thread * scratch_floats;
         for (std::size_t k = 0; k < b.depth; k += depth_step) {

@@ -67,6 +67,29 @@ constexpr std::size_t gemm_padded_stride(std::size_t columns) noexcept {
 /// Floats of A-panel scratch one thread needs for a product of `depth`: `gemm` takes `threads` times this.
 std::size_t gemm_scratch_floats(std::size_t depth) noexcept;
 
+/// One task of a split product: rows [row, row_end) by panels [panel_begin, panel_end), possibly empty.
+struct gemm_task_t {
+    std::size_t row = 0, row_end = 0, panel_begin = 0, panel_end = 0;
+    bool empty() const noexcept { return row >= row_end || panel_begin >= panel_end; }
+};
+
+/// How a product of `rows` by `panels` splits into tasks across threads, shared by every driver (F32, BF16 pairs,
+/// int8): row blocks of at most a driver's block of rows, in whole micro tiles, then column ranges.
+struct gemm_split_t {
+    std::size_t rows = 0, panels = 0, tiles = 0, row_blocks = 1, column_ranges = 1;
+
+    /// Tasks in all: row blocks by column ranges.
+    std::size_t tasks() const noexcept { return row_blocks * column_ranges; }
+    /// Task `task`'s rows and panels.
+    gemm_task_t task(std::size_t task) const noexcept;
+};
+
+/// Row blocks of at most `block_rows` (which fit the driver's cache budget); with several threads at least 8 blocks
+/// each (of 120 rows or more, so B's extra passes from L3 stay cheap), so that a core slowed by its neighbours holds
+/// up the end of the call by a small task; then as many column ranges as give every thread a few tasks, and row
+/// blocks added until the tasks split evenly across the threads.
+gemm_split_t gemm_split(std::size_t rows, std::size_t panels, std::size_t block_rows, std::size_t threads) noexcept;
+
 /// C[rows x b.columns] (+)= A[rows x b.depth] * B, split into blocks of rows and columns across `parallel`'s
 /// threads. A's rows are `lda` apart and are rounded to BF16 as they are packed; C's rows are `ldc` apart.
 /// `flags` are `gemm_flags_t`; `scratch` holds `parallel.threads * gemm_scratch_floats(b.depth)` floats.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "../../c/scalars.hpp"
+#include "gemm.hpp"
 
 namespace uform::ram {
 namespace {
@@ -123,23 +124,14 @@ void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const
                int8_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const panels = panel_count(b.columns()), depth = b.depth();
     if (rows == 0 || panels == 0) return;
-    std::size_t const tiles = (rows + gemm_micro_rows_k - 1) / gemm_micro_rows_k;
-    std::size_t row_blocks = (rows + row_block(depth) - 1) / row_block(depth);
-    std::size_t const threads = std::max<std::size_t>(parallel.threads, 1);
-    std::size_t const wanted = threads > 1 ? 3 * threads : 1;
-    if (threads > 1) row_blocks = std::max(row_blocks, std::min(8 * threads, tiles / 20));
-    std::size_t const column_ranges =
-        std::min(panels, std::max<std::size_t>(1, (wanted + row_blocks - 1) / row_blocks));
-    while ((row_blocks * column_ranges) % threads != 0 && row_blocks < tiles) ++row_blocks;
+    gemm_split_t const split = gemm_split(rows, panels, row_block(depth), parallel.threads);
     std::size_t const scratch_floats = int8_scratch_floats(depth), stride = a_stride(depth);
     std::size_t const padded = (depth + 3) / 4 * 4;
-    parallel(row_blocks * column_ranges, [&](std::size_t task, std::size_t thread) noexcept {
-        std::size_t const block = task / column_ranges, range = task % column_ranges;
-        std::size_t const row = tiles * block / row_blocks * gemm_micro_rows_k;
-        std::size_t const row_end = std::min(rows, tiles * (block + 1) / row_blocks * gemm_micro_rows_k);
-        std::size_t const panel_begin = panels * range / column_ranges;
-        std::size_t const panel_end = panels * (range + 1) / column_ranges;
-        if (row >= row_end || panel_begin >= panel_end) return;
+    parallel(split.tasks(), [&](std::size_t index, std::size_t thread) noexcept {
+        gemm_task_t const task = split.task(index);
+        if (task.empty()) return;
+        std::size_t const row = task.row, row_end = task.row_end;
+        std::size_t const panel_begin = task.panel_begin, panel_end = task.panel_end;
         std::size_t const count = row_end - row;
         float *row_scales = scratch + thread * scratch_floats;
         auto *quantized = reinterpret_cast<std::uint8_t *>(row_scales + (row_block(depth) + 15) / 16 * 16);
