@@ -116,14 +116,16 @@ pub fn assert_rows_agree(what: &str, ours: &[f32], golden: &[f32], columns: usiz
 }
 
 /// MODEL.md's rule for EMBEDDINGS: cosine >= `bound` per item, an empty item's embedding exactly zero on both sides.
+/// Answers the worst item's cosine, for the test's message.
 pub fn assert_embeddings_agree(
     what: &str,
     ours: &[f32],
     golden: &[f32],
     columns: usize,
     bound: f64,
-) {
+) -> f64 {
     assert_eq!(ours.len(), golden.len(), "{what}: item counts differ");
+    let mut worst = 1f64;
     for (item, (a, b)) in ours.chunks(columns).zip(golden.chunks(columns)).enumerate() {
         if b.iter().all(|&v| v == 0.0) {
             assert!(
@@ -137,5 +139,7 @@ pub fn assert_embeddings_agree(
             c >= bound,
             "{what}: item {item}'s embedding cosine {c} < {bound}"
         );
+        worst = worst.min(c);
     }
+    worst
 }
