@@ -45,6 +45,9 @@ struct Group {
     count: usize,
     /// Its `groups.tsv` label: a synset's canonical lemma, or a class's name.
     label: String,
+    /// Whether it is a WordNet noun synset (`wn:n...`), else a verb (`wn:v...`) when `verb`.
+    noun: bool,
+    verb: bool,
 }
 
 /// A line of `items.tsv`.
@@ -95,6 +98,8 @@ pub struct Data {
     choices: Vec<Choice>,
     /// WordNet groups by split.
     wordnet: HashMap<Split, Vec<usize>>,
+    /// Per split, the running sums of the WordNet groups' draw weights `1 + uses^common` (the recipe's `common`).
+    drawn: HashMap<Split, Vec<f64>>,
     /// WordNet groups with a spoken clip, by split.
     spoken: HashMap<Split, Vec<usize>>,
     /// Fashion-MNIST class groups by split.
@@ -122,6 +127,10 @@ pub struct Recipe {
     pub hard: f64,
     /// Choice items.
     pub choices: usize,
+    /// A WordNet group is drawn with weight `1 + uses^common`, so everyday senses recur (0: uniform is `1 + 1`).
+    pub common: f64,
+    /// Probability that a drawn noun lemma reads "a cat" (a verb's "to begin"), so an article does not move it.
+    pub articles: f64,
 }
 
 /// Compressed sparse rows of weighted edges, as `uform_edges_t` takes them.
@@ -210,9 +219,14 @@ impl Random {
         ((self.next() >> 11) as f64 / (1u64 << 53) as f64 * n as f64) as usize
     }
 
+    /// A uniform number in `[0, 1)`.
+    fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// True with probability `p`.
     fn chance(&mut self, p: f64) -> bool {
-        ((self.next() >> 11) as f64 / (1u64 << 53) as f64) < p
+        self.uniform() < p
     }
 
     /// Up to `count` distinct elements of `from`, in drawn order.
@@ -257,7 +271,7 @@ fn cut(text: &str, bytes: usize) -> &str {
 impl Data {
     /// Reads a data directory. Texts longer than `max_bytes` are cut to it and choice items longer are dropped (a
     /// choice item's text plus its CHOOSE token must fit one row).
-    pub fn load(root: &Path, max_bytes: usize) -> Result<Self, Box<dyn Error>> {
+    pub fn load(root: &Path, max_bytes: usize, common: f64) -> Result<Self, Box<dyn Error>> {
         let mut data = Self {
             root: root.to_owned(),
             groups: Vec::new(),
@@ -267,6 +281,7 @@ impl Data {
             edges: HashMap::new(),
             choices: Vec::new(),
             wordnet: HashMap::new(),
+            drawn: HashMap::new(),
             spoken: HashMap::new(),
             fashion: HashMap::new(),
             choices_by_split: HashMap::new(),
@@ -299,7 +314,7 @@ impl Data {
                 content,
             });
         }
-        for record in records(&root.join("groups.tsv"), 7)? {
+        for record in records(&root.join("groups.tsv"), 8)? {
             let (split, fashion) = (Split::parse(&record[1])?, record[2] == "fashion-mnist");
             let (first, count): (usize, usize) = (record[4].parse()?, record[5].parse()?);
             if count == 0 || first + count > data.items.len() {
@@ -316,11 +331,19 @@ impl Data {
             if !fashion && items.iter().any(|item| item.modality == Modality::Audio) {
                 data.spoken.entry(split).or_default().push(group);
             }
+            // The uses: how often the synset's senses were tagged in WordNet's concordances.
+            let uses: f64 = record[7].parse()?;
+            if !fashion {
+                let sums = data.drawn.entry(split).or_default();
+                sums.push(sums.last().copied().unwrap_or(0.0) + 1.0 + uses.powf(common));
+            }
             data.groups.push(Group {
                 fashion,
                 first,
                 count,
                 label: record[6].clone(),
+                noun: record[3].starts_with("wn:n"),
+                verb: record[3].starts_with("wn:v"),
             });
         }
         for record in records(&root.join("roles.tsv"), 3)? {
@@ -445,6 +468,21 @@ impl Data {
         })
     }
 
+    /// A lemma as a batch reads it: with probability `articles`, a lower-case noun behind its article ("a cat", "an
+    /// owl") or a verb behind "to"; else as it is.
+    fn lemma_read(&self, group: &Group, lemma: &str, random: &mut Random, articles: f64) -> String {
+        let lower = lemma.starts_with(|c: char| c.is_ascii_lowercase());
+        if !(lower && (group.noun || group.verb) && random.chance(articles)) {
+            return lemma.to_owned();
+        }
+        let article = match (group.verb, lemma.starts_with(['a', 'e', 'i', 'o', 'u'])) {
+            (true, _) => "to",
+            (false, true) => "an",
+            (false, false) => "a",
+        };
+        format!("{article} {lemma}")
+    }
+
     /// Draws one batch of `split` after `recipe` (docs/data.md, "Sampling a batch").
     pub fn batch(
         &self,
@@ -462,8 +500,13 @@ impl Data {
         let mut chosen: Vec<usize> = random.sample(spoken, recipe.spoken.min(text_groups));
         let mut taken: std::collections::HashSet<usize> = chosen.iter().copied().collect();
         let spoken_bags = chosen.len();
+        let sums = self.drawn.get(&split).map_or(&[][..], Vec::as_slice);
+        let total = sums.last().copied().unwrap_or(0.0);
         while chosen.len() < text_groups && taken.len() < wordnet.len() {
-            let group = wordnet[random.below(wordnet.len())];
+            let at = random.uniform() * total;
+            let group = wordnet[sums
+                .partition_point(|&sum| sum <= at)
+                .min(wordnet.len() - 1)];
             if !taken.insert(group) {
                 continue;
             }
@@ -559,10 +602,13 @@ impl Data {
             }
         }
 
-        for &i in &members {
+        for (&i, &group) in members.iter().zip(&group_of) {
             let item = &self.items[i];
             batch.modalities.push(item.modality);
             batch.contents.push(match item.modality {
+                Modality::Text if self.role_names[item.role] == "lemma" => {
+                    self.lemma_read(&self.groups[group], &item.content, random, recipe.articles)
+                }
                 Modality::Text => item.content.clone(),
                 _ => self.root.join(&item.content).to_string_lossy().into_owned(),
             });

@@ -139,6 +139,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             per_group: 3,
             hard: 0.5,
             choices: 4,
+            common: 0.75,
+            articles: 0.25,
         },
         columns: COLUMNS,
         threads: cores.max(2),
@@ -166,6 +168,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--per-group" => options.recipe.per_group = value("a count")?.parse()?,
             "--hard" => options.recipe.hard = value("a probability")?.parse()?,
             "--choices" => options.recipe.choices = value("a count")?.parse()?,
+            "--common" => options.recipe.common = value("an exponent")?.parse()?,
+            "--articles" => options.recipe.articles = value("a probability")?.parse()?,
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
@@ -181,7 +185,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "usage: wordnet [--data DIR] [--run DIR] [--steps N] [--minutes M] [--every N]"
                 );
                 println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
-                println!("               [--per-group N] [--hard P] [--choices N] [--columns N] [--threads N]");
+                println!("               [--per-group N] [--hard P] [--choices N] [--common E] [--articles P]");
+                println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--seed N] [--fresh] [--calibration N]");
                 println!(
                     "               [--ranks N --rank R [--exchange DIR] [--hostname ADDRESS]]"
@@ -192,6 +197,11 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "--minutes: this session's budget; past it the run saves, validates and stops"
                 );
                 println!("--fresh: start from seeded weights even when --run holds a checkpoint");
+                println!(
+                    "--common: a synset is drawn with weight 1 + uses^E, its uses the concordances' tag counts \
+                     (default 0.75); --articles: the share of noun and verb lemmas read as \"a cat\", \"to begin\" \
+                     (default 0.25)"
+                );
                 println!(
                     "--ranks, --rank: train as rank R of N processes over a mesh met in --exchange (default \
                      <run>/mesh), listening at --hostname (default 127.0.0.1); every rank takes the same options"
@@ -379,7 +389,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         return Ok(());
     };
     let opened = Instant::now();
-    let data = Data::load(&options.data, options.columns - 1)?;
+    let data = Data::load(&options.data, options.columns - 1, options.recipe.common)?;
     let (groups, items, edges, choices) = data.counts();
     println!(
         "data: {} ({groups} groups, {items} items, {edges} attract/repel edges, {choices} choice items; \
@@ -464,7 +474,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     );
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
-         items each, {} choice items), peak learning rate {:e}, {} threads, seed {}",
+         items each, {} choice items; synsets drawn by 1 + uses^{}, articles on {} of lemmas), peak learning rate \
+         {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -473,6 +484,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.spoken,
         recipe.per_group,
         recipe.choices,
+        recipe.common,
+        recipe.articles,
         options.learning_rate,
         options.threads,
         options.seed,

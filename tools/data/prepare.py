@@ -26,7 +26,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SEED = 13  # issue 13; every random choice below derives from it (and from the item's key, not from the order)
 WORDNET = "/usr/share/wordnet"
 FASHION = "/usr/share/datasets/fashion-mnist"
@@ -89,6 +89,9 @@ ANTONYM_WEIGHT = 1.0
 SISTER_WEIGHT = 1.0
 SIMILAR_WEIGHT = 0.25
 MAX_SISTERS = 8  # repel edges to sister terms per synset, drawn with the seed
+MAX_LOOKALIKES = 4  # repel edges to one-edit lookalike lemmas per common synset, drawn with the seed
+LOOKALIKE_WEIGHT = 1.0
+INFLECTIONS = {"s", "es", "d", "ed", "r", "er", "y", "n"}
 
 
 # ------------------------------------------------------------------------------------------------ utilities
@@ -157,6 +160,7 @@ def package_version(name):
 # ------------------------------------------------------------------------------------------------ WordNet
 
 POS_FILES = [("n", "noun"), ("v", "verb"), ("a", "adj"), ("r", "adv")]
+SENSE_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}  # a sense key's ss_type: 5 is an adjective satellite
 MARKER = re.compile(r"\((a|p|ip)\)$")
 QUOTED = re.compile(r'"([^"]*)"')
 QUOTED_AND_SOURCE = re.compile(r'"[^"]*"(\s*-+\s*[^;"]*)?')  # an example and its attribution ("..." - Shakespeare)
@@ -164,12 +168,12 @@ QUOTED_AND_SOURCE = re.compile(r'"[^"]*"(\s*-+\s*[^;"]*)?')  # an example and it
 
 class Synset:
     __slots__ = ("key", "pos", "sat", "lemmas", "gloss", "examples", "hypernyms", "antonyms", "similar", "split",
-                 "tagged")
+                 "tagged", "uses")
 
     def __init__(self, key, pos, sat):
         self.key, self.pos, self.sat = key, pos, sat
         self.lemmas, self.examples, self.hypernyms, self.antonyms, self.similar = [], [], [], set(), []
-        self.gloss, self.split, self.tagged = "", "", 0
+        self.gloss, self.split, self.tagged, self.uses = "", "", 0, 0
 
 
 def split_of(key, validation=0.1, test=0.1):
@@ -221,6 +225,7 @@ def parse_wordnet(root, limit):
     # index.pos: senses in frequency order; a synset is "tagged" when some lemma's sense of it was seen in the
     # semantic concordances (sense number <= tagsense_cnt), and its lemmas are ranked by that sense number.
     sense_rank = {}
+    senses = {}  # (pos, lemma) -> synset keys in sense-number order
     for pos, name in POS_FILES:
         with open(os.path.join(root, "index." + name), encoding="latin-1") as f:
             for line in f:
@@ -230,11 +235,22 @@ def parse_wordnet(root, limit):
                 lemma, synset_cnt, p_cnt = fields[0].replace("_", " "), int(fields[2]), int(fields[3])
                 tagsense_cnt = int(fields[5 + p_cnt])
                 offsets = fields[6 + p_cnt : 6 + p_cnt + synset_cnt]
+                senses[(pos, fields[0])] = [pos + offset for offset in offsets]
                 for rank, offset in enumerate(offsets):
                     key = pos + offset
                     sense_rank[(key, lemma)] = rank
                     if rank < tagsense_cnt and key in synsets:
                         synsets[key].tagged += 1
+    # cntlist.rev: "sense_key sense_number tag_cnt", how often each sense was tagged in the concordances; a synset's
+    # uses are the sum over its lemmas' senses, the weight the trainer draws it by (docs/data.md, "Sampling a batch").
+    with open(os.path.join(root, "cntlist.rev"), encoding="latin-1") as f:
+        for line in f:
+            sense_key, number, tag_cnt = line.split()
+            lemma, _, lex_sense = sense_key.partition("%")
+            pos = SENSE_POS.get(lex_sense[:1])
+            keys = senses.get((pos, lemma), ())
+            if pos and 0 < int(number) <= len(keys) and keys[int(number) - 1] in synsets:
+                synsets[keys[int(number) - 1]].uses += int(tag_cnt)
     for synset in synsets.values():
         # Common senses (tagged in the concordances) always train, so the shipped model knows everyday words; the
         # held-out splits are drawn from the other synsets (docs/data.md, "Split").
@@ -264,6 +280,33 @@ def sisters(synsets):
         candidates -= synset.antonyms
         chosen = sorted(candidates, key=lambda o: fraction("sister", synset.key, o))[:MAX_SISTERS]
         result[synset.key] = chosen
+    return result
+
+
+def lookalikes(synsets):
+    """Common synsets (some use in the concordances) whose canonical lemmas share a one-letter deletion ("cat" and
+    "car", "truck" and "track", "begin" and "being") and which share no lemma and no hypernym link, at most MAX_LOOKALIKES per synset (seeded),
+    symmetric: hard negatives that teach the model meaning over spelling. Inflections ("cat", "cats") are skipped."""
+    common = [s for s in synsets.values() if s.uses and len(s.lemmas[0]) >= 3 and s.lemmas[0].isalpha()]
+    by_variant = {}
+    for synset in common:
+        word = synset.lemmas[0].lower()
+        for variant in {word} | {word[:i] + word[i + 1 :] for i in range(len(word))}:
+            by_variant.setdefault(variant, []).append(synset.key)
+    candidates = {}
+    for keys in by_variant.values():
+        for a in keys:
+            for b in keys:
+                x, y = synsets[a], synsets[b]
+                u, v = sorted((x.lemmas[0].lower(), y.lemmas[0].lower()), key=len)
+                if a == b or x.split != y.split or set(x.lemmas) & set(y.lemmas) or u == v:
+                    continue
+                if v.startswith(u) and v[len(u) :] in INFLECTIONS or b in x.hypernyms or a in y.hypernyms:
+                    continue
+                candidates.setdefault(a, set()).add(b)
+    result = {}
+    for a, others in candidates.items():
+        result[a] = sorted(others, key=lambda o: fraction("lookalike", *sorted((a, o))))[:MAX_LOOKALIKES]
     return result
 
 
@@ -454,7 +497,7 @@ def choices(synsets, sister_map, max_bytes, calibration):
 # ------------------------------------------------------------------------------------------------ the index
 
 
-def build_index(synsets, sister_map, images, clips):
+def build_index(synsets, sister_map, lookalike_map, images, clips):
     """Groups (bags), items sorted by group, and edges between groups. Returns (groups, items, edges)."""
     groups, items, edges = [], [], []
     group_of = {}
@@ -469,7 +512,8 @@ def build_index(synsets, sister_map, images, clips):
         members += [("text", "example", e) for e in s.examples]
         members += [("audio", c["role"], c["path"]) for c in clips_of.get(key, ())]
         group_of[key] = len(groups)
-        groups.append([len(groups), s.split, "wordnet", f"wn:{key}", len(items), len(members), s.lemmas[0]])
+        groups.append([len(groups), s.split, "wordnet", f"wn:{key}", len(items), len(members), s.lemmas[0],
+                       s.uses])
         items += [[len(items) + i, group_of[key], s.split, m, r, clean(c)] for i, (m, r, c) in enumerate(members)]
     by_class = {}
     for path, label, split in images:
@@ -483,7 +527,7 @@ def build_index(synsets, sister_map, images, clips):
             members = [("text", "caption", c) for c in captions]
             members += [("image", "image", p) for p in by_class.get((label, split), ())]
             groups.append([len(groups), split, "fashion-mnist", f"fmnist:{label}:{split}", len(items), len(members),
-                           class_name])
+                           class_name, 0])
             items += [[len(items) + i, groups[-1][0], split, m, r, c] for i, (m, r, c) in enumerate(members)]
     for key in sorted(synsets):
         s = synsets[key]
@@ -493,17 +537,20 @@ def build_index(synsets, sister_map, images, clips):
                 edges.append(("repel", "antonym", g, group_of[other], ANTONYM_WEIGHT))
         for other in sister_map.get(key, ()):
             edges.append(("repel", "sister", g, group_of[other], SISTER_WEIGHT))
+        for other in lookalike_map.get(key, ()):
+            edges.append(("repel", "lookalike", g, group_of[other], LOOKALIKE_WEIGHT))
         for other in s.similar:
             if other in synsets and synsets[other].split == s.split:
                 edges.append(("attract", "similar", g, group_of[other], SIMILAR_WEIGHT))
         for other in s.hypernyms:
             if other in synsets and synsets[other].split == s.split:
                 edges.append(("none", "hypernym", g, group_of[other], 1.0))
-    # Symmetrise the sister edges (a pair chosen from one side only is added from the other), then sort.
-    present = {(e[2], e[3]) for e in edges if e[1] == "sister"}
-    for a, b in list(present):
-        if (b, a) not in present:
-            edges.append(("repel", "sister", b, a, SISTER_WEIGHT))
+    # Symmetrise the sister and lookalike edges (a pair chosen from one side only is added from the other), then sort.
+    for relation, weight in (("sister", SISTER_WEIGHT), ("lookalike", LOOKALIKE_WEIGHT)):
+        present = {(e[2], e[3]) for e in edges if e[1] == relation}
+        for a, b in list(present):
+            if (b, a) not in present:
+                edges.append(("repel", relation, b, a, weight))
     edges = sorted(set(edges), key=lambda e: (e[2], e[3], e[1]))
     return groups, items, edges
 
@@ -599,9 +646,9 @@ def main():
 
     start = time.time()
     choice_rows = choices(synsets, sister_map, args.choice_max_bytes, calibration=0.5)
-    groups, items, edges = build_index(synsets, sister_map, images, plan)
+    groups, items, edges = build_index(synsets, sister_map, lookalikes(synsets), images, plan)
     tables = [
-        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label"]),
+        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label", "uses"]),
         ("items.tsv", items, ["item", "group", "split", "modality", "role", "content"]),
         ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
         ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),
