@@ -11,6 +11,7 @@ compressed sparse rows with weights, and for choice items their legal bytes and 
 """
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -33,6 +34,7 @@ class Data:
         _, roles = read_tsv(os.path.join(root, "roles.tsv"))
         _, choices = read_tsv(os.path.join(root, "choices.tsv"))
         self.groups = [(g[1], g[2], g[3], int(g[4]), int(g[5]), g[6]) for g in groups]  # split source key first n label
+        self.uses = [int(g[7]) for g in groups]  # how often a synset's senses were tagged in the concordances
         self.items = [(int(i[1]), i[2], i[3], i[4], i[5]) for i in items]  # group split modality role content
         self.roles = {}
         for a, b, w in roles:
@@ -58,6 +60,8 @@ class Data:
                 assert self.items[i][0] == g and self.items[i][1] == split, (g, i)
             at += n
         assert at == len(self.items)
+        for g, (_, source, *_) in enumerate(self.groups):
+            assert self.uses[g] >= 0 and (source == "wordnet" or self.uses[g] == 0), g
         for group, split, modality, role, content in self.items:
             assert modality in ("text", "image", "audio") and content, (group, role)
             if modality != "text" and media:
@@ -75,14 +79,28 @@ class Data:
             assert len(targets) == len(legal) and abs(sum(targets) - 1) < 1e-6, synset
             assert targets[legal.index(answer)] == 1.0 and text.endswith("Answer:"), synset
 
-    def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4):
-        """The recipe of docs/data.md: WordNet groups (each possibly followed by one of its repel partners), image
-        class groups, up to `per_group` items from each, `choices` choice items; edges within the batch."""
+    def read(self, i, rng, articles):
+        """An item's content as a batch holds it: a media item's path joined to the data directory; a lower-case noun
+        lemma behind its article ("a cat", "an owl") or a verb lemma behind "to" with probability `articles`."""
+        group, _, modality, role, content = self.items[i]
+        if modality != "text":
+            return os.path.join(self.root, content)
+        pos = self.groups[group][2][3:4]  # wn:<pos><offset>
+        if role == "lemma" and pos in ("n", "v") and content[:1].islower() and content[:1].isascii():
+            if rng.random() < articles:
+                return ("to" if pos == "v" else "an" if content[0] in "aeiou" else "a") + " " + content
+        return content
+
+    def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25):
+        """The recipe of docs/data.md: WordNet groups drawn with weight `1 + uses^common` (each possibly followed by one
+        of its repel partners), image class groups, up to `per_group` items from each (a share `articles` of noun and
+        verb lemmas behind "a"/"an"/"to"), `choices` choice items; edges within the batch."""
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
+        weights = list(itertools.accumulate(1 + self.uses[g] ** common for g in wordnet))
         chosen, taken = [], set()
         while len(chosen) < groups - images and len(taken) < len(wordnet):
-            g = wordnet[rng.randrange(len(wordnet))]
+            g = rng.choices(wordnet, cum_weights=weights)[0]
             if g in taken:
                 continue
             chosen.append(g)
@@ -119,8 +137,7 @@ class Data:
                 for q in position.get(b, ()):
                     (attract if objective == "attract" else repel)[p].append((q, w))
         modalities = [self.items[i][2] for i in members]
-        contents = [self.items[i][4] if self.items[i][2] == "text" else os.path.join(self.root, self.items[i][4])
-                    for i in members]
+        contents = [self.read(i, rng, articles) for i in members]
         legal, targets = [""] * len(members), [[] for _ in members]
         pool = self.choices_by_split.get(split, [])
         for c in rng.sample(pool, min(choices, len(pool))):
@@ -142,7 +159,7 @@ class Data:
                 offsets.append(len(ids))
             return {"offsets": offsets, "ids": ids, "weights": weights}
 
-        return {"modalities": modalities, "contents": contents, "bags": bags, "attract": csr(attract),
+        return {"groups": chosen, "modalities": modalities, "contents": contents, "bags": bags, "attract": csr(attract),
                 "repel": csr(repel), "choices": legal, "choice_targets": targets}
 
 

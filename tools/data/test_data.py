@@ -41,6 +41,18 @@ class Split(unittest.TestCase):
         self.assertAlmostEqual(shares["validation"], 0.1, delta=0.01)
 
 
+class Lookalikes(unittest.TestCase):
+    def test_common_synsets_spelled_alike_repel_unless_inflected_linked_or_rare(self):
+        def synset(key, lemma, uses, hypernyms=()):
+            s = prepare.Synset(key, "n", False)
+            s.lemmas, s.uses, s.split, s.hypernyms = [lemma], uses, "train", list(hypernyms)
+            return s
+
+        synsets = {s.key: s for s in (synset("n1", "cat", 5), synset("n2", "car", 3), synset("n3", "cats", 2),
+                                      synset("n4", "cap", 0), synset("n5", "cut", 1, ["n1"]))}
+        self.assertEqual(prepare.lookalikes(synsets), {"n1": ["n2"], "n2": ["n1"]})
+
+
 @unittest.skipUnless(os.path.isdir(prepare.WORDNET) and os.path.isdir(prepare.FASHION), "scripts/setup.sh first")
 class Prepare(unittest.TestCase):
     @classmethod
@@ -92,6 +104,23 @@ class Prepare(unittest.TestCase):
         self.assertEqual(sum(1 for c in b["choices"] if c), 3)
         for legal, targets in zip(b["choices"], b["choice_targets"]):
             self.assertEqual(len(legal), len(targets))
+
+    def test_everyday_synsets_are_drawn_more_and_lemmas_read_behind_articles(self):
+        data = batches.Data(self.out)
+        train = [g for g, group in enumerate(data.groups) if group[:2] == ("train", "wordnet")]
+        used = sum(data.uses[g] > 0 for g in train) / len(train)
+        self.assertTrue(0 < used < 1, used)
+        rng = random.Random(2)
+        drawn = []
+        for _ in range(20):
+            b = data.batch(rng, "train", groups=12, images=2, hard=0.0, choices=0, common=2.0, articles=0.0)
+            drawn += [g for g in b["groups"] if data.groups[g][1] == "wordnet"]
+        self.assertGreater(sum(data.uses[g] > 0 for g in drawn) / len(drawn), used + 0.1)
+        noun = next(i for i, (g, _, m, role, text) in enumerate(data.items)
+                    if role == "lemma" and data.groups[g][2].startswith("wn:n") and text[:1].islower())
+        text = data.items[noun][4]
+        self.assertEqual(data.read(noun, rng, 0.0), text)
+        self.assertEqual(data.read(noun, rng, 1.0), ("an " if text[0] in "aeiou" else "a ") + text)
 
     def test_a_second_run_is_cached_and_a_forced_one_writes_the_same_bytes(self):
         with open(os.path.join(self.out, "items.tsv"), "rb") as f:
