@@ -1,6 +1,11 @@
 // Dispatch of a linear layer's product to its packed form.
 #include "linear.hpp"
 
+#include <cstring>
+#include <new>
+
+#include "kernels/e4m3.hpp"
+
 namespace uform::ram {
 
 // 64-byte-aligned panels, filled by the trainer's packing (which only moves BF16 bits already rounded).
@@ -14,20 +19,50 @@ bool pair_matrix_t::pack(kernels_t const &kernels, parallel_t const &parallel, s
     return true;
 }
 
+static_assert(e4m3_panel_depths_k == e4m3_block_k && e4m3_block_k % gemm_panel_columns_k == 0,
+              "a panel's depth block lies within one quantization block");
+
+// Bytes spread into the pair layout, zero past the columns and the depth; a scale per panel and depth block.
+bool e4m3_matrix_t::pack(std::uint8_t const *bytes, float const *scales, std::size_t columns,
+                         std::size_t depth) noexcept {
+    std::size_t const panels = (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k, half = (depth + 1) / 2;
+    std::size_t const blocks = (depth + e4m3_panel_depths_k - 1) / e4m3_panel_depths_k;
+    std::size_t const size = panels * half * gemm_panel_columns_k * 2;
+    data_.reset(static_cast<std::uint8_t *>(std::aligned_alloc(64, (size + 63) / 64 * 64)));
+    scales_.reset(new (std::nothrow) float[panels * blocks]);
+    if (!data_ || !scales_) return data_.reset(), false;
+    std::memset(data_.get(), 0, size);
+    std::size_t const column_blocks = e4m3_blocks(depth);
+    for (std::size_t column = 0; column != columns; ++column) {
+        std::size_t const panel = column / gemm_panel_columns_k, n = column % gemm_panel_columns_k;
+        for (std::size_t k = 0; k != depth; ++k)
+            data_.get()[((panel * half + k / 2) * gemm_panel_columns_k + n) * 2 + k % 2] = bytes[column * depth + k];
+    }
+    for (std::size_t panel = 0; panel != panels; ++panel)
+        for (std::size_t block = 0; block != blocks; ++block)
+            scales_[panel * blocks + block] =
+                scales[panel * gemm_panel_columns_k / e4m3_block_k * column_blocks + block];
+    bytes_ = size + panels * blocks * sizeof(float);
+    view_ = {data_.get(), depth, columns, true, scales_.get()};
+    return true;
+}
+
 // The A panels (and tile) of the F32 driver, the A scratch of the pair products, the BF16 rows and tile of AMX, or the
 // quantized rows of the int8 products.
 std::size_t linear_t::scratch_floats() const noexcept {
     if (!blocks.empty()) return int8_scratch_floats(blocks.depth());
     if (!tiles.empty()) return amx_scratch_floats(tiles.depth(), tiles.columns());
+    if (!e4m3.empty()) return product_scratch_floats(e4m3.view().depth, true);
     return !pairs.empty() ? product_scratch_floats(pairs.view().depth) : gemm_scratch_floats(panels.depth());
 }
 
-// Int8 blocks, AMX tiles or BF16 pairs when packed so, else the F32 micro-kernels.
+// Int8 blocks, AMX tiles, BF16 pairs or E4M3 pairs when packed so, else the F32 micro-kernels.
 void linear_t::multiply(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda,
                         std::size_t rows, float *c, std::size_t ldc, unsigned flags, float *scratch) const noexcept {
     if (!blocks.empty()) int8_gemm(kernels, parallel, a, lda, rows, blocks, c, ldc, flags, scratch);
     else if (!tiles.empty()) amx_gemm(kernels, parallel, a, lda, rows, tiles, c, ldc, flags, scratch);
     else if (!pairs.empty()) product(kernels, parallel, operand_t{a, lda}, rows, pairs.view(), c, ldc, flags, scratch);
+    else if (!e4m3.empty()) product(kernels, parallel, operand_t{a, lda}, rows, e4m3.view(), c, ldc, flags, scratch);
     else gemm(kernels, parallel, a, lda, rows, panels.view(), c, ldc, flags, scratch);
 }
 

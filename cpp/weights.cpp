@@ -125,13 +125,15 @@ bool pack_bf16_matrix(std::byte const *source, std::size_t columns, std::size_t 
     return true;
 }
 
-/// Quantizes BF16 `W[columns x depth]` to E4M3 blocks and packs the dequantized values (`q * s` in F32).
-bool pack_e4m3_matrix(std::byte const *source, std::size_t columns, std::size_t depth, parallel_t const &parallel,
-                      packed_matrix_t &out) noexcept {
+/// Quantizes BF16 `W[columns x depth]` to E4M3 blocks, then keeps the bytes in pair panels on a class with a pair
+/// micro-kernel, else packs the dequantized values (`q * s` rounded to BF16, as the pairs see them) in F32 panels.
+bool pack_e4m3_matrix(kernels_t const &kernels, std::byte const *source, std::size_t columns, std::size_t depth,
+                      parallel_t const &parallel, linear_t &out) noexcept {
     std::unique_ptr<std::uint16_t[]> weights(new (std::nothrow) std::uint16_t[columns * depth]);
     std::unique_ptr<std::uint8_t[]> bytes(new (std::nothrow) std::uint8_t[columns * depth]);
     std::unique_ptr<float[]> scales(new (std::nothrow) float[e4m3_blocks(columns) * e4m3_blocks(depth)]);
-    if (!weights || !bytes || !scales || !out.allocate(columns, depth)) return false;
+    bool const pairs = kernels.gemm_micro_pairs != nullptr && kernels.dequantize_e4m3_pairs != nullptr;
+    if (!weights || !bytes || !scales || (!pairs && !out.panels.allocate(columns, depth))) return false;
     std::memcpy(weights.get(), source, columns * depth * 2);
     std::size_t const row_blocks = e4m3_blocks(columns), column_blocks = e4m3_blocks(depth);
     parallel(row_blocks, [&](std::size_t block, std::size_t) noexcept {
@@ -139,12 +141,14 @@ bool pack_e4m3_matrix(std::byte const *source, std::size_t columns, std::size_t 
         std::size_t const rows = std::min(e4m3_block_k, columns - row);
         quantize_e4m3_blocks(weights.get() + row * depth, rows, depth, depth, bytes.get() + row * depth,
                              scales.get() + block * column_blocks);
+        if (pairs) return;
         for (std::size_t column = row; column != row + rows; ++column)
             for (std::size_t k = 0; k != depth; ++k)
-                out.set(column, k,
-                        e4m3_to_f32(bytes[column * depth + k]) * scales[block * column_blocks + k / e4m3_block_k]);
+                out.panels.set(column, k,
+                               round_bf16(e4m3_to_f32(bytes[column * depth + k]) *
+                                          scales[block * column_blocks + k / e4m3_block_k]));
     });
-    return true;
+    return !pairs || out.e4m3.pack(bytes.get(), scales.get(), columns, depth);
 }
 
 /// Packs BF16 `W[columns x depth]` into the pair panels of `kernels`, through an aligned copy of the file's bits.
@@ -156,7 +160,8 @@ bool pack_pair_matrix(kernels_t const &kernels, std::byte const *source, std::si
     return out.pack(kernels, parallel, weights.get(), columns, depth);
 }
 
-/// Loads and packs one linear: E4M3 when asked (trunk linears only, in F32 panels), int8 blocks when asked (trunk
+/// Loads and packs one linear: E4M3 when asked (trunk linears only, as bytes in pair panels or dequantized in F32
+/// panels), int8 blocks when asked (trunk
 /// linears only), AMX tiles when `amx`, BF16 pair panels on a class with a pair micro-kernel, else BF16 in F32 panels.
 bool load_linear(loader_t &loader, kernels_t const &kernels, std::string const &name, std::size_t columns,
                  std::size_t depth, uform_scalar_t quantization, bool amx, linear_t &out) noexcept {
@@ -164,7 +169,7 @@ bool load_linear(loader_t &loader, kernels_t const &kernels, std::string const &
     if (source == nullptr) return false;
     parallel_t const &parallel = loader.options().parallel;
     bool const packed =
-        quantization == uform_scalar_e4m3_k   ? pack_e4m3_matrix(source, columns, depth, parallel, out.panels)
+        quantization == uform_scalar_e4m3_k   ? pack_e4m3_matrix(kernels, source, columns, depth, parallel, out)
         : quantization == uform_scalar_i8_k   ? out.blocks.pack(parallel, source, columns, depth)
         : amx                                 ? out.tiles.pack(source, columns, depth)
         : kernels.gemm_micro_pairs != nullptr ? pack_pair_matrix(kernels, source, columns, depth, parallel, out.pairs)

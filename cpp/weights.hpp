@@ -1,6 +1,6 @@
 // A model's weights in the RAM residency: embeddings and norms in F32, every linear packed once for the CPU class
-// chosen at load (BF16 converted to F32 panels or BF16 pair panels, E4M3 blocks dequantized into F32 panels, int8
-// blocks, or BF16 AMX tiles on Sapphire Rapids).
+// chosen at load (BF16 converted to F32 panels or BF16 pair panels, E4M3 blocks kept as bytes in pair panels or
+// dequantized into F32 panels, int8 blocks, or BF16 AMX tiles on Sapphire Rapids).
 #pragma once
 
 #include <cstddef>
@@ -60,8 +60,10 @@ struct model_weights_t {
 struct weights_options_t {
     /// The class to dispatch as; `auto` takes the hardware's own.
     uform_cpu_class_t cpu_class = uform_cpu_class_auto_k;
-    /// The trunk linears' weights: `bf16` keeps them, `e4m3` quantizes them to E4M3 (128 x 128 blocks, dequantized
-    /// into F32 panels), `i8` to int8 (128 x 128 blocks, multiplied as int8 with activations quantized per row).
+    /// The trunk linears' weights: `bf16` keeps them, `e4m3` quantizes them to E4M3 (128 x 128 blocks, kept as bytes
+    /// and dequantized to BF16 pairs as each product runs on a class with a pair micro-kernel, else dequantized into
+    /// F32 panels at load; either way the products see `q * s` rounded to BF16), `i8` to int8 (128 x 128 blocks,
+    /// multiplied as int8 with activations quantized per row).
     uform_scalar_t quantization = uform_scalar_bf16_k;
     /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models and
     /// every other class use F32 panels and FMA micro-kernels; an int8 model's trunk linears stay int8).

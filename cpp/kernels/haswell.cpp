@@ -311,6 +311,7 @@ constexpr kernels_t haswell_k{
     nullptr,
     quantize_i8_serial,
     gemm_micro_i8_serial,
+    nullptr,
 };
 
 } // namespace

@@ -12,6 +12,9 @@ namespace uform::ram {
 inline constexpr std::size_t gemm_panel_columns_k = 64;
 /// Rows of A one GEMM micro-kernel call takes at most, the same in every class so tilings agree.
 inline constexpr std::size_t gemm_micro_rows_k = 6;
+/// Rows of A one BF16 pair micro-kernel call takes at most: a product of this many rows or fewer is one call per
+/// panel, so each line of its weights is read once (one query's few rows are bound by that stream).
+inline constexpr std::size_t gemm_pairs_rows_k = 24;
 
 /// What a GEMM micro-kernel does with C.
 enum gemm_flags_t : unsigned {
@@ -90,7 +93,7 @@ struct kernels_t {
     // The trainer's BF16 pair products (cpp/kernels/product.hpp): null in classes without a BF16 dot-product
     // instruction. A word holds two BF16 values, depth 2p in its low half and depth 2p + 1 in its high half.
 
-    /// C[rows x columns] (+)= A[rows x 2 pairs] * B[2 pairs x columns] with rows <= 6 and columns <= 64. A's word
+    /// C[rows x columns] (+)= A[rows x 2 pairs] * B[2 pairs x columns] with rows <= 24 and columns <= 64. A's word
     /// (r, p) is at `a[r * a_row + p * a_pair]`; B's pair p is the 64 words at `b + p * 64`, zero past `columns`.
     /// Each result sums its pairs from zero in depth order in F32 (a pair's two products are exact; BF16 subnormals
     /// read as zero, subnormal sums flush to zero), then adds C when accumulating and rounds as `gemm_micro` does.
@@ -122,6 +125,12 @@ struct kernels_t {
     void (*gemm_micro_i8)(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
                           std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
                           std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept;
+
+    /// The BF16 pair words of E4M3 weights (`Scalar::E4M3` models on a class with `gemm_micro_pairs`; null in the
+    /// others): `out[i]` holds bytes `2i` (low half) and `2i + 1` (high half), each value times `scale` rounded to BF16
+    /// (nearest even), over `count` words. Every class computes `dequantize_e4m3_pairs_serial`'s bits.
+    void (*dequantize_e4m3_pairs)(std::uint8_t const *bytes, float scale, std::uint32_t *out,
+                                  std::size_t count) noexcept;
 };
 
 /// The portable `quantize_i8`: the serial class's, and Haswell's and Skylake's, which lack VNNI.
@@ -130,6 +139,10 @@ float quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, 
 void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
                           std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
                           std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept;
+
+/// The portable `dequantize_e4m3_pairs`, the reference of the others.
+void dequantize_e4m3_pairs_serial(std::uint8_t const *bytes, float scale, std::uint32_t *out,
+                                  std::size_t count) noexcept;
 
 /// The portable floor: plain C++, no intrinsics.
 kernels_t const &kernels_serial() noexcept;

@@ -166,6 +166,23 @@ std::uint32_t const *pack_a_pairs(kernels_t const &kernels, operand_t a, std::si
     return out;
 }
 
+/// Depths [k, k + depth) of E4M3 panel `panel` as BF16 pair words in `out`, scale block by scale block.
+std::uint32_t const *dequantize_panel(kernels_t const &kernels, panels_t const &b, std::size_t panel, std::size_t k,
+                                      std::size_t depth, std::uint32_t *out) noexcept {
+    std::size_t const half = (b.depth + 1) / 2, blocks = (b.depth + e4m3_panel_depths_k - 1) / e4m3_panel_depths_k;
+    auto const *bytes = static_cast<std::uint8_t const *>(b.data);
+    for (std::size_t d = k; d < k + depth;) {
+        std::size_t const block = d / e4m3_panel_depths_k;
+        std::size_t const end = std::min(k + depth, (block + 1) * e4m3_panel_depths_k);
+        std::size_t const first = d / 2, last = (end + 1) / 2;
+        kernels.dequantize_e4m3_pairs(bytes + (panel * half + first) * gemm_panel_columns_k * 2,
+                                      b.scales[panel * blocks + block], out + (first - k / 2) * gemm_panel_columns_k,
+                                      (last - first) * gemm_panel_columns_k);
+        d = end;
+    }
+    return out;
+}
+
 } // namespace
 
 // Panels of pair words or of F32 values.
@@ -190,8 +207,10 @@ panels_t pack_panels(kernels_t const &kernels, parallel_t const &parallel, opera
     return {out, depth, columns, pairs};
 }
 
-// Enough for the largest row block of `depth` in F32 (pairs take half).
-std::size_t product_scratch_floats(std::size_t depth) noexcept { return row_block(depth) * depth_block(depth); }
+// Enough for the largest row block of `depth` in F32 (pairs take half), then a panel's depth block in pairs.
+std::size_t product_scratch_floats(std::size_t depth, bool e4m3) noexcept {
+    return row_block(depth) * depth_block(depth) + (e4m3 ? gemm_panel_columns_k * depth_block(depth) / 2 : 0);
+}
 
 // Row blocks that fit L2, split further until every thread has a few tasks of even size, as `gemm` does.
 void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, std::size_t rows, panels_t const &b,
@@ -199,7 +218,8 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
     std::size_t const panels = panel_count(b.columns);
     if (rows == 0 || panels == 0) return;
     gemm_split_t const split = gemm_split(rows, panels, row_block(b.depth), parallel.threads);
-    std::size_t const scratch_floats = product_scratch_floats(b.depth), depth_step = depth_block(b.depth);
+    std::size_t const scratch_floats = product_scratch_floats(b.depth, b.scales != nullptr);
+    std::size_t const depth_step = depth_block(b.depth);
     std::size_t const half = (b.depth + 1) / 2;
     parallel(split.tasks(), [&](std::size_t index, std::size_t thread) noexcept {
         gemm_task_t const task = split.task(index);
@@ -216,6 +236,7 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
             return;
         }
         float *packed = scratch + thread * scratch_floats;
+        auto *dequantized = reinterpret_cast<std::uint32_t *>(packed + row_block(b.depth) * depth_step);
         for (std::size_t k = 0; k < b.depth; k += depth_step) {
             std::size_t const depth = std::min(depth_step, b.depth - k);
             unsigned const block_flag = block_flags(flags, k, depth, b.depth);
@@ -225,17 +246,22 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
                 words = pack_a_pairs(kernels, a, row, count, k, depth, reinterpret_cast<std::uint32_t *>(packed), a_row,
                                      a_pair);
             else pack_a_floats(kernels, a, row, count, k, depth, packed);
+            // A few rows (one query) go through the pair kernel in one call per panel, so B streams in once.
+            std::size_t const tile_step = b.pairs && count <= gemm_pairs_rows_k ? count : gemm_micro_rows_k;
             for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
                 std::size_t const column = panel * gemm_panel_columns_k;
                 std::size_t const columns = std::min(gemm_panel_columns_k, b.columns - column);
-                for (std::size_t r = 0; r < count; r += gemm_micro_rows_k) {
-                    std::size_t const tile_rows = std::min(gemm_micro_rows_k, count - r);
+                std::uint32_t const *words_b = nullptr;
+                if (b.scales != nullptr) words_b = dequantize_panel(kernels, b, panel, k, depth, dequantized);
+                else if (b.pairs)
+                    words_b =
+                        static_cast<std::uint32_t const *>(b.data) + (panel * half + k / 2) * gemm_panel_columns_k;
+                for (std::size_t r = 0; r < count; r += tile_step) {
+                    std::size_t const tile_rows = std::min(tile_step, count - r);
                     float *tile = target + r * ldc + column;
                     if (b.pairs)
-                        kernels.gemm_micro_pairs((depth + 1) / 2, words + r * a_row, a_row, a_pair,
-                                                 static_cast<std::uint32_t const *>(b.data) +
-                                                     (panel * half + k / 2) * gemm_panel_columns_k,
-                                                 tile, ldc, tile_rows, columns, block_flag);
+                        kernels.gemm_micro_pairs((depth + 1) / 2, words + r * a_row, a_row, a_pair, words_b, tile, ldc,
+                                                 tile_rows, columns, block_flag);
                     else
                         kernels.gemm_micro(depth, packed + r * depth,
                                            static_cast<float const *>(b.data) +

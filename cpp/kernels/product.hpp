@@ -32,12 +32,18 @@ struct operand_t {
 
 /// A product's B packed by `pack_panels`: panels of 64 columns over the whole depth, zero past `columns`; BF16 pair
 /// words (`pairs`: panel p's pair q at word `(p * ceil(depth / 2) + q) * 64`) or F32 values (row k at float
-/// `(p * depth + k) * 64`).
+/// `(p * depth + k) * 64`). With `scales`, E4M3 weights in the pair layout: each word's two bytes (its low half's
+/// first), dequantized by `kernels.dequantize_e4m3_pairs` as the product runs, the depths [128j, 128j + 128) of
+/// panel p with `scales[p * ceil(depth / 128) + j]`.
 struct panels_t {
     void const *data = nullptr;
     std::size_t depth = 0, columns = 0;
     bool pairs = false;
+    float const *scales = nullptr;
 };
+
+/// Depths that share one scale in E4M3 panels.
+inline constexpr std::size_t e4m3_panel_depths_k = 128;
 
 /// Floats `pack_panels` writes for op(B) of `depth x columns` on `kernels`.
 std::size_t panels_floats(kernels_t const &kernels, std::size_t depth, std::size_t columns) noexcept;
@@ -47,8 +53,9 @@ std::size_t panels_floats(kernels_t const &kernels, std::size_t depth, std::size
 panels_t pack_panels(kernels_t const &kernels, parallel_t const &parallel, operand_t b, std::size_t depth,
                      std::size_t columns, float *out) noexcept;
 
-/// Floats of A scratch one thread of `product` needs for a product of `depth`.
-std::size_t product_scratch_floats(std::size_t depth) noexcept;
+/// Floats of scratch one thread of `product` needs for a product of `depth`: its A, and for E4M3 panels (`e4m3`) one
+/// panel's depth block dequantized.
+std::size_t product_scratch_floats(std::size_t depth, bool e4m3 = false) noexcept;
 
 /// C[rows x b.columns] (+)= op(A)[rows x b.depth] * B, A rounded to BF16 as it is packed, in blocks of rows and
 /// columns across `parallel`'s threads; C's rows are `ldc` apart. `flags` are `gemm_flags_t`; `scratch` holds

@@ -153,6 +153,7 @@ constexpr kernels_t serial_k{
     nullptr,
     quantize_i8_serial,
     gemm_micro_i8_serial,
+    nullptr,
 };
 
 } // namespace
@@ -207,6 +208,14 @@ void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t 
             if (flags & gemm_round_output_k) value = round_bf16(value);
             c[r * ldc + n] = value;
         }
+}
+
+// Each byte through `e4m3_to_f32`, times the scale, rounded to BF16.
+void dequantize_e4m3_pairs_serial(std::uint8_t const *bytes, float scale, std::uint32_t *out,
+                                  std::size_t count) noexcept {
+    for (std::size_t i = 0; i != count; ++i)
+        out[i] = f32_to_bf16(e4m3_to_f32(bytes[2 * i]) * scale) |
+                 std::uint32_t(f32_to_bf16(e4m3_to_f32(bytes[2 * i + 1]) * scale)) << 16;
 }
 
 // The serial table.

@@ -390,6 +390,7 @@ constexpr kernels_t skylake_k{
     nullptr,
     quantize_i8_serial,
     gemm_micro_i8_serial,
+    nullptr,
 };
 
 } // namespace

@@ -287,6 +287,96 @@ void test_gemm() {
     }
 }
 
+// region: BF16 and E4M3 pair products
+
+/// The classes this machine runs that have a BF16 pair micro-kernel.
+std::vector<uform_cpu_class_t> pair_classes() {
+    std::vector<uform_cpu_class_t> classes;
+    for (uform_cpu_class_t c : {uform_cpu_class_amd_genoa_k, uform_cpu_class_amd_turin_k})
+        if (cpu_class_available(c) && kernels_for(c)->gemm_micro_pairs != nullptr) classes.push_back(c);
+    return classes;
+}
+
+/// Every pair of E4M3 bytes at several scales: each class's dequantization equals the portable one bit for bit, and
+/// that one is `e4m3_to_f32(b) * s` rounded to BF16.
+void test_e4m3_dequantization() {
+    std::vector<std::uint8_t> bytes(2 * 65536 + 6);
+    for (std::size_t i = 0; i != 65536; ++i) bytes[2 * i] = std::uint8_t(i), bytes[2 * i + 1] = std::uint8_t(i >> 8);
+    for (float scale : {1.0f, 2.0f / 448.0f, 3.1e-5f, -0.75f}) {
+        std::vector<std::uint32_t> expected(65539), words(65539);
+        dequantize_e4m3_pairs_serial(bytes.data(), scale, expected.data(), expected.size());
+        bool exact = true;
+        for (std::size_t i = 0; i != 65536; ++i)
+            exact &= expected[i] == (f32_to_bf16(e4m3_to_f32(bytes[2 * i]) * scale) |
+                                     std::uint32_t(f32_to_bf16(e4m3_to_f32(bytes[2 * i + 1]) * scale)) << 16);
+        CHECK(exact);
+        for (uform_cpu_class_t cpu_class : pair_classes()) {
+            kernels_for(cpu_class)->dequantize_e4m3_pairs(bytes.data(), scale, words.data(), words.size());
+            CHECK_LABEL(words == expected, "class " + std::to_string(cpu_class) + " scale " + std::to_string(scale));
+        }
+    }
+}
+
+/// One pair product on `kernels`: `rows` rows of A by the linear `w` packed as it is (BF16 pairs, or E4M3 bytes).
+std::vector<float> pair_product(kernels_t const &kernels, parallel_t const &parallel, linear_t const &linear,
+                                std::vector<float> const &a, std::size_t rows, std::size_t depth, std::size_t columns,
+                                unsigned flags, std::vector<float> c) {
+    std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * linear.scratch_floats());
+    linear.multiply(kernels, parallel, a.data(), depth, rows, c.data(), columns, flags, scratch.data());
+    return c;
+}
+
+/// E4M3 weights in pair panels against BF16 pairs over `q * s` rounded: the same words reach the same kernel, so the
+/// same bits; one product of few rows (one call per panel) against its rows one at a time (the 6 x 64 tiles).
+void test_pair_products() {
+    std::mt19937 random(11);
+    std::normal_distribution<float> normal;
+    std::printf("  pair products on %zu classes\n", pair_classes().size());
+    for (uform_cpu_class_t cpu_class : pair_classes()) {
+        kernels_t const &kernels = *kernels_for(cpu_class);
+        for (std::size_t rows : {1, 6, 7, 17, 24, 25, 130})
+            for (std::size_t depth : {1, 17, 129, 300, 1536})
+                for (std::size_t columns : {1, 65, 130, 300}) {
+                    unsigned const flags = static_cast<unsigned>((rows + depth + columns) % 4);
+                    std::vector<std::uint16_t> w(columns * depth);
+                    for (std::uint16_t &value : w) value = f32_to_bf16(normal(random) * 0.05f);
+                    std::vector<std::uint8_t> bytes(columns * depth);
+                    std::vector<float> scales(e4m3_blocks(columns) * e4m3_blocks(depth));
+                    quantize_e4m3_blocks(w.data(), columns, depth, depth, bytes.data(), scales.data());
+                    std::vector<std::uint16_t> dequantized(columns * depth);
+                    for (std::size_t n = 0; n != columns; ++n)
+                        for (std::size_t k = 0; k != depth; ++k)
+                            dequantized[n * depth + k] =
+                                f32_to_bf16(e4m3_to_f32(bytes[n * depth + k]) *
+                                            scales[n / e4m3_block_k * e4m3_blocks(depth) + k / e4m3_block_k]);
+                    linear_t bf16, e4m3;
+                    CHECK(bf16.pairs.pack(kernels, serial_parallel, dequantized.data(), columns, depth));
+                    CHECK(e4m3.e4m3.pack(bytes.data(), scales.data(), columns, depth));
+                    std::vector<float> a(rows * depth), c(rows * columns);
+                    for (float &value : a) value = normal(random);
+                    for (float &value : c) value = normal(random);
+                    std::vector<float> const expected =
+                        pair_product(kernels, serial_parallel, bf16, a, rows, depth, columns, flags, c);
+                    char label[120];
+                    std::snprintf(label, sizeof label, "class %d %zux%zux%zu flags %u", int(cpu_class), rows, depth,
+                                  columns, flags);
+                    for (parallel_t const *parallel : {&serial_parallel, &pair_parallel})
+                        CHECK_LABEL(pair_product(kernels, *parallel, e4m3, a, rows, depth, columns, flags, c) ==
+                                        expected,
+                                    std::string("E4M3 pairs equal BF16 pairs, ") + label);
+                    bool rows_agree = true;
+                    for (std::size_t r = 0; r != rows && rows <= gemm_pairs_rows_k; ++r) {
+                        std::vector<float> const row(a.begin() + r * depth, a.begin() + (r + 1) * depth);
+                        std::vector<float> const alone(c.begin() + r * columns, c.begin() + (r + 1) * columns);
+                        rows_agree &= std::equal(
+                            expected.begin() + r * columns, expected.begin() + (r + 1) * columns,
+                            pair_product(kernels, serial_parallel, bf16, row, 1, depth, columns, flags, alone).begin());
+                    }
+                    CHECK_LABEL(rows_agree, std::string("few rows at once equal one at a time, ") + label);
+                }
+    }
+}
+
 // region: int8 products
 
 /// Every class the machine can dispatch as, for the int8 products (each class's own kernels).
@@ -698,6 +788,8 @@ void test_choose_golden(model_weights_t const &weights, std::string const &label
 int main() {
     test_scalars();
     test_gemm();
+    test_e4m3_dequantization();
+    test_pair_products();
     test_int8();
 
     // The native class (AMX tiles on Sapphire Rapids when the OS grants them), the AVX-512 F32 path when the machine
