@@ -1,14 +1,11 @@
 // The AVX-512 BF16 classes (AMD Genoa and Turin): Ice Lake's kernels (int8 products on VNNI) plus the BF16 pair
-// products, a 6 x 64 micro-kernel on `vdpbf16ps` (twice the products of an F32 FMA per instruction) with a column
-// kernel for a few rows, the packing conversions, and E4M3 weights dequantized into pairs.
+// products, a 6 x 64 micro-kernel on `vdpbf16ps` (twice the products of an F32 FMA per instruction), the packing
+// conversions, and E4M3 weights dequantized into pairs.
 #include "kernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 
 #include <immintrin.h>
-
-#include <array>
-#include <utility>
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16"))),        \
@@ -76,52 +73,10 @@ void pairs_tile(std::size_t pairs, std::uint32_t const *a, std::size_t a_row, st
         }
 }
 
-// One column vector of 16 over `rows_k` rows (7 to 24), for a call of few rows such as one query: each line of B is
-// read once, from memory, while every row's products run on it, instead of once per tile of 6 rows.
-template <std::size_t rows_k>
-void pairs_column(std::size_t pairs, std::uint32_t const *a, std::size_t a_row, std::size_t a_pair,
-                  std::uint32_t const *b, float *c, std::size_t ldc, std::size_t columns, unsigned flags) noexcept {
-    __m512 sums[rows_k];
-#pragma clang loop unroll(full)
-    for (std::size_t r = 0; r != rows_k; ++r) sums[r] = _mm512_setzero_ps();
-    for (std::size_t p = 0; p != pairs; ++p, a += a_pair, b += 64) {
-        __m512bh const b_vector = (__m512bh)_mm512_loadu_si512(b);
-#pragma clang loop unroll(full)
-        for (std::size_t r = 0; r != rows_k; ++r)
-            sums[r] = _mm512_dpbf16_ps(sums[r], (__m512bh)_mm512_set1_epi32(static_cast<int>(a[r * a_row])), b_vector);
-    }
-    __mmask16 const mask = columns >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(columns);
-#pragma clang loop unroll(full)
-    for (std::size_t r = 0; r != rows_k; ++r) {
-        float *target = c + r * ldc;
-        __m512 value = sums[r];
-        if (flags & gemm_accumulate_k) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
-        if (flags & gemm_round_output_k) value = round_bf16_x16(value);
-        _mm512_mask_storeu_ps(target, mask, value);
-    }
-}
-
-using pairs_column_t = void (*)(std::size_t, std::uint32_t const *, std::size_t, std::size_t, std::uint32_t const *,
-                                float *, std::size_t, std::size_t, unsigned) noexcept;
-
-// `pairs_column` for 7 to `gemm_pairs_rows_k` rows, by rows - 7.
-template <std::size_t... offsets>
-constexpr std::array<pairs_column_t, sizeof...(offsets)> pairs_columns(std::index_sequence<offsets...>) noexcept {
-    return {&pairs_column<offsets + gemm_micro_rows_k + 1>...};
-}
-constexpr auto pairs_column_table = pairs_columns(std::make_index_sequence<gemm_pairs_rows_k - gemm_micro_rows_k>{});
-
-// C (+)= A * B over one micro tile of up to 24 x 64 in BF16 pairs: tiles of 64 columns up to 6 rows, columns of 16
-// above.
+// C (+)= A * B over one micro tile of up to 6 x 64 in BF16 pairs.
 void gemm_micro_pairs_genoa(std::size_t pairs, std::uint32_t const *a, std::size_t a_row, std::size_t a_pair,
                             std::uint32_t const *b, float *c, std::size_t ldc, std::size_t rows, std::size_t columns,
                             unsigned flags) noexcept {
-    if (rows > gemm_micro_rows_k) {
-        for (std::size_t v = 0; v * 16 < columns; ++v)
-            pairs_column_table[rows - gemm_micro_rows_k - 1](pairs, a, a_row, a_pair, b + v * 16, c + v * 16, ldc,
-                                                             columns - v * 16, flags);
-        return;
-    }
     switch (rows) {
     case 6: pairs_tile<6>(pairs, a, a_row, a_pair, b, c, ldc, columns, flags); break;
     case 5: pairs_tile<5>(pairs, a, a_row, a_pair, b, c, ldc, columns, flags); break;

@@ -12,9 +12,6 @@ namespace uform::ram {
 inline constexpr std::size_t gemm_panel_columns_k = 64;
 /// Rows of A one GEMM micro-kernel call takes at most, the same in every class so tilings agree.
 inline constexpr std::size_t gemm_micro_rows_k = 6;
-/// Rows of A one BF16 pair micro-kernel call takes at most: a product of this many rows or fewer is one call per
-/// panel, so each line of its weights is read once (one query's few rows are bound by that stream).
-inline constexpr std::size_t gemm_pairs_rows_k = 24;
 
 /// What a GEMM micro-kernel does with C.
 enum gemm_flags_t : unsigned {
@@ -93,7 +90,7 @@ struct kernels_t {
     // The trainer's BF16 pair products (cpp/kernels/product.hpp): null in classes without a BF16 dot-product
     // instruction. A word holds two BF16 values, depth 2p in its low half and depth 2p + 1 in its high half.
 
-    /// C[rows x columns] (+)= A[rows x 2 pairs] * B[2 pairs x columns] with rows <= 24 and columns <= 64. A's word
+    /// C[rows x columns] (+)= A[rows x 2 pairs] * B[2 pairs x columns] with rows <= 6 and columns <= 64. A's word
     /// (r, p) is at `a[r * a_row + p * a_pair]`; B's pair p is the 64 words at `b + p * 64`, zero past `columns`.
     /// Each result sums its pairs from zero in depth order in F32 (a pair's two products are exact; BF16 subnormals
     /// read as zero, subnormal sums flush to zero), then adds C when accumulating and rounds as `gemm_micro` does.

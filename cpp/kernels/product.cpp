@@ -246,8 +246,6 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
                 words = pack_a_pairs(kernels, a, row, count, k, depth, reinterpret_cast<std::uint32_t *>(packed), a_row,
                                      a_pair);
             else pack_a_floats(kernels, a, row, count, k, depth, packed);
-            // A few rows (one query) go through the pair kernel in one call per panel, so B streams in once.
-            std::size_t const tile_step = b.pairs && count <= gemm_pairs_rows_k ? count : gemm_micro_rows_k;
             for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
                 std::size_t const column = panel * gemm_panel_columns_k;
                 std::size_t const columns = std::min(gemm_panel_columns_k, b.columns - column);
@@ -256,8 +254,8 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
                 else if (b.pairs)
                     words_b =
                         static_cast<std::uint32_t const *>(b.data) + (panel * half + k / 2) * gemm_panel_columns_k;
-                for (std::size_t r = 0; r < count; r += tile_step) {
-                    std::size_t const tile_rows = std::min(tile_step, count - r);
+                for (std::size_t r = 0; r < count; r += gemm_micro_rows_k) {
+                    std::size_t const tile_rows = std::min(gemm_micro_rows_k, count - r);
                     float *tile = target + r * ldc + column;
                     if (b.pairs)
                         kernels.gemm_micro_pairs((depth + 1) / 2, words + r * a_row, a_row, a_pair, words_b, tile, ldc,
