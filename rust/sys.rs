@@ -515,9 +515,9 @@ pub struct uform_model_load_ram_args_t {
     pub cpu_class: uform_cpu_class_t,
     /** Weight blocks: `auto` and `bf16` keep the checkpoint's BF16; `e4m3` quantizes the trunk's linears to FP8
     E4M3 in 128 x 128 blocks; `i8` quantizes them to symmetric int8 in 128 x 128 blocks (one F32 scale each,
-    `max|w| / 127`) and multiplies them by activations quantized per row to int8 at run time, on VNNI where the
-    CPU class has it (embedding cosine about 0.999 of BF16's; see docs/decisions.md). Other scalars answer
-    `uform_status_invalid_argument_k`.*/
+    `max|w| / 127`) and multiplies them by activations quantized to int8 at run time with a scale per row and
+    block of 128 depths, on VNNI where the CPU class has it (embedding cosine about 0.999 of BF16's; see
+    docs/decisions.md). Other scalars answer `uform_status_invalid_argument_k`.*/
     pub quantization: uform_scalar_t,
     /// Nullable; called with bytes loaded and bytes in all.
     pub progress: uform_progress_t,

@@ -34,6 +34,11 @@ std::size_t row_block(std::size_t depth) noexcept {
     return std::clamp<std::size_t>(fit / gemm_micro_rows_k * gemm_micro_rows_k, 4 * gemm_micro_rows_k, row_block_max_k);
 }
 
+/// Floats the scales of one task's rows take, one per row and depth block, in whole cache lines.
+std::size_t row_scale_floats(std::size_t depth) noexcept {
+    return (row_block(depth) * block_count(depth) + 15) / 16 * 16;
+}
+
 /// The BF16 value at `bytes + 2 * index` as F32.
 inline float load_bf16(std::byte const *bytes, std::size_t index) noexcept {
     std::uint16_t value;
@@ -113,10 +118,9 @@ float const *int8_matrix_t::scales(std::size_t panel) const noexcept {
     return reinterpret_cast<float const *>(compensation(panel) + blocks_ * gemm_panel_columns_k);
 }
 
-// The quantized rows of the largest row block and their scales.
+// The quantized rows of the largest row block and their blocks' scales.
 std::size_t int8_scratch_floats(std::size_t depth) noexcept {
-    std::size_t const rows = row_block(depth);
-    return (rows * a_stride(depth) + 3) / 4 + (rows + 15) / 16 * 16;
+    return (row_block(depth) * a_stride(depth) + 3) / 4 + row_scale_floats(depth);
 }
 
 // Row blocks that fit L2, split further until every thread has a few tasks of even size, as `product` does.
@@ -126,7 +130,7 @@ void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const
     if (rows == 0 || panels == 0) return;
     gemm_split_t const split = gemm_split(rows, panels, row_block(depth), parallel.threads);
     std::size_t const scratch_floats = int8_scratch_floats(depth), stride = a_stride(depth);
-    std::size_t const padded = (depth + 3) / 4 * 4;
+    std::size_t const padded = (depth + 3) / 4 * 4, blocks = block_count(depth);
     parallel(split.tasks(), [&](std::size_t index, std::size_t thread) noexcept {
         gemm_task_t const task = split.task(index);
         if (task.empty()) return;
@@ -134,16 +138,17 @@ void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const
         std::size_t const panel_begin = task.panel_begin, panel_end = task.panel_end;
         std::size_t const count = row_end - row;
         float *row_scales = scratch + thread * scratch_floats;
-        auto *quantized = reinterpret_cast<std::uint8_t *>(row_scales + (row_block(depth) + 15) / 16 * 16);
+        auto *quantized = reinterpret_cast<std::uint8_t *>(row_scales + row_scale_floats(depth));
         for (std::size_t r = 0; r != count; ++r)
-            row_scales[r] = kernels.quantize_i8(a + (row + r) * lda, depth, padded, quantized + r * stride);
+            kernels.quantize_i8(a + (row + r) * lda, depth, padded, quantized + r * stride, row_scales + r * blocks);
         for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
             std::size_t const column = panel * gemm_panel_columns_k;
             std::size_t const columns = std::min(gemm_panel_columns_k, b.columns() - column);
             for (std::size_t r = 0; r < count; r += gemm_micro_rows_k)
-                kernels.gemm_micro_i8(depth, quantized + r * stride, stride, row_scales + r, b.panel(panel),
-                                      b.compensation(panel), b.scales(panel), c + (row + r) * ldc + column, ldc,
-                                      std::min(gemm_micro_rows_k, count - r), columns, flags);
+                kernels.gemm_micro_i8(depth, quantized + r * stride, stride, row_scales + r * blocks, blocks,
+                                      b.panel(panel), b.compensation(panel), b.scales(panel),
+                                      c + (row + r) * ldc + column, ldc, std::min(gemm_micro_rows_k, count - r),
+                                      columns, flags);
         }
     });
 }

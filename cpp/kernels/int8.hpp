@@ -1,5 +1,6 @@
 // The int8 linears of `Scalar::I8` models: weights quantized at load to signed bytes with one F32 scale per 128 x 128
-// block, packed into 64-column panels for `gemm_micro_i8`; activations quantized per row at run time.
+// block, packed into 64-column panels for `gemm_micro_i8`; activations quantized at run time per row and block of 128
+// depths.
 #pragma once
 
 #include <cstddef>
@@ -62,10 +63,10 @@ class int8_matrix_t {
 /// Floats of scratch one thread of `int8_gemm` needs for a product of `depth`.
 std::size_t int8_scratch_floats(std::size_t depth) noexcept;
 
-/// C[rows x b.columns()] (+)= A[rows x b.depth()] * W^T: each row of A quantized to int8 with its own scale, then
-/// `gemm_micro_i8` in blocks of rows and columns across `parallel`'s threads; C's rows are `ldc` apart. `flags` are
-/// `gemm_flags_t`; `scratch` holds `parallel.threads * int8_scratch_floats(b.depth())` floats. The bits do not depend
-/// on the threads or on the class.
+/// C[rows x b.columns()] (+)= A[rows x b.depth()] * W^T: each row of A quantized to int8 with a scale per block of
+/// 128 depths, then `gemm_micro_i8` in blocks of rows and columns across `parallel`'s threads; C's rows are `ldc`
+/// apart. `flags` are `gemm_flags_t`; `scratch` holds `parallel.threads * int8_scratch_floats(b.depth())` floats. The
+/// bits do not depend on the threads or on the class.
 void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
                int8_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept;
 

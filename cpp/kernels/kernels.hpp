@@ -107,21 +107,25 @@ struct kernels_t {
     // The int8 products of `Scalar::I8` models (cpp/kernels/int8.hpp): in every class, the same integer sums and the
     // same F32 operations in the same order, so every class computes the serial class's bits.
 
-    /// Quantizes one row of `depth` F32 values with `s = max|x| / 127`: `out[k] = nearest_even(x[k] * (127 / max|x|))
-    /// + 128`, within [1, 255], and 128 in the `padded - depth` bytes after them. Answers `s`: 0 for a zero row, NaN
-    /// (all bytes 128) when the row holds a NaN or an infinity, so the products it feeds are not finite.
-    float (*quantize_i8)(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out) noexcept;
+    /// Quantizes one row of `depth` F32 values per block of 128 depths (`i8_block_k`): block j's scale is `s[j] =
+    /// max|x| / 127` over `x[128j .. 128j + 127]` and `out[k] = nearest_even(x[k] * (127 / max|x|)) + 128` within [1,
+    /// 255], then 128 in the `padded - depth` bytes after them. Writes the ceil(depth / 128) scales at `scales`: 0 for
+    /// a zero block (its bytes 128); every one NaN (all bytes 128) when the row holds a NaN or an infinity anywhere,
+    /// so the products it feeds are not finite.
+    void (*quantize_i8)(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
+                        float *scales) noexcept;
 
     /// C[rows x columns] (+)= A * B^T with rows <= 6 and columns <= 64 over int8 blocks of 128 depths. A's row r is
-    /// `depth` bytes from `quantize_i8` at `a + r * lda` (its scale `a_scales[r]`); B is one panel of `int8.hpp`: the
-    /// signed bytes of depths 4g..4g+3 of column n at `b + (g * 64 + n) * 4`, then per depth block j the column's
-    /// `compensation[j * 64 + n]` (-128 times the sum of its bytes in the block) and `b_scales[j * 64 + n]`. Each
-    /// block's exact int32 sum `compensation + S` becomes F32, times `b_scales[..]`, added to the result's sum from
-    /// zero in depth order; the sum times `a_scales[r]`, then C is added when accumulating and the result rounded as
-    /// `gemm_micro` does.
+    /// `depth` bytes from `quantize_i8` at `a + r * lda`, its block j's scale `a_scales[r * a_blocks + j]`; B is one
+    /// panel of `int8.hpp`: the signed bytes of depths 4g..4g+3 of column n at `b + (g * 64 + n) * 4`, then per depth
+    /// block j the column's `compensation[j * 64 + n]` (-128 times the sum of its bytes in the block) and
+    /// `b_scales[j * 64 + n]`. Each block's exact int32 sum `compensation + S` becomes F32, times `b_scales[j * 64 +
+    /// n]`, times `a_scales[r * a_blocks + j]`, added to the result's sum from zero in depth order; then C is added
+    /// when accumulating and the result rounded as `gemm_micro` does.
     void (*gemm_micro_i8)(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
-                          std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
-                          std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept;
+                          std::size_t a_blocks, std::int8_t const *b, std::int32_t const *compensation,
+                          float const *b_scales, float *c, std::size_t ldc, std::size_t rows, std::size_t columns,
+                          unsigned flags) noexcept;
 
     /// The BF16 pair words of E4M3 weights (`Scalar::E4M3` models on a class with `gemm_micro_pairs`; null in the
     /// others): `out[i]` holds bytes `2i` (low half) and `2i + 1` (high half), each value times `scale` rounded to BF16
@@ -131,11 +135,13 @@ struct kernels_t {
 };
 
 /// The portable `quantize_i8`: the serial class's, and Haswell's and Skylake's, which lack VNNI.
-float quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out) noexcept;
+void quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
+                        float *scales) noexcept;
 /// The portable `gemm_micro_i8`: the serial class's, and Haswell's and Skylake's, which lack VNNI.
 void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
-                          std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
-                          std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept;
+                          std::size_t a_blocks, std::int8_t const *b, std::int32_t const *compensation,
+                          float const *b_scales, float *c, std::size_t ldc, std::size_t rows, std::size_t columns,
+                          unsigned flags) noexcept;
 
 /// The portable `dequantize_e4m3_pairs`, the reference of the others.
 void dequantize_e4m3_pairs_serial(std::uint8_t const *bytes, float scale, std::uint32_t *out,

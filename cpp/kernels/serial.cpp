@@ -158,34 +158,50 @@ constexpr kernels_t serial_k{
 
 } // namespace
 
-// The row's absolute maximum (and whether it is finite), then every value times 127 / max, rounded to nearest even.
-float quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out) noexcept {
-    float amax = 0;
+// Each block's absolute maximum (and whether the row is finite), then every value times 127 / its block's maximum,
+// rounded to nearest even.
+void quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
+                        float *scales) noexcept {
+    constexpr std::size_t block = 128;
+    std::size_t const blocks = (depth + block - 1) / block;
     bool finite = true;
-    for (std::size_t k = 0; k != depth; ++k) {
-        float const magnitude = std::fabs(x[k]);
-        finite &= magnitude <= std::numeric_limits<float>::max();
-        amax = magnitude > amax ? magnitude : amax;
+    for (std::size_t j = 0; j != blocks; ++j) {
+        float amax = 0;
+        for (std::size_t k = j * block; k != std::min(depth, j * block + block); ++k) {
+            float const magnitude = std::fabs(x[k]);
+            finite &= magnitude <= std::numeric_limits<float>::max();
+            amax = magnitude > amax ? magnitude : amax;
+        }
+        scales[j] = amax;
     }
-    if (!finite || amax == 0) {
+    if (!finite) {
         std::memset(out, 128, padded);
-        return finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+        std::fill(scales, scales + blocks, std::numeric_limits<float>::quiet_NaN());
+        return;
     }
-    float const inverse = 127.0f / amax;
-    for (std::size_t k = 0; k != depth; ++k) {
-        float const scaled = x[k] * inverse;
-        long const q = std::clamp(std::lrint(scaled), -127l, 127l);
-        out[k] = static_cast<std::uint8_t>(q + 128);
+    for (std::size_t j = 0; j != blocks; ++j) {
+        std::size_t const begin = j * block, end = std::min(depth, begin + block);
+        float const amax = scales[j];
+        if (amax == 0) {
+            std::memset(out + begin, 128, end - begin);
+            continue;
+        }
+        float const inverse = 127.0f / amax;
+        for (std::size_t k = begin; k != end; ++k) {
+            long const q = std::clamp(std::lrint(x[k] * inverse), -127l, 127l);
+            out[k] = static_cast<std::uint8_t>(q + 128);
+        }
+        scales[j] = amax / 127.0f;
     }
     std::memset(out + depth, 128, padded - depth);
-    return amax / 127.0f;
 }
 
-// Exact int32 sums per block of 128 depths, each times its weight scale into the F32 sum in depth order; then the
-// row's scale, C, and rounding.
+// Exact int32 sums per block of 128 depths, each times its weight scale and then its row block's scale into the F32
+// sum in depth order; then C and rounding.
 void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales,
-                          std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c,
-                          std::size_t ldc, std::size_t rows, std::size_t columns, unsigned flags) noexcept {
+                          std::size_t a_blocks, std::int8_t const *b, std::int32_t const *compensation,
+                          float const *b_scales, float *c, std::size_t ldc, std::size_t rows, std::size_t columns,
+                          unsigned flags) noexcept {
     constexpr std::size_t block_groups = 32; // 128 depths in groups of 4
     float sums[gemm_micro_rows_k][gemm_panel_columns_k] = {};
     std::size_t const groups = (depth + 3) / 4;
@@ -197,13 +213,14 @@ void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t 
                 for (std::size_t g = g0; g != g1; ++g)
                     for (std::size_t i = 0; i != 4; ++i)
                         sum += std::int32_t(a[r * lda + 4 * g + i]) * std::int32_t(b[(g * 64 + n) * 4 + i]);
-                float const block = static_cast<float>(sum) * b_scales[j * 64 + n];
+                float const weighted = static_cast<float>(sum) * b_scales[j * 64 + n];
+                float const block = weighted * a_scales[r * a_blocks + j];
                 sums[r][n] += block;
             }
     }
     for (std::size_t r = 0; r != rows; ++r)
         for (std::size_t n = 0; n != columns; ++n) {
-            float value = sums[r][n] * a_scales[r];
+            float value = sums[r][n];
             if (flags & gemm_accumulate_k) value = c[r * ldc + n] + value;
             if (flags & gemm_round_output_k) value = round_bf16(value);
             c[r * ldc + n] = value;

@@ -405,6 +405,48 @@ void test_int8_blocks() {
     CHECK(block[0] == 0 && block[1] == 0 && block[i8_block_k] == 0);
 }
 
+/// Row quantization per block of 128 depths on every class, each equal to the serial class's bytes and scales: a
+/// block of small values beside an outlier keeps its own precision, a zero block scales by 0 (bytes 128), and a row
+/// holding a NaN or an infinity has every scale NaN and every byte 128.
+void test_int8_rows() {
+    std::size_t const depth = 299, padded = 300, blocks = 3; // the third block holds 43 depths, all zero
+    std::vector<float> x(depth, 0.0f);
+    std::mt19937 random(5);
+    std::normal_distribution<float> normal(0.0f, 0.005f);
+    for (std::size_t k = 0; k != 256; ++k) x[k] = std::clamp(normal(random), -0.015f, 0.015f);
+    x[3] = 1000.0f, x[128] = 0x1p-6f, x[129] = -0x1p-7f; // 127 / 2^-6 is exact: x[129] scales to -63.5
+    std::vector<std::uint8_t> expected_bytes(padded);
+    std::vector<float> expected_scales(blocks);
+    quantize_i8_serial(x.data(), depth, padded, expected_bytes.data(), expected_scales.data());
+    CHECK(expected_scales[0] == 1000.0f / 127.0f && expected_scales[1] == 0x1p-6f / 127.0f && expected_scales[2] == 0);
+    CHECK(expected_bytes[3] == 255 && expected_bytes[128] == 255 && expected_bytes[129] == 64); // -63.5 to even
+    bool precise = true, zero = true;
+    for (std::size_t k = 128; k != 256; ++k) // within half a step of 2^-6 / 127, where one row scale keeps only 0
+        precise &= std::fabs((expected_bytes[k] - 128) * double(expected_scales[1]) - x[k]) <= 0x1p-6 / 254 * 1.0001;
+    for (std::size_t k = 256; k != padded; ++k) zero &= expected_bytes[k] == 128;
+    CHECK_LABEL(precise, "the small block keeps its precision beside the outlier");
+    CHECK_LABEL(zero, "the zero block and the padding are 128");
+    for (uform_cpu_class_t cpu_class : int8_classes()) {
+        std::vector<std::uint8_t> bytes(padded);
+        std::vector<float> scales(blocks);
+        kernels_for(cpu_class)->quantize_i8(x.data(), depth, padded, bytes.data(), scales.data());
+        CHECK_LABEL(bytes == expected_bytes && scales == expected_scales,
+                    "row quantization equals serial in class " + std::to_string(cpu_class));
+    }
+    for (float bad : {NAN, INFINITY}) {
+        std::vector<float> row = x;
+        row[200] = bad;
+        for (uform_cpu_class_t cpu_class : int8_classes()) {
+            std::vector<std::uint8_t> bytes(padded, 0);
+            std::vector<float> scales(blocks, 0.0f);
+            kernels_for(cpu_class)->quantize_i8(row.data(), depth, padded, bytes.data(), scales.data());
+            bool ok = std::all_of(bytes.begin(), bytes.end(), [](std::uint8_t b) { return b == 128; });
+            for (float scale : scales) ok &= std::isnan(scale);
+            CHECK_LABEL(ok, "a non-finite row has NaN scales and bytes 128 in class " + std::to_string(cpu_class));
+        }
+    }
+}
+
 /// One int8 product on every class and one and two threads: each equals the serial class's bits, and the serial
 /// class stays within the quantization's bound of the exact F64 product of the unquantized inputs.
 void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns, unsigned flags,
@@ -413,7 +455,8 @@ void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns
     std::size_t const lda = depth + 3, ldc = columns + 5;
     std::vector<float> a(rows * lda), initial(rows * ldc);
     std::vector<std::uint16_t> w(columns * depth);
-    for (float &value : a) value = normal(random);
+    // Odd depth blocks 64 times smaller than even ones, so that a row's block scales differ.
+    for (std::size_t i = 0; i != a.size(); ++i) a[i] = std::ldexp(normal(random), (i % lda) / i8_block_k % 2 ? -6 : 0);
     for (std::uint16_t &value : w) value = f32_to_bf16(normal(random));
     for (float &value : initial) value = normal(random);
     if (rows > 2) std::fill(a.begin() + lda, a.begin() + 2 * lda, 0.0f); // a zero row
@@ -439,21 +482,21 @@ void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns
     for (std::uint16_t bits : w) w_max = std::max(w_max, double(std::fabs(bf16_to_f32(bits))));
     bool untouched = true;
     for (std::size_t r = 0; r != rows; ++r) {
-        double a_max = 0, a_sum = 0;
+        std::vector<double> a_max((depth + i8_block_k - 1) / i8_block_k, 0.0); // each depth block's scale * 127
         for (std::size_t k = 0; k != depth; ++k)
-            a_max = std::max(a_max, double(std::fabs(a[r * lda + k]))), a_sum += std::fabs(a[r * lda + k]);
+            a_max[k / i8_block_k] = std::max(a_max[k / i8_block_k], double(std::fabs(a[r * lda + k])));
         for (std::size_t n = 0; n != columns; ++n) {
-            double sum = 0, magnitude = 0, w_sum = 0;
+            double sum = 0, magnitude = 0, tolerance = 1e-30;
             for (std::size_t k = 0; k != depth; ++k) {
-                double const weight = bf16_to_f32(w[n * depth + k]);
-                sum += a[r * lda + k] * weight, magnitude += std::fabs(a[r * lda + k] * weight);
-                w_sum += std::fabs(weight);
+                double const weight = bf16_to_f32(w[n * depth + k]), value = a[r * lda + k];
+                double const block_max = a_max[k / i8_block_k];
+                sum += value * weight, magnitude += std::fabs(value * weight);
+                // Each value moves by at most half a step of its block's scale (max / 127).
+                tolerance += (block_max * std::fabs(weight) + w_max * std::fabs(value) + block_max * w_max / 254) / 254;
             }
             double const initial_value = initial[r * ldc + n];
             if (flags & gemm_accumulate_k) sum += initial_value, magnitude += std::fabs(initial_value);
-            // Each value moves by at most half a step of its scale (max / 127).
-            double tolerance =
-                (a_max * w_sum + w_max * a_sum + depth * a_max * w_max / 254) / 254 + 1e-5 * magnitude + 1e-30;
+            tolerance += 1e-5 * magnitude;
             if (flags & gemm_round_output_k) tolerance += 0x1p-8 * std::fabs(sum);
             worst = std::max(worst, std::fabs(expected[r * ldc + n] - sum) / tolerance);
         }
@@ -469,6 +512,7 @@ void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns
 /// NaN or an infinity, which makes its results NaN (so the forward answers `corrupt`) and leaves the others finite.
 void test_int8() {
     test_int8_blocks();
+    test_int8_rows();
     std::mt19937 random(11);
     for (std::size_t rows : {1, 5, 6, 7, 13, 300})
         for (std::size_t depth : {1, 17, 128, 129, 300})
