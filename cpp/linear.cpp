@@ -19,20 +19,18 @@ bool pair_matrix_t::pack(kernels_t const &kernels, parallel_t const &parallel, s
     return true;
 }
 
-static_assert(e4m3_panel_depths_k == e4m3_block_k && e4m3_block_k % gemm_panel_columns_k == 0,
-              "a panel's depth block lies within one quantization block");
+static_assert(e4m3_block_k % gemm_panel_columns_k == 0, "a panel's columns lie within one quantization block");
 
 // Bytes spread into the pair layout, zero past the columns and the depth; a scale per panel and depth block.
 bool e4m3_matrix_t::pack(std::uint8_t const *bytes, float const *scales, std::size_t columns,
                          std::size_t depth) noexcept {
     std::size_t const panels = (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k, half = (depth + 1) / 2;
-    std::size_t const blocks = (depth + e4m3_panel_depths_k - 1) / e4m3_panel_depths_k;
+    std::size_t const blocks = e4m3_blocks(depth);
     std::size_t const size = panels * half * gemm_panel_columns_k * 2;
     data_.reset(static_cast<std::uint8_t *>(std::aligned_alloc(64, (size + 63) / 64 * 64)));
     scales_.reset(new (std::nothrow) float[panels * blocks]);
     if (!data_ || !scales_) return data_.reset(), false;
     std::memset(data_.get(), 0, size);
-    std::size_t const column_blocks = e4m3_blocks(depth);
     for (std::size_t column = 0; column != columns; ++column) {
         std::size_t const panel = column / gemm_panel_columns_k, n = column % gemm_panel_columns_k;
         for (std::size_t k = 0; k != depth; ++k)
@@ -40,8 +38,7 @@ bool e4m3_matrix_t::pack(std::uint8_t const *bytes, float const *scales, std::si
     }
     for (std::size_t panel = 0; panel != panels; ++panel)
         for (std::size_t block = 0; block != blocks; ++block)
-            scales_[panel * blocks + block] =
-                scales[panel * gemm_panel_columns_k / e4m3_block_k * column_blocks + block];
+            scales_[panel * blocks + block] = scales[panel * gemm_panel_columns_k / e4m3_block_k * blocks + block];
     bytes_ = size + panels * blocks * sizeof(float);
     view_ = {data_.get(), depth, columns, true, scales_.get()};
     return true;

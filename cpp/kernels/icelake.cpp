@@ -42,7 +42,7 @@ inline __m512 round_bf16_x16(__m512 value) noexcept {
 // `lrint`) of every value times 127 / its block's maximum.
 void quantize_i8_icelake(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
                          float *scales) noexcept {
-    constexpr std::size_t block = 128;
+    constexpr std::size_t block = i8_block_k;
     std::size_t const blocks = (depth + block - 1) / block;
     __mmask16 bad = 0;
     __m512 const largest = _mm512_set1_ps(std::numeric_limits<float>::max());
@@ -90,7 +90,7 @@ template <std::size_t rows_k>
 void i8_tile(std::size_t depth, std::uint8_t const *a, std::size_t lda, float const *a_scales, std::size_t a_blocks,
              std::int8_t const *b, std::int32_t const *compensation, float const *b_scales, float *c, std::size_t ldc,
              std::size_t columns, unsigned flags) noexcept {
-    constexpr std::size_t block_groups = 32;
+    constexpr std::size_t block_groups = i8_block_k / 4; // a block's depths in groups of 4
     std::size_t const groups = (depth + 3) / 4;
     for (std::size_t half = 0; half * 32 < columns; ++half) {
         __m512 sums[rows_k][2];

@@ -13,9 +13,6 @@
 
 namespace uform::ram {
 
-/// Rows and columns of one weight quantization block; edge blocks are clipped.
-inline constexpr std::size_t i8_block_k = 128;
-
 /// Quantizes the block of BF16 weights `W[rows x depth]` (value (r, k) the little-endian bits at `bytes + 2 * (r *
 /// depth + k)`, any alignment) that starts at row `row` and depth `k`, at most 128 x 128: `s = max|w| / 127` (1
 /// where the block is zero), `q = nearest_even(w / s)` within [-127, 127]. Writes `q` at `out[(r - row) * 128 + (d -

@@ -21,6 +21,10 @@ enum gemm_flags_t : unsigned {
     gemm_round_output_k = 2u,
 };
 
+/// Rows and columns of one int8 weight quantization block (edge blocks clipped), and the depths one activation scale
+/// covers.
+inline constexpr std::size_t i8_block_k = 128;
+
 /// Bytes of one line a GEMM micro-kernel prefetches.
 inline constexpr std::size_t gemm_prefetch_line_bytes_k = 64;
 

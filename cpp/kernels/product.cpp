@@ -169,11 +169,11 @@ std::uint32_t const *pack_a_pairs(kernels_t const &kernels, operand_t a, std::si
 /// Depths [k, k + depth) of E4M3 panel `panel` as BF16 pair words in `out`, scale block by scale block.
 std::uint32_t const *dequantize_panel(kernels_t const &kernels, panels_t const &b, std::size_t panel, std::size_t k,
                                       std::size_t depth, std::uint32_t *out) noexcept {
-    std::size_t const half = (b.depth + 1) / 2, blocks = (b.depth + e4m3_panel_depths_k - 1) / e4m3_panel_depths_k;
+    std::size_t const half = (b.depth + 1) / 2, blocks = e4m3_blocks(b.depth);
     auto const *bytes = static_cast<std::uint8_t const *>(b.data);
     for (std::size_t d = k; d < k + depth;) {
-        std::size_t const block = d / e4m3_panel_depths_k;
-        std::size_t const end = std::min(k + depth, (block + 1) * e4m3_panel_depths_k);
+        std::size_t const block = d / e4m3_block_k;
+        std::size_t const end = std::min(k + depth, (block + 1) * e4m3_block_k);
         std::size_t const first = d / 2, last = (end + 1) / 2;
         kernels.dequantize_e4m3_pairs(bytes + (panel * half + first) * gemm_panel_columns_k * 2,
                                       b.scales[panel * blocks + block], out + (first - k / 2) * gemm_panel_columns_k,

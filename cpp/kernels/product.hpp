@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "../parallel.hpp"
+#include "e4m3.hpp"
 #include "kernels.hpp"
 
 namespace uform::ram {
@@ -34,16 +35,13 @@ struct operand_t {
 /// words (`pairs`: panel p's pair q at word `(p * ceil(depth / 2) + q) * 64`) or F32 values (row k at float
 /// `(p * depth + k) * 64`). With `scales`, E4M3 weights in the pair layout: each word's two bytes (its low half's
 /// first), dequantized by `kernels.dequantize_e4m3_pairs` as the product runs, the depths [128j, 128j + 128) of
-/// panel p with `scales[p * ceil(depth / 128) + j]`.
+/// panel p (`e4m3_block_k`) with `scales[p * e4m3_blocks(depth) + j]`.
 struct panels_t {
     void const *data = nullptr;
     std::size_t depth = 0, columns = 0;
     bool pairs = false;
     float const *scales = nullptr;
 };
-
-/// Depths that share one scale in E4M3 panels.
-inline constexpr std::size_t e4m3_panel_depths_k = 128;
 
 /// Floats `pack_panels` writes for op(B) of `depth x columns` on `kernels`.
 std::size_t panels_floats(kernels_t const &kernels, std::size_t depth, std::size_t columns) noexcept;

@@ -162,7 +162,7 @@ constexpr kernels_t serial_k{
 // rounded to nearest even.
 void quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
                         float *scales) noexcept {
-    constexpr std::size_t block = 128;
+    constexpr std::size_t block = i8_block_k;
     std::size_t const blocks = (depth + block - 1) / block;
     bool finite = true;
     for (std::size_t j = 0; j != blocks; ++j) {
@@ -202,7 +202,7 @@ void gemm_micro_i8_serial(std::size_t depth, std::uint8_t const *a, std::size_t 
                           std::size_t a_blocks, std::int8_t const *b, std::int32_t const *compensation,
                           float const *b_scales, float *c, std::size_t ldc, std::size_t rows, std::size_t columns,
                           unsigned flags) noexcept {
-    constexpr std::size_t block_groups = 32; // 128 depths in groups of 4
+    constexpr std::size_t block_groups = i8_block_k / 4; // a block's depths in groups of 4
     float sums[gemm_micro_rows_k][gemm_panel_columns_k] = {};
     std::size_t const groups = (depth + 3) / 4;
     for (std::size_t g0 = 0, j = 0; g0 < groups; g0 += block_groups, ++j) {
