@@ -58,6 +58,10 @@ struct Item {
     role: usize,
     /// The text, or the media file's path relative to the data directory.
     content: String,
+    /// How often a lemma's sense of its synset was tagged in the concordances (0 for other items).
+    uses: u64,
+    /// A lemma in a rare sense of its word, drawn at the recipe's `rare_senses` ([`Data::load`] says which).
+    rare: bool,
 }
 
 /// A line of `choices.tsv`.
@@ -131,6 +135,10 @@ pub struct Recipe {
     pub common: f64,
     /// Probability that a drawn noun lemma reads "a cat" (a verb's "to begin"), so an article does not move it.
     pub articles: f64,
+    /// Images drawn beside a class group's caption.
+    pub class_images: usize,
+    /// Probability that a lemma in a rare sense of its word ("cat" in "Caterpillar, cat") may be drawn.
+    pub rare_senses: f64,
 }
 
 /// Compressed sparse rows of weighted edges, as `uform_edges_t` takes them.
@@ -289,13 +297,14 @@ impl Data {
             cut_texts: 0,
         };
         let mut roles: HashMap<String, usize> = HashMap::new();
+        let mut group_uses = Vec::new();
         let mut role = |name: &str, names: &mut Vec<String>| {
             *roles.entry(name.to_owned()).or_insert_with(|| {
                 names.push(name.to_owned());
                 names.len() - 1
             })
         };
-        for record in records(&root.join("items.tsv"), 6)? {
+        for record in records(&root.join("items.tsv"), 7)? {
             let modality = match record[3].as_str() {
                 "text" => Modality::Text,
                 "image" => Modality::Image,
@@ -312,6 +321,8 @@ impl Data {
                 modality,
                 role,
                 content,
+                uses: record[6].parse()?,
+                rare: false,
             });
         }
         for record in records(&root.join("groups.tsv"), 8)? {
@@ -333,6 +344,7 @@ impl Data {
             }
             // The uses: how often the synset's senses were tagged in WordNet's concordances.
             let uses: f64 = record[7].parse()?;
+            group_uses.push(uses);
             if !fashion {
                 let sums = data.drawn.entry(split).or_default();
                 sums.push(sums.last().copied().unwrap_or(0.0) + 1.0 + uses.powf(common));
@@ -346,6 +358,7 @@ impl Data {
                 verb: record[3].starts_with("wn:v"),
             });
         }
+        data.mark_rare_senses(&group_uses);
         for record in records(&root.join("roles.tsv"), 3)? {
             let (a, b) = (
                 role(&record[0], &mut data.role_names),
@@ -396,6 +409,27 @@ impl Data {
             });
         }
         Ok(data)
+    }
+
+    /// Marks the lemmas in a rare sense of their word: not the synset's canonical lemma, never tagged in this sense,
+    /// and in a synset used less than the word's most used sense ("cat" in "Caterpillar, cat" or "big cat, cat", but
+    /// not "start" in the common "begin, start"). Drawn, they would teach the word's spelling a sense few readers mean.
+    fn mark_rare_senses(&mut self, group_uses: &[f64]) {
+        let Some(lemma) = self.role_names.iter().position(|name| name == "lemma") else {
+            return;
+        };
+        let mut dominant: HashMap<String, u64> = HashMap::new();
+        for item in self.items.iter().filter(|item| item.role == lemma) {
+            let most = dominant.entry(item.content.to_lowercase()).or_default();
+            *most = (*most).max(item.uses);
+        }
+        for (group, &uses) in self.groups.iter().zip(group_uses) {
+            for item in &mut self.items[group.first + 1..group.first + group.count] {
+                item.rare = item.role == lemma
+                    && item.uses == 0
+                    && uses < dominant[&item.content.to_lowercase()] as f64;
+            }
+        }
     }
 
     /// Counts for the opening line: groups, items, attract and repel edges, choice items.
@@ -550,7 +584,7 @@ impl Data {
                     .filter(|i| role_of(i) == "image")
                     .collect();
                 let mut pick = random.sample(&captions, 1);
-                pick.extend(random.sample(&images, recipe.per_group.saturating_sub(1)));
+                pick.extend(random.sample(&images, recipe.class_images));
                 pick
             } else if bag < spoken_bags {
                 let clips: Vec<usize> = ids
@@ -564,12 +598,18 @@ impl Data {
                     .iter()
                     .copied()
                     .filter(|i| !pick.contains(i))
+                    .filter(|&i| !self.items[i].rare || random.chance(recipe.rare_senses))
                     .collect();
                 pick.extend(random.sample(&others, recipe.per_group.saturating_sub(pick.len())));
                 pick
             } else {
+                let others: Vec<usize> = ids[1..]
+                    .iter()
+                    .copied()
+                    .filter(|&i| !self.items[i].rare || random.chance(recipe.rare_senses))
+                    .collect();
                 let mut pick = vec![first];
-                pick.extend(random.sample(&ids[1..], recipe.per_group.saturating_sub(1)));
+                pick.extend(random.sample(&others, recipe.per_group.saturating_sub(1)));
                 pick
             };
             batch.bags.extend(std::iter::repeat_n(bag, pick.len()));

@@ -141,6 +141,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             choices: 4,
             common: 0.75,
             articles: 0.25,
+            class_images: 3,
+            rare_senses: 0.0,
         },
         columns: COLUMNS,
         threads: cores.max(2),
@@ -170,6 +172,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--choices" => options.recipe.choices = value("a count")?.parse()?,
             "--common" => options.recipe.common = value("an exponent")?.parse()?,
             "--articles" => options.recipe.articles = value("a probability")?.parse()?,
+            "--class-images" => options.recipe.class_images = value("a count")?.parse()?,
+            "--rare-senses" => options.recipe.rare_senses = value("a probability")?.parse()?,
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
@@ -186,6 +190,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
                 println!("               [--per-group N] [--hard P] [--choices N] [--common E] [--articles P]");
+                println!("               [--class-images N] [--rare-senses P]");
                 println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--seed N] [--fresh] [--calibration N]");
                 println!(
@@ -201,6 +206,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "--common: a synset is drawn with weight 1 + uses^E, its uses the concordances' tag counts \
                      (default 0.75); --articles: the share of noun and verb lemmas read as \"a cat\", \"to begin\" \
                      (default 0.25)"
+                );
+                println!(
+                    "--class-images: images beside each class's caption (default 3); --rare-senses: the chance that \
+                     a lemma in a rare sense of its word (\"cat\" in \"Caterpillar, cat\") may be drawn (default 0)"
                 );
                 println!(
                     "--ranks, --rank: train as rank R of N processes over a mesh met in --exchange (default \
@@ -474,8 +483,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     );
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
-         items each, {} choice items; synsets drawn by 1 + uses^{}, articles on {} of lemmas), peak learning rate \
-         {:e}, {} threads, seed {}",
+         items each, {} images per class, {} choice items; synsets drawn by 1 + uses^{}, articles on {} of lemmas, \
+         rare senses at {}), peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -483,9 +492,11 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.images,
         recipe.spoken,
         recipe.per_group,
+        recipe.class_images,
         recipe.choices,
         recipe.common,
         recipe.articles,
+        recipe.rare_senses,
         options.learning_rate,
         options.threads,
         options.seed,

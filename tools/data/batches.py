@@ -36,6 +36,14 @@ class Data:
         self.groups = [(g[1], g[2], g[3], int(g[4]), int(g[5]), g[6]) for g in groups]  # split source key first n label
         self.uses = [int(g[7]) for g in groups]  # how often a synset's senses were tagged in the concordances
         self.items = [(int(i[1]), i[2], i[3], i[4], i[5]) for i in items]  # group split modality role content
+        # A lemma in a rare sense of its word: not its synset's canonical lemma, never tagged in this sense, in a
+        # synset used less than the word's most used sense ("cat" in "Caterpillar, cat"); drawn at `rare_senses`.
+        dominant = {}
+        for i in items:
+            if i[4] == "lemma":
+                dominant[i[5].lower()] = max(dominant.get(i[5].lower(), 0), int(i[6]))
+        self.rare = {int(i[0]) for i in items if i[4] == "lemma" and int(i[0]) != int(groups[int(i[1])][4])
+                     and int(i[6]) == 0 and int(groups[int(i[1])][7]) < dominant[i[5].lower()]}
         self.roles = {}
         for a, b, w in roles:
             self.roles[(a, b)] = self.roles[(b, a)] = float(w)
@@ -91,10 +99,12 @@ class Data:
                 return ("to" if pos == "v" else "an" if content[0] in "aeiou" else "a") + " " + content
         return content
 
-    def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25):
+    def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25,
+              class_images=3, rare_senses=0.0):
         """The recipe of docs/data.md: WordNet groups drawn with weight `1 + uses^common` (each possibly followed by one
-        of its repel partners), image class groups, up to `per_group` items from each (a share `articles` of noun and
-        verb lemmas behind "a"/"an"/"to"), `choices` choice items; edges within the batch."""
+        of its repel partners), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
+        its word kept at `rare_senses`; a share `articles` of noun and verb lemmas behind "a"/"an"/"to"), a caption and
+        `class_images` images from a class, `choices` choice items; edges within the batch."""
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
         weights = list(itertools.accumulate(1 + self.uses[g] ** common for g in wordnet))
@@ -118,9 +128,10 @@ class Data:
             if source == "fashion-mnist":
                 captions = [i for i in ids if self.items[i][3] == "caption"]
                 pictures = [i for i in ids if self.items[i][3] == "image"]
-                pick = [rng.choice(captions)] + rng.sample(pictures, min(per_group - 1, len(pictures)))
+                pick = [rng.choice(captions)] + rng.sample(pictures, min(class_images, len(pictures)))
             else:
-                pick = [ids[0]] + rng.sample(ids[1:], min(per_group - 1, n - 1))  # the canonical lemma first
+                others = [i for i in ids[1:] if i not in self.rare or rng.random() < rare_senses]
+                pick = [ids[0]] + rng.sample(others, min(per_group - 1, len(others)))  # the canonical lemma first
             members += pick
             bags += [bag] * len(pick)
         attract = [[] for _ in members]

@@ -35,7 +35,7 @@ def main():
 
     groups = read_tsv(os.path.join(args.data, "groups.tsv"))
     items = read_tsv(os.path.join(args.data, "items.tsv"))
-    for group, split, source, _key, first, count, label in groups:
+    for group, split, source, _key, first, count, label, *_ in groups:
         if source != "fashion-mnist" or split != "test":
             continue
         images = [row for row in items[int(first) : int(first) + int(count)] if row[3] == "image"]

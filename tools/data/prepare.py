@@ -26,7 +26,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 SEED = 13  # issue 13; every random choice below derives from it (and from the item's key, not from the order)
 WORDNET = "/usr/share/wordnet"
 FASHION = "/usr/share/datasets/fashion-mnist"
@@ -168,12 +168,13 @@ QUOTED_AND_SOURCE = re.compile(r'"[^"]*"(\s*-+\s*[^;"]*)?')  # an example and it
 
 class Synset:
     __slots__ = ("key", "pos", "sat", "lemmas", "gloss", "examples", "hypernyms", "antonyms", "similar", "split",
-                 "tagged", "uses")
+                 "tagged", "uses", "lemma_uses")
 
     def __init__(self, key, pos, sat):
         self.key, self.pos, self.sat = key, pos, sat
         self.lemmas, self.examples, self.hypernyms, self.antonyms, self.similar = [], [], [], set(), []
         self.gloss, self.split, self.tagged, self.uses = "", "", 0, 0
+        self.lemma_uses = {}  # lower-cased lemma -> how often its sense of this synset was tagged
 
 
 def split_of(key, validation=0.1, test=0.1):
@@ -250,7 +251,10 @@ def parse_wordnet(root, limit):
             pos = SENSE_POS.get(lex_sense[:1])
             keys = senses.get((pos, lemma), ())
             if pos and 0 < int(number) <= len(keys) and keys[int(number) - 1] in synsets:
-                synsets[keys[int(number) - 1]].uses += int(tag_cnt)
+                synset = synsets[keys[int(number) - 1]]
+                synset.uses += int(tag_cnt)
+                word = lemma.replace("_", " ")
+                synset.lemma_uses[word] = synset.lemma_uses.get(word, 0) + int(tag_cnt)
     for synset in synsets.values():
         # Common senses (tagged in the concordances) always train, so the shipped model knows everyday words; the
         # held-out splits are drawn from the other synsets (docs/data.md, "Split").
@@ -506,15 +510,16 @@ def build_index(synsets, sister_map, lookalike_map, images, clips):
         clips_of.setdefault(clip["key"], []).append(clip)
     for key in sorted(synsets):
         s = synsets[key]
-        members = [("text", "lemma", l) for l in s.lemmas]
+        members = [("text", "lemma", l, s.lemma_uses.get(l.lower(), 0)) for l in s.lemmas]
         if s.gloss:
-            members.append(("text", "gloss", s.gloss))
-        members += [("text", "example", e) for e in s.examples]
-        members += [("audio", c["role"], c["path"]) for c in clips_of.get(key, ())]
+            members.append(("text", "gloss", s.gloss, 0))
+        members += [("text", "example", e, 0) for e in s.examples]
+        members += [("audio", c["role"], c["path"], 0) for c in clips_of.get(key, ())]
         group_of[key] = len(groups)
         groups.append([len(groups), s.split, "wordnet", f"wn:{key}", len(items), len(members), s.lemmas[0],
                        s.uses])
-        items += [[len(items) + i, group_of[key], s.split, m, r, clean(c)] for i, (m, r, c) in enumerate(members)]
+        items += [[len(items) + i, group_of[key], s.split, m, r, clean(c), u]
+                  for i, (m, r, c, u) in enumerate(members)]
     by_class = {}
     for path, label, split in images:
         by_class.setdefault((label, split), []).append(path)
@@ -528,7 +533,7 @@ def build_index(synsets, sister_map, lookalike_map, images, clips):
             members += [("image", "image", p) for p in by_class.get((label, split), ())]
             groups.append([len(groups), split, "fashion-mnist", f"fmnist:{label}:{split}", len(items), len(members),
                            class_name, 0])
-            items += [[len(items) + i, groups[-1][0], split, m, r, c] for i, (m, r, c) in enumerate(members)]
+            items += [[len(items) + i, groups[-1][0], split, m, r, c, 0] for i, (m, r, c) in enumerate(members)]
     for key in sorted(synsets):
         s = synsets[key]
         g = group_of[key]
@@ -570,7 +575,7 @@ def media_present(out):
     with open(os.path.join(out, "items.tsv"), encoding="utf-8") as f:
         for line in f:
             fields = line.rstrip("\n").split("\t")
-            media = len(fields) == 6 and fields[3] in ("image", "audio")
+            media = len(fields) >= 6 and fields[3] in ("image", "audio")
             if media and not os.path.exists(os.path.join(out, fields[5])):
                 log(f"{fields[5]} is missing: preparing again")
                 return False
@@ -649,7 +654,7 @@ def main():
     groups, items, edges = build_index(synsets, sister_map, lookalikes(synsets), images, plan)
     tables = [
         ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label", "uses"]),
-        ("items.tsv", items, ["item", "group", "split", "modality", "role", "content"]),
+        ("items.tsv", items, ["item", "group", "split", "modality", "role", "content", "uses"]),
         ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
         ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),
         ("choices.tsv", [[i, *r] for i, r in enumerate(choice_rows)],

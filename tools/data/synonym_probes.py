@@ -31,7 +31,7 @@ def main():
     args = parser.parse_args()
 
     lemmas = {}
-    for _item, group, split, modality, role, content in read_tsv(os.path.join(args.data, "items.tsv")):
+    for _item, group, split, modality, role, content, _uses in read_tsv(os.path.join(args.data, "items.tsv")):
         if split == "test" and modality == "text" and role == "lemma":
             lemmas.setdefault(int(group), []).append(content)
     synsets = sorted(lemmas)
