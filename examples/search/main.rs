@@ -96,9 +96,9 @@ impl Corpus {
         let mut last_group = "";
         for line in tsv.lines().skip(1) {
             let fields: Vec<&str> = line.split('\t').collect();
-            let [_, group, split, modality, role, content] = fields[..] else {
+            let [_, group, split, modality, role, content, _uses] = fields[..] else {
                 return Err(
-                    format!("{}: a line without six fields: {line:?}", path.display()).into(),
+                    format!("{}: a line without seven fields: {line:?}", path.display()).into(),
                 );
             };
             match (split, modality, role) {

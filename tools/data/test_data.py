@@ -53,6 +53,41 @@ class Lookalikes(unittest.TestCase):
         self.assertEqual(prepare.lookalikes(synsets), {"n1": ["n2"], "n2": ["n1"]})
 
 
+class RareSenses(unittest.TestCase):
+    def test_a_lemma_in_a_rare_sense_of_its_word_is_drawn_only_when_asked(self):
+        # Synsets (uses): "cat, true cat" (18, "cat" tagged 18 times), "Caterpillar, cat" (0), "begin, start" (558,
+        # "start" never tagged in it), "start, starting" (30, "start" tagged 30 times); one image class.
+        groups = [("wn:n1", ["cat", "true cat"], [18, 0], 18), ("wn:n2", ["Caterpillar", "cat"], [0, 0], 0),
+                  ("wn:v3", ["begin", "start"], [500, 0], 558), ("wn:n4", ["start", "starting"], [30, 0], 30)]
+        with tempfile.TemporaryDirectory() as root:
+            group_rows, item_rows = [], []
+            for g, (key, lemmas, uses, total) in enumerate(groups):
+                group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas), lemmas[0], total])
+                item_rows += [[len(item_rows) + i, g, "train", "text", "lemma", lemma, use]
+                              for i, (lemma, use) in enumerate(zip(lemmas, uses))]
+            group_rows.append([4, "train", "fashion-mnist", "fmnist:0:train", len(item_rows), 2, "bag", 0])
+            item_rows += [[len(item_rows), 4, "train", "text", "caption", "a bag", 0],
+                          [len(item_rows) + 1, 4, "train", "image", "image", "images/0.png", 0]]
+            tables = {"groups.tsv": group_rows, "items.tsv": item_rows, "edges.tsv": [], "choices.tsv": [],
+                      "roles.tsv": [["lemma", "lemma", 1.0], ["caption", "image", 1.0]]}
+            for name, rows in tables.items():
+                with open(os.path.join(root, name), "w", encoding="utf-8") as f:
+                    f.write(prepare.tsv(rows, ["header"]))
+            data = batches.Data(root)
+            self.assertEqual(data.rare, {3})  # "cat" in "Caterpillar, cat", not "start" in "begin, start"
+            for rare_senses, expected in ((0.0, False), (1.0, True)):
+                rng = random.Random(3)
+                beside = False  # whether "cat" was ever drawn in the Caterpillar's bag
+                for _ in range(50):
+                    b = data.batch(rng, "train", groups=5, images=1, hard=0.0, choices=0, class_images=1,
+                                   rare_senses=rare_senses, articles=0.0)
+                    self.assertEqual(b["modalities"].count("image"), 1)
+                    self.assertEqual(len(b["contents"]), 4 * 2 + 2 - (not expected))  # all lemmas it may draw
+                    bag = b["bags"][b["contents"].index("Caterpillar")]
+                    beside |= any(c == "cat" and b["bags"][i] == bag for i, c in enumerate(b["contents"]))
+                self.assertEqual(beside, expected)
+
+
 @unittest.skipUnless(os.path.isdir(prepare.WORDNET) and os.path.isdir(prepare.FASHION), "scripts/setup.sh first")
 class Prepare(unittest.TestCase):
     @classmethod
