@@ -12,7 +12,7 @@ namespace uform::ram {
 bool pair_matrix_t::pack(kernels_t const &kernels, parallel_t const &parallel, std::uint16_t const *weights,
                          std::size_t columns, std::size_t depth) noexcept {
     std::size_t const bytes = panels_floats(kernels, depth, columns) * sizeof(float);
-    data_.reset(static_cast<float *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    data_ = aligned_block<float>(bytes);
     if (!data_) return false;
     bytes_ = bytes;
     view_ = pack_panels(kernels, parallel, operand_t::bf16(weights, depth, true), depth, columns, data_.get());
@@ -27,7 +27,7 @@ bool e4m3_matrix_t::pack(std::uint8_t const *bytes, float const *scales, std::si
     std::size_t const panels = (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k, half = (depth + 1) / 2;
     std::size_t const blocks = e4m3_blocks(depth);
     std::size_t const size = panels * half * gemm_panel_columns_k * 2;
-    data_.reset(static_cast<std::uint8_t *>(std::aligned_alloc(64, (size + 63) / 64 * 64)));
+    data_ = aligned_block<std::uint8_t>(size);
     scales_.reset(new (std::nothrow) float[panels * blocks]);
     if (!data_ || !scales_) return data_.reset(), false;
     std::memset(data_.get(), 0, size);

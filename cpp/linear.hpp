@@ -5,9 +5,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 
+#include "aligned.hpp"
 #include "kernels/amx.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/int8.hpp"
@@ -32,11 +32,7 @@ class pair_matrix_t {
     std::size_t bytes() const noexcept { return data_ ? bytes_ : 0; }
 
   private:
-    /// Frees what `std::aligned_alloc` gave.
-    struct free_t {
-        void operator()(float *data) const noexcept { std::free(data); }
-    };
-    std::unique_ptr<float, free_t> data_;
+    aligned_ptr_t<float> data_;
     std::size_t bytes_ = 0;
     panels_t view_{};
 };
@@ -57,11 +53,7 @@ class e4m3_matrix_t {
     std::size_t bytes() const noexcept { return data_ ? bytes_ : 0; }
 
   private:
-    /// Frees what `std::aligned_alloc` gave.
-    struct free_t {
-        void operator()(std::uint8_t *data) const noexcept { std::free(data); }
-    };
-    std::unique_ptr<std::uint8_t, free_t> data_;
+    aligned_ptr_t<std::uint8_t> data_;
     std::unique_ptr<float[]> scales_;
     std::size_t bytes_ = 0;
     panels_t view_{};

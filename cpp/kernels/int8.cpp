@@ -71,7 +71,7 @@ bool int8_matrix_t::pack(parallel_t const &parallel, std::byte const *bytes, std
     panel_bytes_ = (depth + 3) / 4 * 4 * gemm_panel_columns_k;
     sides_at_ = panels * panel_bytes_;
     std::size_t const total = sides_at_ + panels * blocks * gemm_panel_columns_k * 8;
-    data_.reset(static_cast<std::byte *>(std::aligned_alloc(64, std::max<std::size_t>(64, (total + 63) / 64 * 64))));
+    data_ = aligned_block<std::byte>(total);
     if (!data_) return false;
     std::memset(data_.get(), 0, total);
     bytes_ = total, columns_ = columns, depth_ = depth, blocks_ = blocks;

@@ -5,9 +5,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 
+#include "../aligned.hpp"
 #include "../parallel.hpp"
 #include "kernels.hpp"
 
@@ -46,13 +45,9 @@ class int8_matrix_t {
     float const *scales(std::size_t panel) const noexcept;
 
   private:
-    /// Frees what `std::aligned_alloc` gave.
-    struct free_t {
-        void operator()(std::byte *data) const noexcept { std::free(data); }
-    };
     /// Panel `panel`'s compensations, then its scales.
     std::byte *side(std::size_t panel) const noexcept;
-    std::unique_ptr<std::byte, free_t> data_;
+    aligned_ptr_t<std::byte> data_;
     std::size_t bytes_ = 0, columns_ = 0, depth_ = 0;
     std::size_t panel_bytes_ = 0, blocks_ = 0, sides_at_ = 0;
 };
