@@ -221,6 +221,15 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
     std::size_t const scratch_floats = product_scratch_floats(b.depth, b.scales != nullptr);
     std::size_t const depth_step = depth_block(b.depth);
     std::size_t const half = (b.depth + 1) / 2;
+    // One row block split over column ranges (a short query's) is converted to BF16 once, before the fork, instead of
+    // once per range: into thread 0's A scratch, which the tasks then leave untouched, reading the words in place.
+    if (b.pairs && !a.transposed && a.bits == nullptr && split.row_blocks == 1 && split.column_ranges > 1 &&
+        b.depth % 2 == 0 && rows * b.depth <= 2 * row_block(b.depth) * depth_step) {
+        auto *bits = reinterpret_cast<std::uint16_t *>(scratch);
+        for (std::size_t row = 0; row != rows; ++row)
+            kernels.convert_bf16(a.data + row * a.stride, bits + row * b.depth, b.depth);
+        a = operand_t::bf16(bits, b.depth);
+    }
     parallel(split.tasks(), [&](std::size_t index, std::size_t thread) noexcept {
         gemm_task_t const task = split.task(index);
         if (task.empty()) return;
