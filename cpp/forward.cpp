@@ -371,7 +371,7 @@ class forward_t {
     /// Transposes head `head`'s keys of the group's item `index` into 64-key panels of `head_dim` rows.
     void pack_keys(std::size_t index, std::size_t head) noexcept {
         std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
-        std::size_t const panels = (tokens + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+        std::size_t const panels = panel_count(tokens);
         float *target = buffers_.keys + buffers_.item_keys[index] + head * panels * head_dim * gemm_panel_columns_k;
         float const *keys = buffers_.qkv + item_row(item) * qkv_stride() + attention_width() + head * head_dim;
         for (std::size_t panel = 0; panel != panels; ++panel) {
@@ -390,7 +390,7 @@ class forward_t {
         std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
         std::size_t const queries = query_rows(tokens), stride = score_stride(tokens);
         std::size_t const begin = query_block * queries, count = std::min(queries, tokens - begin);
-        std::size_t const panels = (tokens + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+        std::size_t const panels = panel_count(tokens);
         float *scores = buffers_.attention + thread * buffers_.attention_floats;
         float *probabilities = scores + queries * stride;
         float *query_panel = probabilities + queries * stride;

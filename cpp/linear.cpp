@@ -24,7 +24,7 @@ static_assert(e4m3_block_k % gemm_panel_columns_k == 0, "a panel's columns lie w
 // Bytes spread into the pair layout, zero past the columns and the depth; a scale per panel and depth block.
 bool e4m3_matrix_t::pack(std::uint8_t const *bytes, float const *scales, std::size_t columns,
                          std::size_t depth) noexcept {
-    std::size_t const panels = (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k, half = (depth + 1) / 2;
+    std::size_t const panels = panel_count(columns), half = (depth + 1) / 2;
     std::size_t const blocks = e4m3_blocks(depth);
     std::size_t const size = panels * half * gemm_panel_columns_k * 2;
     data_ = aligned_block<std::uint8_t>(size);

@@ -114,7 +114,7 @@ bool copy_f32(std::byte const *source, std::size_t count, std::vector<float> &ou
 bool pack_bf16_matrix(std::byte const *source, std::size_t columns, std::size_t depth, parallel_t const &parallel,
                       packed_matrix_t &out) noexcept {
     if (!out.allocate(columns, depth)) return false;
-    std::size_t const panels = (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+    std::size_t const panels = panel_count(columns);
     parallel(panels, [&](std::size_t panel, std::size_t) noexcept {
         std::size_t const begin = panel * gemm_panel_columns_k;
         std::size_t const end = std::min(columns, begin + gemm_panel_columns_k);

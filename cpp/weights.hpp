@@ -63,10 +63,10 @@ struct weights_options_t {
     /// The trunk linears' weights: `bf16` keeps them, `e4m3` quantizes them to E4M3 (128 x 128 blocks, kept as bytes
     /// and dequantized to BF16 pairs as each product runs on a class with a pair micro-kernel, else dequantized into
     /// F32 panels at load; either way the products see `q * s` rounded to BF16), `i8` to int8 (128 x 128 blocks,
-    /// multiplied as int8 with activations quantized per row).
+    /// multiplied as int8 with activations quantized per row and block of 128 depths).
     uform_scalar_t quantization = uform_scalar_bf16_k;
-    /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models and
-    /// every other class use F32 panels and FMA micro-kernels; an int8 model's trunk linears stay int8).
+    /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models keep
+    /// their E4M3 weights, an int8 model's trunk linears stay int8, and every other class uses pair or F32 panels).
     bool amx = true;
     /// Nullable: the file whose `bytes()` the load reads. Each tensor is then fetched from it as it is needed and a
     /// linear's pages released once it is packed, so the load's peak RSS holds the packed weights and about one

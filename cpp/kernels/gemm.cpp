@@ -151,7 +151,7 @@ gemm_task_t gemm_split_t::task(std::size_t task) const noexcept {
 // The product split into tasks of row blocks by column ranges, each task packing its rows of A once per depth block.
 void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
           gemm_b_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
-    std::size_t const panels = (b.columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+    std::size_t const panels = panel_count(b.columns);
     if (rows == 0 || panels == 0) return;
     gemm_split_t const split = gemm_split(rows, panels, row_block(b.depth), parallel.threads);
     std::size_t const scratch_floats = gemm_scratch_floats(b.depth);
@@ -175,7 +175,7 @@ void gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, 
 // A packed product on the calling thread.
 void gemm_packed(kernels_t const &kernels, float const *a_packed, std::size_t rows, gemm_b_t const &b, float *c,
                  std::size_t ldc, unsigned flags) noexcept {
-    std::size_t const panels = (b.columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+    std::size_t const panels = panel_count(b.columns);
     if (rows == 0 || panels == 0) return;
     if (b.depth == 0) return gemm_empty(rows, b, 0, panels, c, ldc, flags);
     std::size_t const depth_step = depth_block(b.depth);

@@ -46,7 +46,7 @@ class packed_matrix_t {
     std::size_t bytes() const noexcept { return panels() * panel_stride() * sizeof(float); }
 
   private:
-    std::size_t panels() const noexcept { return (columns_ + gemm_panel_columns_k - 1) / gemm_panel_columns_k; }
+    std::size_t panels() const noexcept { return panel_count(columns_); }
     std::size_t panel_stride() const noexcept { return depth_ * gemm_panel_columns_k; }
 
     float *data_ = nullptr;

@@ -7,6 +7,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -43,11 +44,11 @@ inline __m512 round_bf16_x16(__m512 value) noexcept {
 void quantize_i8_icelake(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
                          float *scales) noexcept {
     constexpr std::size_t block = i8_block_k;
-    std::size_t const blocks = (depth + block - 1) / block;
+    std::size_t const blocks = i8_blocks(depth);
     __mmask16 bad = 0;
     __m512 const largest = _mm512_set1_ps(std::numeric_limits<float>::max());
     for (std::size_t j = 0; j != blocks; ++j) {
-        std::size_t const end = depth - j * block < block ? depth : j * block + block;
+        std::size_t const end = std::min(depth, j * block + block);
         __m512 amax = _mm512_setzero_ps();
         for (std::size_t k = j * block; k < end; k += 16) {
             __m512 const magnitude = _mm512_abs_ps(_mm512_maskz_loadu_ps(tail_mask(end - k), x + k));
@@ -63,7 +64,7 @@ void quantize_i8_icelake(float const *x, std::size_t depth, std::size_t padded, 
     }
     __m512i const low = _mm512_set1_epi32(-127), high = _mm512_set1_epi32(127), offset = _mm512_set1_epi32(128);
     for (std::size_t j = 0; j != blocks; ++j) {
-        std::size_t const begin = j * block, end = depth - begin < block ? depth : begin + block;
+        std::size_t const begin = j * block, end = std::min(depth, begin + block);
         float const peak = scales[j];
         if (peak == 0) {
             std::memset(out + begin, 128, end - begin);

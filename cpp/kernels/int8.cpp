@@ -17,14 +17,6 @@ constexpr std::size_t a_block_bytes_k = 256 * 1024;
 /// Most rows per task, a multiple of the micro-kernel's 6.
 constexpr std::size_t row_block_max_k = 252;
 
-/// Panels of 64 columns for `columns`.
-constexpr std::size_t panel_count(std::size_t columns) noexcept {
-    return (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
-}
-
-/// Blocks of 128 along `extent`.
-constexpr std::size_t block_count(std::size_t extent) noexcept { return (extent + i8_block_k - 1) / i8_block_k; }
-
 /// Bytes between two quantized rows of A: the depth in whole groups of 4, rounded up to a cache line.
 constexpr std::size_t a_stride(std::size_t depth) noexcept { return (depth + 63) / 64 * 64; }
 
@@ -36,7 +28,7 @@ std::size_t row_block(std::size_t depth) noexcept {
 
 /// Floats the scales of one task's rows take, one per row and depth block, in whole cache lines.
 std::size_t row_scale_floats(std::size_t depth) noexcept {
-    return (row_block(depth) * block_count(depth) + 15) / 16 * 16;
+    return (row_block(depth) * i8_blocks(depth) + 15) / 16 * 16;
 }
 
 /// The BF16 value at `bytes + 2 * index` as F32.
@@ -67,7 +59,7 @@ float quantize_i8_block(std::byte const *bytes, std::size_t rows, std::size_t de
 // One allocation: the panels' bytes, then each panel's compensations and scales; a task per 128 columns.
 bool int8_matrix_t::pack(parallel_t const &parallel, std::byte const *bytes, std::size_t columns,
                          std::size_t depth) noexcept {
-    std::size_t const panels = panel_count(columns), blocks = block_count(depth);
+    std::size_t const panels = panel_count(columns), blocks = i8_blocks(depth);
     panel_bytes_ = (depth + 3) / 4 * 4 * gemm_panel_columns_k;
     sides_at_ = panels * panel_bytes_;
     std::size_t const total = sides_at_ + panels * blocks * gemm_panel_columns_k * 8;
@@ -75,7 +67,7 @@ bool int8_matrix_t::pack(parallel_t const &parallel, std::byte const *bytes, std
     if (!data_) return false;
     std::memset(data_.get(), 0, total);
     bytes_ = total, columns_ = columns, depth_ = depth, blocks_ = blocks;
-    parallel(block_count(columns), [&](std::size_t row_block, std::size_t) noexcept {
+    parallel(i8_blocks(columns), [&](std::size_t row_block, std::size_t) noexcept {
         std::int8_t block[i8_block_k * i8_block_k];
         std::size_t const row = row_block * i8_block_k, rows = std::min(i8_block_k, columns - row);
         for (std::size_t j = 0; j != blocks; ++j) {
@@ -130,7 +122,7 @@ void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const
     if (rows == 0 || panels == 0) return;
     gemm_split_t const split = gemm_split(rows, panels, row_block(depth), parallel.threads);
     std::size_t const scratch_floats = int8_scratch_floats(depth), stride = a_stride(depth);
-    std::size_t const padded = (depth + 3) / 4 * 4, blocks = block_count(depth);
+    std::size_t const padded = (depth + 3) / 4 * 4, blocks = i8_blocks(depth);
     parallel(split.tasks(), [&](std::size_t index, std::size_t thread) noexcept {
         gemm_task_t const task = split.task(index);
         if (task.empty()) return;

@@ -25,6 +25,14 @@ enum gemm_flags_t : unsigned {
 /// covers.
 inline constexpr std::size_t i8_block_k = 128;
 
+/// Panels of `gemm_panel_columns_k` columns for `columns`, the last one partial.
+constexpr std::size_t panel_count(std::size_t columns) noexcept {
+    return (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
+}
+
+/// Int8 blocks of `i8_block_k` along `extent`, the last one clipped.
+constexpr std::size_t i8_blocks(std::size_t extent) noexcept { return (extent + i8_block_k - 1) / i8_block_k; }
+
 /// Bytes of one line a GEMM micro-kernel prefetches.
 inline constexpr std::size_t gemm_prefetch_line_bytes_k = 64;
 

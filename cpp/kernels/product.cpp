@@ -41,11 +41,6 @@ constexpr unsigned block_flags(unsigned flags, std::size_t k, std::size_t depth,
     return result;
 }
 
-/// Panels of 64 columns for `columns`.
-constexpr std::size_t panel_count(std::size_t columns) noexcept {
-    return (columns + gemm_panel_columns_k - 1) / gemm_panel_columns_k;
-}
-
 /// `out[i] = high[i] << 16 | low[i]` over BF16 bits; a null `high` reads zeros.
 void interleave_bits(std::uint16_t const *low, std::uint16_t const *high, std::uint32_t *out,
                      std::size_t count) noexcept {

@@ -163,7 +163,7 @@ constexpr kernels_t serial_k{
 void quantize_i8_serial(float const *x, std::size_t depth, std::size_t padded, std::uint8_t *out,
                         float *scales) noexcept {
     constexpr std::size_t block = i8_block_k;
-    std::size_t const blocks = (depth + block - 1) / block;
+    std::size_t const blocks = i8_blocks(depth);
     bool finite = true;
     for (std::size_t j = 0; j != blocks; ++j) {
         float amax = 0;
