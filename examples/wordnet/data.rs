@@ -58,9 +58,7 @@ struct Item {
     role: usize,
     /// The text, or the media file's path relative to the data directory.
     content: String,
-    /// How often a lemma's sense of its synset was tagged in the concordances (0 for other items).
-    uses: u64,
-    /// A lemma in a rare sense of its word, drawn at the recipe's `rare_senses` ([`Data::load`] says which).
+    /// A lemma in a rare sense of its word, drawn at the recipe's `rare_senses` (`Data::mark_rare_senses`).
     rare: bool,
 }
 
@@ -297,7 +295,8 @@ impl Data {
             cut_texts: 0,
         };
         let mut roles: HashMap<String, usize> = HashMap::new();
-        let mut group_uses = Vec::new();
+        // Tag counts of each item's sense (`items.tsv`) and of each group (`groups.tsv`), for the rare senses.
+        let (mut item_uses, mut group_uses) = (Vec::new(), Vec::new());
         let mut role = |name: &str, names: &mut Vec<String>| {
             *roles.entry(name.to_owned()).or_insert_with(|| {
                 names.push(name.to_owned());
@@ -317,11 +316,11 @@ impl Data {
                 data.cut_texts += 1;
             }
             let role = role(&record[4], &mut data.role_names);
+            item_uses.push(record[6].parse::<u64>()?);
             data.items.push(Item {
                 modality,
                 role,
                 content,
-                uses: record[6].parse()?,
                 rare: false,
             });
         }
@@ -358,7 +357,7 @@ impl Data {
                 verb: record[3].starts_with("wn:v"),
             });
         }
-        data.mark_rare_senses(&group_uses);
+        data.mark_rare_senses(&item_uses, &group_uses);
         for record in records(&root.join("roles.tsv"), 3)? {
             let (a, b) = (
                 role(&record[0], &mut data.role_names),
@@ -414,22 +413,34 @@ impl Data {
     /// Marks the lemmas in a rare sense of their word: not the synset's canonical lemma, never tagged in this sense,
     /// and in a synset used less than the word's most used sense ("cat" in "Caterpillar, cat" or "big cat, cat", but
     /// not "start" in the common "begin, start"). Drawn, they would teach the word's spelling a sense few readers mean.
-    fn mark_rare_senses(&mut self, group_uses: &[f64]) {
+    /// `item_uses` and `group_uses` are the tag counts of `items.tsv` and `groups.tsv`, line by line.
+    fn mark_rare_senses(&mut self, item_uses: &[u64], group_uses: &[f64]) {
         let Some(lemma) = self.role_names.iter().position(|name| name == "lemma") else {
             return;
         };
         let mut dominant: HashMap<String, u64> = HashMap::new();
-        for item in self.items.iter().filter(|item| item.role == lemma) {
-            let most = dominant.entry(item.content.to_lowercase()).or_default();
-            *most = (*most).max(item.uses);
+        for (item, &uses) in self.items.iter().zip(item_uses) {
+            if item.role == lemma {
+                let most = dominant.entry(item.content.to_lowercase()).or_default();
+                *most = (*most).max(uses);
+            }
         }
         for (group, &uses) in self.groups.iter().zip(group_uses) {
-            for item in &mut self.items[group.first + 1..group.first + group.count] {
+            let others = group.first + 1..group.first + group.count;
+            for (item, &sense) in self.items[others.clone()]
+                .iter_mut()
+                .zip(&item_uses[others])
+            {
                 item.rare = item.role == lemma
-                    && item.uses == 0
+                    && sense == 0
                     && uses < dominant[&item.content.to_lowercase()] as f64;
             }
         }
+    }
+
+    /// Whether a drawn group may take item `i`: always, unless it is a lemma in a rare sense, then at `rare_senses`.
+    fn drawable(&self, i: usize, random: &mut Random, rare_senses: f64) -> bool {
+        !self.items[i].rare || random.chance(rare_senses)
     }
 
     /// Counts for the opening line: groups, items, attract and repel edges, choice items.
@@ -597,8 +608,7 @@ impl Data {
                 let others: Vec<usize> = ids[1..]
                     .iter()
                     .copied()
-                    .filter(|i| !pick.contains(i))
-                    .filter(|&i| !self.items[i].rare || random.chance(recipe.rare_senses))
+                    .filter(|&i| !pick.contains(&i) && self.drawable(i, random, recipe.rare_senses))
                     .collect();
                 pick.extend(random.sample(&others, recipe.per_group.saturating_sub(pick.len())));
                 pick
@@ -606,7 +616,7 @@ impl Data {
                 let others: Vec<usize> = ids[1..]
                     .iter()
                     .copied()
-                    .filter(|&i| !self.items[i].rare || random.chance(recipe.rare_senses))
+                    .filter(|&i| self.drawable(i, random, recipe.rare_senses))
                     .collect();
                 let mut pick = vec![first];
                 pick.extend(random.sample(&others, recipe.per_group.saturating_sub(1)));
