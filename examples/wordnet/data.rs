@@ -96,11 +96,13 @@ pub struct Data {
     role_weights: HashMap<(usize, usize), f32>,
     /// `edges.tsv`'s attract and repel edges by their `from` group.
     edges: HashMap<usize, Vec<Edge>>,
+    /// `edges.tsv`'s hypernym links (no objective of their own) by their `from` group, the hyponym.
+    hypernyms: HashMap<usize, Vec<usize>>,
     /// `choices.tsv`, less the items longer than the row allows.
     choices: Vec<Choice>,
     /// WordNet groups by split.
     wordnet: HashMap<Split, Vec<usize>>,
-    /// Per split, the running sums of the WordNet groups' draw weights `1 + uses^common` (the recipe's `common`).
+    /// Per split, the running sums of the WordNet groups' draw weights (`Recipe::weight`).
     drawn: HashMap<Split, Vec<f64>>,
     /// WordNet groups with a spoken clip, by split.
     spoken: HashMap<Split, Vec<usize>>,
@@ -129,14 +131,30 @@ pub struct Recipe {
     pub hard: f64,
     /// Choice items.
     pub choices: usize,
-    /// A WordNet group is drawn with weight `1 + uses^common`, so everyday senses recur (0: uniform is `1 + 1`).
+    /// A WordNet group is drawn with weight `floor + min(uses, cap)^common`, so everyday senses recur.
     pub common: f64,
+    /// The draw weight's floor: an untagged synset's weight when `common` > 0.
+    pub floor: f64,
+    /// The tag count above which a synset is drawn no more often (infinite: no cap).
+    pub cap: f64,
+    /// Probability of drawing one of a WordNet group's hypernyms beside it (0: hypernyms play no part).
+    pub hypernyms: f64,
+    /// The attract weight between the items of a synset and those of its hypernym when both are in a batch (when
+    /// `hypernyms` > 0).
+    pub hypernym_weight: f32,
     /// Probability that a drawn noun lemma reads "a cat" (a verb's "to begin"), so an article does not move it.
     pub articles: f64,
     /// Images drawn beside a class group's caption.
     pub class_images: usize,
     /// Probability that a lemma in a rare sense of its word ("cat" in "Caterpillar, cat") may be drawn.
     pub rare_senses: f64,
+}
+
+impl Recipe {
+    /// A WordNet group's draw weight from its tag count: `floor + min(uses, cap)^common`.
+    pub fn weight(&self, uses: f64) -> f64 {
+        self.floor + uses.min(self.cap).powf(self.common)
+    }
 }
 
 /// Compressed sparse rows of weighted edges, as `uform_edges_t` takes them.
@@ -277,7 +295,12 @@ fn cut(text: &str, bytes: usize) -> &str {
 impl Data {
     /// Reads a data directory. Texts longer than `max_bytes` are cut to it and choice items longer are dropped (a
     /// choice item's text plus its CHOOSE token must fit one row).
-    pub fn load(root: &Path, max_bytes: usize, common: f64) -> Result<Self, Box<dyn Error>> {
+    /// `weight` is a WordNet group's draw weight from its tag count (`Recipe::weight`).
+    pub fn load(
+        root: &Path,
+        max_bytes: usize,
+        weight: &dyn Fn(f64) -> f64,
+    ) -> Result<Self, Box<dyn Error>> {
         let mut data = Self {
             root: root.to_owned(),
             groups: Vec::new(),
@@ -285,6 +308,7 @@ impl Data {
             role_names: Vec::new(),
             role_weights: HashMap::new(),
             edges: HashMap::new(),
+            hypernyms: HashMap::new(),
             choices: Vec::new(),
             wordnet: HashMap::new(),
             drawn: HashMap::new(),
@@ -346,7 +370,7 @@ impl Data {
             group_uses.push(uses);
             if !fashion {
                 let sums = data.drawn.entry(split).or_default();
-                sums.push(sums.last().copied().unwrap_or(0.0) + 1.0 + uses.powf(common));
+                sums.push(sums.last().copied().unwrap_or(0.0) + weight(uses));
             }
             data.groups.push(Group {
                 fashion,
@@ -368,12 +392,16 @@ impl Data {
             data.role_weights.insert((b, a), weight);
         }
         for record in records(&root.join("edges.tsv"), 5)? {
-            let attract = match record[0].as_str() {
-                "attract" => true,
-                "repel" => false,
+            let (from, to): (usize, usize) = (record[2].parse()?, record[3].parse()?);
+            let attract = match (record[0].as_str(), record[1].as_str()) {
+                ("attract", _) => true,
+                ("repel", _) => false,
+                (_, "hypernym") => {
+                    data.hypernyms.entry(from).or_default().push(to);
+                    continue;
+                }
                 _ => continue,
             };
-            let (from, to): (usize, usize) = (record[2].parse()?, record[3].parse()?);
             data.edges.entry(from).or_default().push(Edge {
                 to,
                 attract,
@@ -567,6 +595,21 @@ impl Data {
                 taken.insert(partner);
                 chosen.push(partner);
             }
+            if recipe.hypernyms > 0.0 && chosen.len() < text_groups {
+                let parents: Vec<usize> =
+                    self.hypernyms.get(&group).map_or(Vec::new(), |parents| {
+                        parents
+                            .iter()
+                            .copied()
+                            .filter(|parent| !taken.contains(parent))
+                            .collect()
+                    });
+                if !parents.is_empty() && random.chance(recipe.hypernyms) {
+                    let parent = parents[random.below(parents.len())];
+                    taken.insert(parent);
+                    chosen.push(parent);
+                }
+            }
         }
         chosen.extend(random.sample(fashion, recipe.images));
 
@@ -627,7 +670,8 @@ impl Data {
             members.extend(pick);
         }
 
-        // Edges: within a bag by roles, between bags by edges.tsv.
+        // Edges: within a bag by roles, between bags by edges.tsv and, when the recipe draws hypernyms, between a
+        // synset's items and its hypernym's (both ways).
         let mut positions: HashMap<usize, Vec<usize>> = HashMap::new();
         for (p, &group) in group_of.iter().enumerate() {
             positions.entry(group).or_default().push(p);
@@ -648,6 +692,18 @@ impl Data {
                         &mut repel
                     };
                     lists[p].push((q, edge.weight));
+                }
+            }
+            if recipe.hypernyms > 0.0 {
+                for parent in self
+                    .hypernyms
+                    .get(&group_of[p])
+                    .map_or(&[][..], Vec::as_slice)
+                {
+                    for &q in positions.get(parent).map_or(&[][..], Vec::as_slice) {
+                        attract[p].push((q, recipe.hypernym_weight));
+                        attract[q].push((p, recipe.hypernym_weight));
+                    }
                 }
             }
         }

@@ -140,6 +140,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             hard: 0.5,
             choices: 4,
             common: 0.75,
+            floor: 1.0,
+            cap: f64::INFINITY,
+            hypernyms: 0.0,
+            hypernym_weight: 0.35,
             articles: 0.25,
             class_images: 3,
             rare_senses: 0.0,
@@ -171,6 +175,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--hard" => options.recipe.hard = value("a probability")?.parse()?,
             "--choices" => options.recipe.choices = value("a count")?.parse()?,
             "--common" => options.recipe.common = value("an exponent")?.parse()?,
+            "--floor" => options.recipe.floor = value("a weight")?.parse()?,
+            "--cap" => options.recipe.cap = value("a tag count")?.parse()?,
+            "--hypernyms" => options.recipe.hypernyms = value("a probability")?.parse()?,
+            "--hypernym-weight" => options.recipe.hypernym_weight = value("a weight")?.parse()?,
             "--articles" => options.recipe.articles = value("a probability")?.parse()?,
             "--class-images" => options.recipe.class_images = value("a count")?.parse()?,
             "--rare-senses" => options.recipe.rare_senses = value("a probability")?.parse()?,
@@ -190,6 +198,9 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
                 println!("               [--per-group N] [--hard P] [--choices N] [--common E] [--articles P]");
+                println!(
+                    "               [--floor W] [--cap U] [--hypernyms P] [--hypernym-weight W]"
+                );
                 println!("               [--class-images N] [--rare-senses P]");
                 println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--seed N] [--fresh] [--calibration N]");
@@ -203,8 +214,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!("--fresh: start from seeded weights even when --run holds a checkpoint");
                 println!(
-                    "--common: a synset is drawn with weight 1 + uses^E, its uses the concordances' tag counts \
-                     (default 0.75); --articles: the share of noun and verb lemmas read as \"a cat\", \"to begin\" \
+                    "--common, --floor, --cap: a synset is drawn with weight W + min(uses, U)^E, its uses the \
+                     concordances' tag counts (defaults 0.75, 1, inf); --hypernyms: the chance of drawing a \
+                     synset's hypernym beside it (default 0), their items attracting at --hypernym-weight (0.35); \
+                     --articles: the share of noun and verb lemmas read as \"a cat\", \"to begin\" \
                      (default 0.25)"
                 );
                 println!(
@@ -247,6 +260,12 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
     if options.recipe.per_group < 2 || options.recipe.groups <= options.recipe.images {
         return Err(
             "a batch needs two items per group and WordNet groups besides the images".into(),
+        );
+    }
+    if !(options.recipe.floor > 0.0 && options.recipe.cap >= 0.0) {
+        return Err(
+            "--floor must be positive (a synset weighing nothing could never fill a batch) and --cap at least 0"
+                .into(),
         );
     }
     Ok(Some(options))
@@ -398,7 +417,10 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         return Ok(());
     };
     let opened = Instant::now();
-    let data = Data::load(&options.data, options.columns - 1, options.recipe.common)?;
+    let recipe = options.recipe;
+    let data = Data::load(&options.data, options.columns - 1, &|uses| {
+        recipe.weight(uses)
+    })?;
     let (groups, items, edges, choices) = data.counts();
     println!(
         "data: {} ({groups} groups, {items} items, {edges} attract/repel edges, {choices} choice items; \
@@ -483,8 +505,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     );
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
-         items each, {} images per class, {} choice items; synsets drawn by 1 + uses^{}, articles on {} of lemmas, \
-         rare senses at {}), peak learning rate {:e}, {} threads, seed {}",
+         items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
+         attracting at {}, articles on {} of lemmas, rare senses at {}), peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -494,7 +516,11 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.per_group,
         recipe.class_images,
         recipe.choices,
+        recipe.floor,
+        recipe.cap,
         recipe.common,
+        recipe.hypernyms,
+        recipe.hypernym_weight,
         recipe.articles,
         recipe.rare_senses,
         options.learning_rate,

@@ -13,6 +13,7 @@ compressed sparse rows with weights, and for choice items their legal bytes and 
 import argparse
 import itertools
 import json
+import math
 import os
 import random
 import sys
@@ -48,9 +49,12 @@ class Data:
         for a, b, w in roles:
             self.roles[(a, b)] = self.roles[(b, a)] = float(w)
         self.edges = {}  # from_group -> [(to_group, objective, weight)]
+        self.hypernyms = {}  # hyponym group -> [hypernym group]
         for objective, relation, a, b, w in edges:
             if objective in ("attract", "repel"):
                 self.edges.setdefault(int(a), []).append((int(b), objective, float(w)))
+            elif relation == "hypernym":
+                self.hypernyms.setdefault(int(a), []).append(int(b))
         self.choices = [(c[1], c[2], c[3], c[4], [float(t) for t in c[5].split()], c[6]) for c in choices]
         self.by_split = {}
         for g, group in enumerate(self.groups):
@@ -100,14 +104,16 @@ class Data:
         return content
 
     def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25,
-              class_images=3, rare_senses=0.0):
-        """The recipe of docs/data.md: WordNet groups drawn with weight `1 + uses^common` (each possibly followed by one
-        of its repel partners), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
+              class_images=3, rare_senses=0.0, floor=1.0, cap=math.inf, hypernyms=0.0, hypernym_weight=0.35):
+        """The recipe of docs/data.md: WordNet groups drawn with weight `floor + min(uses, cap)^common` (each possibly
+        followed by one of its repel partners, then at `hypernyms` by one of its hypernyms, their items attracting at
+        `hypernym_weight`), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
         its word kept at `rare_senses`; a share `articles` of noun and verb lemmas behind "a"/"an"/"to"), a caption and
         `class_images` images from a class, `choices` choice items; edges within the batch."""
+        assert floor > 0, "a synset weighing nothing could never fill a batch"
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
-        weights = list(itertools.accumulate(1 + self.uses[g] ** common for g in wordnet))
+        weights = list(itertools.accumulate(floor + min(self.uses[g], cap) ** common for g in wordnet))
         chosen, taken = [], set()
         while len(chosen) < groups - images and len(taken) < len(wordnet):
             g = rng.choices(wordnet, cum_weights=weights)[0]
@@ -120,6 +126,11 @@ class Data:
                 b = partners[rng.randrange(len(partners))]
                 chosen.append(b)
                 taken.add(b)
+            parents = [h for h in self.hypernyms.get(g, ()) if h not in taken]
+            if hypernyms > 0 and len(chosen) < groups - images and parents and rng.random() < hypernyms:
+                h = parents[rng.randrange(len(parents))]
+                chosen.append(h)
+                taken.add(h)
         chosen += rng.sample(fashion, min(images, len(fashion)))
         members, bags = [], []
         for bag, g in enumerate(chosen):
@@ -147,6 +158,10 @@ class Data:
             for b, objective, w in self.edges.get(group_of[p], ()):
                 for q in position.get(b, ()):
                     (attract if objective == "attract" else repel)[p].append((q, w))
+            for h in self.hypernyms.get(group_of[p], ()) if hypernyms > 0 else ():
+                for q in position.get(h, ()):
+                    attract[p].append((q, hypernym_weight))
+                    attract[q].append((p, hypernym_weight))
         modalities = [self.items[i][2] for i in members]
         contents = [self.read(i, rng, articles) for i in members]
         legal, targets = [""] * len(members), [[] for _ in members]

@@ -53,6 +53,25 @@ class Lookalikes(unittest.TestCase):
         self.assertEqual(prepare.lookalikes(synsets), {"n1": ["n2"], "n2": ["n1"]})
 
 
+def write_data(root, groups, edges=()):
+    """A hand-made data directory: WordNet groups `(key, lemmas, lemma uses, synset uses)` in order, one image class
+    after them, and `edges` as rows of edges.tsv."""
+    group_rows, item_rows = [], []
+    for g, (key, lemmas, uses, total) in enumerate(groups):
+        group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas), lemmas[0], total])
+        item_rows += [[len(item_rows) + i, g, "train", "text", "lemma", lemma, use]
+                      for i, (lemma, use) in enumerate(zip(lemmas, uses))]
+    group_rows.append([len(groups), "train", "fashion-mnist", "fmnist:0:train", len(item_rows), 2, "bag", 0])
+    item_rows += [[len(item_rows), len(groups), "train", "text", "caption", "a bag", 0],
+                  [len(item_rows) + 1, len(groups), "train", "image", "image", "images/0.png", 0]]
+    tables = {"groups.tsv": group_rows, "items.tsv": item_rows, "edges.tsv": list(edges), "choices.tsv": [],
+              "roles.tsv": [["lemma", "lemma", 1.0], ["caption", "image", 1.0]]}
+    for name, rows in tables.items():
+        with open(os.path.join(root, name), "w", encoding="utf-8") as f:
+            f.write(prepare.tsv(rows, ["header"]))
+    return batches.Data(root)
+
+
 class RareSenses(unittest.TestCase):
     def test_a_lemma_in_a_rare_sense_of_its_word_is_drawn_only_when_asked(self):
         # Synsets (uses): "cat, true cat" (18, "cat" tagged 18 times), "Caterpillar, cat" (0), "begin, start" (558,
@@ -60,20 +79,7 @@ class RareSenses(unittest.TestCase):
         groups = [("wn:n1", ["cat", "true cat"], [18, 0], 18), ("wn:n2", ["Caterpillar", "cat"], [0, 0], 0),
                   ("wn:v3", ["begin", "start"], [500, 0], 558), ("wn:n4", ["start", "starting"], [30, 0], 30)]
         with tempfile.TemporaryDirectory() as root:
-            group_rows, item_rows = [], []
-            for g, (key, lemmas, uses, total) in enumerate(groups):
-                group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas), lemmas[0], total])
-                item_rows += [[len(item_rows) + i, g, "train", "text", "lemma", lemma, use]
-                              for i, (lemma, use) in enumerate(zip(lemmas, uses))]
-            group_rows.append([4, "train", "fashion-mnist", "fmnist:0:train", len(item_rows), 2, "bag", 0])
-            item_rows += [[len(item_rows), 4, "train", "text", "caption", "a bag", 0],
-                          [len(item_rows) + 1, 4, "train", "image", "image", "images/0.png", 0]]
-            tables = {"groups.tsv": group_rows, "items.tsv": item_rows, "edges.tsv": [], "choices.tsv": [],
-                      "roles.tsv": [["lemma", "lemma", 1.0], ["caption", "image", 1.0]]}
-            for name, rows in tables.items():
-                with open(os.path.join(root, name), "w", encoding="utf-8") as f:
-                    f.write(prepare.tsv(rows, ["header"]))
-            data = batches.Data(root)
+            data = write_data(root, groups)
             self.assertEqual(data.rare, {3})  # "cat" in "Caterpillar, cat", not "start" in "begin, start"
             for rare_senses, expected in ((0.0, False), (1.0, True)):
                 rng = random.Random(3)
@@ -86,6 +92,36 @@ class RareSenses(unittest.TestCase):
                     bag = b["bags"][b["contents"].index("Caterpillar")]
                     beside |= any(c == "cat" and b["bags"][i] == bag for i, c in enumerate(b["contents"]))
                 self.assertEqual(beside, expected)
+
+
+class Hypernyms(unittest.TestCase):
+    def test_a_synsets_hypernym_is_drawn_beside_it_and_attracts_its_items(self):
+        # "cat" (uses 18) is a "feline" (30); "begin" (558) and "rock" (0) have no hypernym here.
+        groups = [("wn:n1", ["cat", "true cat"], [18, 0], 18), ("wn:n2", ["feline", "felid"], [30, 0], 30),
+                  ("wn:v3", ["begin", "start"], [500, 58], 558), ("wn:n4", ["rock", "stone"], [0, 0], 0)]
+        edges = [["none", "hypernym", 0, 1, 1.0]]
+        with tempfile.TemporaryDirectory() as root:
+            data = write_data(root, groups, edges)
+            self.assertEqual(data.hypernyms, {0: [1]})
+            for hypernyms in (0.0, 1.0):
+                rng = random.Random(5)
+                together = 0  # batches holding both "cat" and "feline"
+                for _ in range(60):
+                    # Two WordNet groups a batch: "feline" follows a first-drawn "cat" when hypernyms are drawn.
+                    b = data.batch(rng, "train", groups=3, images=1, hard=0.0, choices=0, class_images=1,
+                                   articles=0.0, per_group=1, common=1.0, cap=20.0, hypernyms=hypernyms)
+                    if hypernyms and b["groups"][0] == 0:
+                        self.assertEqual(b["groups"][1], 1)
+                    if not {0, 1} <= set(b["groups"]):
+                        continue
+                    together += 1
+                    cat, feline = b["contents"].index("cat"), b["contents"].index("feline")
+                    attract = b["attract"]
+                    rows = [list(zip(attract["ids"][attract["offsets"][p] : attract["offsets"][p + 1]],
+                                     attract["weights"][attract["offsets"][p] : attract["offsets"][p + 1]]))
+                            for p in (cat, feline)]
+                    self.assertEqual(rows, [[(feline, 0.35)], [(cat, 0.35)]] if hypernyms else [[], []])
+                self.assertGreater(together, 5)
 
 
 @unittest.skipUnless(os.path.isdir(prepare.WORDNET) and os.path.isdir(prepare.FASHION), "scripts/setup.sh first")
