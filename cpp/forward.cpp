@@ -78,23 +78,44 @@ std::size_t tile_floats(std::size_t columns, std::size_t depth) noexcept {
     return round_up(amx_packed_bytes(columns, depth), 64) / sizeof(float);
 }
 
-/// Floats of one head's packed keys (and, for AMX, transposed values) of an item of `keys` tokens: 64-key F32
-/// panels of `head_dim` rows, or AMX tiles of the keys followed by tiles of the values' transpose.
-std::size_t head_key_floats(std::size_t keys, geometry_t const &geometry, bool amx) noexcept {
+/// How attention's two products run: on F32 panels, on BF16 pair words (classes with `gemm_micro_pairs`), or on AMX
+/// tiles (models packed for AMX). Every path multiplies the same BF16-rounded values and sums in F32.
+enum class attention_path_t { f32, pairs, amx };
+
+attention_path_t attention_path(model_weights_t const &weights) noexcept {
+    if (weights.amx) return attention_path_t::amx;
+    return weights.kernels->gemm_micro_pairs != nullptr ? attention_path_t::pairs : attention_path_t::f32;
+}
+
+/// Floats of one head's packed keys and values of an item of `keys` tokens. F32: 64-key panels of `head_dim` rows
+/// (the values are read in place). Pairs: 64-key panels of `head_dim / 2` pair words, then the values as pair words
+/// of two keys each, in 64-column panels of the head's dimensions. AMX: tiles of the keys, then tiles of the values'
+/// transpose.
+std::size_t head_key_floats(std::size_t keys, geometry_t const &geometry, attention_path_t path) noexcept {
     if (keys == 0) return 0;
-    if (!amx) return round_up(keys, gemm_panel_columns_k) * geometry.head_dim;
-    return tile_floats(keys, geometry.head_dim) + tile_floats(geometry.head_dim, keys);
+    std::size_t const head_dim = geometry.head_dim;
+    switch (path) {
+    case attention_path_t::f32: return round_up(keys, gemm_panel_columns_k) * head_dim;
+    case attention_path_t::pairs:
+        return round_up(keys, gemm_panel_columns_k) * (head_dim / 2) +
+               panel_count(head_dim) * ((keys + 1) / 2) * gemm_panel_columns_k;
+    case attention_path_t::amx: break;
+    }
+    return tile_floats(keys, head_dim) + tile_floats(head_dim, keys);
 }
 
 /// Floats holding `count` BF16 values, whole cache lines.
 std::size_t bf16_floats(std::size_t count) noexcept { return round_up(count, 32) / 2; }
 
 /// Floats of one thread's attention scratch for an item of `keys` tokens. F32: the scores, their packed
-/// probabilities and the packed queries. AMX: BF16 queries, the scores, BF16 probabilities and the output tile,
-/// or (while packing) the BF16 keys, or the BF16 values and their transpose.
-std::size_t attention_floats(std::size_t keys, geometry_t const &geometry, bool amx) noexcept {
+/// probabilities and the packed queries. Pairs: the queries' pair words, the scores, the probabilities' pair words.
+/// AMX: BF16 queries, the scores, BF16 probabilities and the output tile, or (while packing) the BF16 keys, or the
+/// BF16 values and their transpose.
+std::size_t attention_floats(std::size_t keys, geometry_t const &geometry, attention_path_t path) noexcept {
     std::size_t const queries = query_rows(keys), stride = score_stride(keys), head_dim = geometry.head_dim;
-    if (!amx) return 2 * queries * stride + queries * head_dim;
+    if (path == attention_path_t::f32) return 2 * queries * stride + queries * head_dim;
+    if (path == attention_path_t::pairs)
+        return bf16_floats(queries * head_dim) + queries * stride + queries * stride / 2;
     std::size_t const attend = bf16_floats(queries * head_dim) + queries * stride + bf16_floats(queries * stride) +
                                queries * gemm_padded_stride(head_dim);
     return std::max(attend, 2 * bf16_floats(keys * head_dim));
@@ -121,6 +142,7 @@ struct buffers_t {
 void plan_call(model_weights_t const &weights, token_batch_t const &batch, trunk_outputs_t const &outputs,
                std::size_t threads, plan_t &plan, scratch_t *scratch, buffers_t *buffers) noexcept {
     geometry_t const &geometry = weights.geometry;
+    attention_path_t const path = attention_path(weights);
     if (scratch == nullptr) {
         for (std::size_t first = 0; first != batch.count;) {
             std::size_t const end = group_end(batch, first);
@@ -128,9 +150,9 @@ void plan_call(model_weights_t const &weights, token_batch_t const &batch, trunk
             for (std::size_t item = first; item != end; ++item) {
                 std::size_t const tokens = item_tokens(batch, item);
                 rows += tokens;
-                keys += geometry.heads * head_key_floats(tokens, geometry, weights.amx);
+                keys += geometry.heads * head_key_floats(tokens, geometry, path);
                 plan.longest = std::max(plan.longest, tokens);
-                plan.attention = std::max(plan.attention, attention_floats(tokens, geometry, weights.amx));
+                plan.attention = std::max(plan.attention, attention_floats(tokens, geometry, path));
             }
             plan.group_rows = std::max(plan.group_rows, rows);
             plan.group_items = std::max(plan.group_items, end - first);
@@ -182,7 +204,7 @@ class forward_t {
               buffers_t const &buffers, parallel_t const &parallel, forward_hooks_t const &hooks,
               std::size_t longest) noexcept
         : weights_(weights), kernels_(*weights.kernels), geometry_(weights.geometry), batch_(batch), outputs_(outputs),
-          buffers_(buffers), parallel_(parallel), hooks_(hooks), longest_(longest),
+          buffers_(buffers), parallel_(parallel), hooks_(hooks), path_(attention_path(weights)), longest_(longest),
           polled_(std::chrono::steady_clock::now()) {}
 
     /// Whether the handler asked to stop, in a group or between groups.
@@ -348,22 +370,28 @@ class forward_t {
         for (std::size_t index = 0; index != items; ++index) {
             std::size_t const tokens = item_tokens(batch_, first_ + index);
             buffers_.item_keys[index + 1] =
-                buffers_.item_keys[index] + heads * head_key_floats(tokens, geometry_, weights_.amx);
+                buffers_.item_keys[index] + heads * head_key_floats(tokens, geometry_, path_);
             std::size_t const blocks = tokens == 0 ? 0 : (tokens + query_rows(tokens) - 1) / query_rows(tokens);
             buffers_.item_tasks[index + 1] = buffers_.item_tasks[index] + blocks * heads;
         }
         parallel_(items * heads, [&](std::size_t task, std::size_t thread) noexcept {
             if (!keep_going(thread)) return;
-            if (weights_.amx) pack_keys_amx(task / heads, task % heads, thread);
-            else pack_keys(task / heads, task % heads);
+            switch (path_) {
+            case attention_path_t::f32: pack_keys(task / heads, task % heads); break;
+            case attention_path_t::pairs: pack_keys_pairs(task / heads, task % heads); break;
+            case attention_path_t::amx: pack_keys_amx(task / heads, task % heads, thread); break;
+            }
         });
         parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
             if (!keep_going(thread)) return;
             std::size_t const index =
                 std::upper_bound(buffers_.item_tasks, buffers_.item_tasks + items + 1, task) - buffers_.item_tasks - 1;
             std::size_t const local = task - buffers_.item_tasks[index];
-            if (weights_.amx) attend_amx(index, local % heads, local / heads, thread);
-            else attend(index, local % heads, local / heads, thread);
+            switch (path_) {
+            case attention_path_t::f32: attend(index, local % heads, local / heads, thread); break;
+            case attention_path_t::pairs: attend_pairs(index, local % heads, local / heads, thread); break;
+            case attention_path_t::amx: attend_amx(index, local % heads, local / heads, thread); break;
+            }
         });
         multiply(buffers_.attention_out, out_stride(), rows_, block.out, buffers_.x, stride, gemm_accumulate_k);
     }
@@ -411,10 +439,89 @@ class forward_t {
                     buffers_.attention_out + row * out_stride() + head * head_dim, out_stride(), gemm_round_output_k);
     }
 
-    /// Head `head`'s AMX tiles of the group's item `index`: its keys, then its values' transpose.
-    float *key_tiles(std::size_t index, std::size_t head) const noexcept {
+    /// Head `head`'s packed keys and values of the group's item `index` (`head_key_floats`).
+    float *head_keys(std::size_t index, std::size_t head) const noexcept {
         std::size_t const tokens = item_tokens(batch_, first_ + index);
-        return buffers_.keys + buffers_.item_keys[index] + head * head_key_floats(tokens, geometry_, true);
+        return buffers_.keys + buffers_.item_keys[index] + head * head_key_floats(tokens, geometry_, path_);
+    }
+
+    /// Packs head `head`'s keys and values of the group's item `index` as BF16 pair words: key panels whose pair q of
+    /// key n is its dimensions 2q and 2q + 1, then value panels whose pair p of dimension d is keys 2p and 2p + 1.
+    /// Both are BF16 values already (RoPE and the rounding after the QKV product), so packing only moves bits.
+    void pack_keys_pairs(std::size_t index, std::size_t head) noexcept {
+        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
+        if (tokens == 0) return;
+        std::size_t const half = head_dim / 2, panels = panel_count(tokens), pairs = (tokens + 1) / 2;
+        auto *target = reinterpret_cast<std::uint32_t *>(head_keys(index, head));
+        float const *keys = buffers_.qkv + item_row(item) * qkv_stride() + attention_width() + head * head_dim;
+        float const *values = keys + attention_width();
+        for (std::size_t panel = 0; panel != panels; ++panel)
+            for (std::size_t column = 0; column != gemm_panel_columns_k; ++column) {
+                std::size_t const key = panel * gemm_panel_columns_k + column;
+                std::uint32_t *words = target + panel * half * gemm_panel_columns_k + column;
+                if (key >= tokens) {
+                    for (std::size_t pair = 0; pair != half; ++pair) words[pair * gemm_panel_columns_k] = 0;
+                    continue;
+                }
+                auto const *bits = reinterpret_cast<std::uint32_t const *>(keys + key * qkv_stride());
+                for (std::size_t pair = 0; pair != half; ++pair)
+                    words[pair * gemm_panel_columns_k] = (bits[2 * pair] >> 16) | (bits[2 * pair + 1] & 0xFFFF0000u);
+            }
+        std::uint32_t *value_words = target + panels * half * gemm_panel_columns_k;
+        for (std::size_t panel = 0; panel != panel_count(head_dim); ++panel) {
+            std::size_t const column = panel * gemm_panel_columns_k;
+            std::size_t const columns = std::min(gemm_panel_columns_k, head_dim - column);
+            for (std::size_t pair = 0; pair != pairs; ++pair) {
+                std::uint32_t *words = value_words + (panel * pairs + pair) * gemm_panel_columns_k;
+                float const *low = values + 2 * pair * qkv_stride() + column;
+                float const *high = 2 * pair + 1 < tokens ? low + qkv_stride() : nullptr;
+                kernels_.interleave_bf16(low, high, words, columns);
+                std::fill(words + columns, words + gemm_panel_columns_k, 0u);
+            }
+        }
+    }
+
+    /// One block of queries of one head of one item on BF16 pair words: scores, softmax in F32, weighted values.
+    void attend_pairs(std::size_t index, std::size_t head, std::size_t query_block, std::size_t thread) noexcept {
+        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
+        std::size_t const queries = query_rows(tokens), stride = score_stride(tokens), half = head_dim / 2;
+        std::size_t const begin = query_block * queries, count = std::min(queries, tokens - begin);
+        std::size_t const panels = panel_count(tokens), pairs = (tokens + 1) / 2;
+        float *scratch = buffers_.attention + thread * buffers_.attention_floats;
+        auto *query_words = reinterpret_cast<std::uint32_t *>(scratch);
+        float *scores = scratch + bf16_floats(queries * head_dim);
+        auto *probabilities = reinterpret_cast<std::uint32_t *>(scores + queries * stride);
+        std::size_t const row = item_row(item) + begin;
+        auto const *keys = reinterpret_cast<std::uint32_t const *>(head_keys(index, head));
+        for (std::size_t r = 0; r != count; ++r)
+            kernels_.convert_bf16(buffers_.qkv + (row + r) * qkv_stride() + head * head_dim,
+                                  reinterpret_cast<std::uint16_t *>(query_words + r * half), head_dim);
+        for (std::size_t panel = 0; panel != panels; ++panel) {
+            std::size_t const column = panel * gemm_panel_columns_k;
+            std::size_t const columns = std::min(gemm_panel_columns_k, tokens - column);
+            for (std::size_t r = 0; r < count; r += gemm_micro_rows_k)
+                kernels_.gemm_micro_pairs(half, query_words + r * half, half, 1,
+                                          keys + panel * half * gemm_panel_columns_k, scores + r * stride + column,
+                                          stride, std::min(gemm_micro_rows_k, count - r), columns, 0);
+        }
+        float const scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        for (std::size_t r = 0; r != count; ++r) {
+            kernels_.softmax_round(scores + r * stride, tokens, scale);
+            auto *halves = reinterpret_cast<std::uint16_t *>(probabilities + r * (stride / 2));
+            kernels_.convert_bf16(scores + r * stride, halves, tokens);
+            if (tokens % 2 != 0) halves[tokens] = 0;
+        }
+        std::uint32_t const *values = keys + panels * half * gemm_panel_columns_k;
+        for (std::size_t panel = 0; panel != panel_count(head_dim); ++panel) {
+            std::size_t const column = panel * gemm_panel_columns_k;
+            std::size_t const columns = std::min(gemm_panel_columns_k, head_dim - column);
+            float *output = buffers_.attention_out + row * out_stride() + head * head_dim + column;
+            for (std::size_t r = 0; r < count; r += gemm_micro_rows_k)
+                kernels_.gemm_micro_pairs(pairs, probabilities + r * (stride / 2), stride / 2, 1,
+                                          values + panel * pairs * gemm_panel_columns_k, output + r * out_stride(),
+                                          out_stride(), std::min(gemm_micro_rows_k, count - r), columns,
+                                          gemm_round_output_k);
+        }
     }
 
     /// Packs head `head`'s keys and transposed values of the group's item `index` into AMX tiles, through BF16 rows
@@ -425,7 +532,7 @@ class forward_t {
         auto *rows = reinterpret_cast<std::uint16_t *>(buffers_.attention + thread * buffers_.attention_floats);
         float const *keys = buffers_.qkv + item_row(item) * qkv_stride() + attention_width() + head * head_dim;
         float const *values = keys + attention_width();
-        float *tiles = key_tiles(index, head);
+        float *tiles = head_keys(index, head);
         for (std::size_t key = 0; key != tokens; ++key)
             amx_to_bf16(keys + key * qkv_stride(), rows + key * head_dim, head_dim);
         amx_pack(rows, tokens, head_dim, head_dim, tiles);
@@ -449,7 +556,7 @@ class forward_t {
         auto *probabilities = reinterpret_cast<std::uint16_t *>(scores + queries * stride);
         float *output = scores + queries * stride + bf16_floats(queries * stride);
         std::size_t const row = item_row(item) + begin;
-        float const *tiles = key_tiles(index, head);
+        float const *tiles = head_keys(index, head);
         for (std::size_t r = 0; r != count; ++r)
             amx_to_bf16(buffers_.qkv + (row + r) * qkv_stride() + head * head_dim, query_rows16 + r * head_dim,
                         head_dim);
@@ -549,6 +656,7 @@ class forward_t {
     buffers_t const &buffers_;
     parallel_t const &parallel_;
     forward_hooks_t const &hooks_;
+    attention_path_t path_;
     std::size_t longest_;
     std::chrono::steady_clock::time_point polled_; // worker 0's last poll of the handler
     std::atomic<bool> stopped_{false};
