@@ -82,6 +82,7 @@ std::size_t tile_floats(std::size_t columns, std::size_t depth) noexcept {
 /// tiles (models packed for AMX). Every path multiplies the same BF16-rounded values and sums in F32.
 enum class attention_path_t { f32, pairs, amx };
 
+/// The path `weights`' attention takes on their class.
 attention_path_t attention_path(model_weights_t const &weights) noexcept {
     if (weights.amx) return attention_path_t::amx;
     return weights.kernels->gemm_micro_pairs != nullptr ? attention_path_t::pairs : attention_path_t::f32;
