@@ -1,7 +1,8 @@
 //! The prepared data (`tools/data/prepare.py`, docs/data.md) and its batch recipe, after `tools/data/batches.py`:
-//! WordNet groups as bags (with a hard negative drawn beside each at probability `hard`), Fashion-MNIST class groups,
-//! a share of groups with a spoken clip, attract edges weighted by `roles.tsv` within a bag and by `edges.tsv`
-//! between bags, repel edges from `edges.tsv`, and choice items with their legal bytes and one-hot targets.
+//! WordNet groups as bags (with a hard negative drawn beside each at probability `hard`, and a hypernym at
+//! `hypernyms`), Fashion-MNIST class groups, a share of groups with a spoken clip, attract edges weighted by
+//! `roles.tsv` within a bag, by `edges.tsv` between bags and by `hypernym_weight` between a synset and its hypernym,
+//! repel edges from `edges.tsv`, and choice items with their legal bytes and one-hot targets.
 
 use std::collections::HashMap;
 use std::error::Error;
