@@ -94,6 +94,8 @@ struct Options {
     threads: usize,
     /// Peak learning rate.
     learning_rate: f32,
+    /// The masked-byte term's weight in the joint loss (the other terms weigh 1).
+    masking_weight: f32,
     /// Seed of the weights, the masking and the batches.
     seed: u64,
     /// Start afresh even when the run directory holds a checkpoint.
@@ -151,6 +153,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         columns: COLUMNS,
         threads: cores.max(2),
         learning_rate: 2e-3,
+        masking_weight: 1.0,
         seed: 13,
         fresh: false,
         calibration: calibration::DEFAULT_ITEMS,
@@ -185,6 +188,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
+            "--masking-weight" => options.masking_weight = value("a weight")?.parse()?,
             "--seed" => options.seed = value("a number")?.parse()?,
             "--fresh" => options.fresh = true,
             "--calibration" => options.calibration = value("a count")?.parse()?,
@@ -203,7 +207,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!("               [--class-images N] [--rare-senses P]");
                 println!("               [--columns N] [--threads N]");
-                println!("               [--lr RATE] [--seed N] [--fresh] [--calibration N]");
+                println!("               [--lr RATE] [--masking-weight W] [--seed N] [--fresh] [--calibration N]");
                 println!(
                     "               [--ranks N --rank R [--exchange DIR] [--hostname ADDRESS]]"
                 );
@@ -213,6 +217,9 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "--minutes: this session's budget; past it the run saves, validates and stops"
                 );
                 println!("--fresh: start from seeded weights even when --run holds a checkpoint");
+                println!(
+                    "--masking-weight: the masked-byte term's weight in the joint loss (default 1, as every other term)"
+                );
                 println!(
                     "--common, --floor, --cap: a synset is drawn with weight W + min(uses, U)^E, its uses the \
                      concordances' tag counts (defaults 0.75, 1, inf); --hypernyms: the chance of drawing a \
@@ -254,6 +261,11 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 .into(),
         );
     }
+    if !(options.masking_weight > 0.0 && options.masking_weight.is_finite()) {
+        return Err(
+            "--masking-weight must be positive and finite (the trainer reads zero as 1)".into(),
+        );
+    }
     if options.columns < 2 {
         return Err("--columns needs room for a byte and a choice's CHOOSE token".into());
     }
@@ -288,6 +300,10 @@ fn config<'a>(
         ffn_hidden: FFN_HIDDEN,
         dimensions: DIMENSIONS,
         objective: Objective::Joint,
+        masking: Masking {
+            weight: options.masking_weight,
+            ..Masking::default()
+        },
         batch: BatchShape {
             max_columns_per_row: options.columns,
             image: ImageShape {
@@ -506,7 +522,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
-         attracting at {}, articles on {} of lemmas, rare senses at {}), peak learning rate {:e}, {} threads, seed {}",
+         attracting at {}, articles on {} of lemmas, rare senses at {}), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -523,6 +539,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.hypernym_weight,
         recipe.articles,
         recipe.rare_senses,
+        options.masking_weight,
         options.learning_rate,
         options.threads,
         options.seed,
