@@ -74,6 +74,8 @@ kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept {
     case uform_cpu_class_intel_haswell_k: return kernels_haswell();
     case uform_cpu_class_intel_skylake_k: return kernels_skylake();
     case uform_cpu_class_intel_icelake_k:
+    // Sapphire Rapids has AVX-512 BF16, but its `vdpbf16ps` gives half the products a second of its F32 FMAs
+    // (docs/decisions.md, "Kernels"), so it keeps Ice Lake's F32 panels.
     case uform_cpu_class_intel_sapphire_rapids_k: return kernels_icelake();
     case uform_cpu_class_amd_genoa_k:
     case uform_cpu_class_amd_turin_k: return kernels_genoa();
