@@ -261,9 +261,11 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 .into(),
         );
     }
-    if !(options.masking_weight > 0.0 && options.masking_weight.is_finite()) {
+    // The trainer refuses negative and non-finite weights itself; zero it would read as its default of 1.
+    if options.masking_weight == 0.0 {
         return Err(
-            "--masking-weight must be positive and finite (the trainer reads zero as 1)".into(),
+            "--masking-weight 0 would train as 1 (the trainer's default): give a positive weight"
+                .into(),
         );
     }
     if options.columns < 2 {
