@@ -61,6 +61,9 @@ struct Item {
     content: String,
     /// A lemma in a rare sense of its word, drawn at the recipe's `rare_senses` (`Data::mark_rare_senses`).
     rare: bool,
+    /// A lemma never tagged in this sense of a word tagged in another: rare by the lemma's own count, which the
+    /// recipe's `rare_by_lemma` uses instead of `rare` ("cat" in "guy, hombre, cat, bozo").
+    rare_by_lemma: bool,
 }
 
 /// A line of `choices.tsv`.
@@ -149,6 +152,12 @@ pub struct Recipe {
     pub class_images: usize,
     /// Probability that a lemma in a rare sense of its word ("cat" in "Caterpillar, cat") may be drawn.
     pub rare_senses: f64,
+    /// Whether a sense is rare by the lemma's own tag count (never tagged here, tagged in another synset) rather than
+    /// by its synset's (`Data::mark_rare_senses`).
+    pub rare_by_lemma: bool,
+    /// Vocabulary groups beside the others: WordNet groups drawn by the same weights whose items are their lemmas
+    /// alone (a hypernym beside one is a vocabulary group too), so short words meet short words as negatives.
+    pub vocabulary: usize,
 }
 
 impl Recipe {
@@ -347,6 +356,7 @@ impl Data {
                 role,
                 content,
                 rare: false,
+                rare_by_lemma: false,
             });
         }
         for record in records(&root.join("groups.tsv"), 8)? {
@@ -442,6 +452,8 @@ impl Data {
     /// Marks the lemmas in a rare sense of their word: not the synset's canonical lemma, never tagged in this sense,
     /// and in a synset used less than the word's most used sense ("cat" in "Caterpillar, cat" or "big cat, cat", but
     /// not "start" in the common "begin, start"). Drawn, they would teach the word's spelling a sense few readers mean.
+    /// By the lemma's own count, a lemma is rare when never tagged in this sense while tagged in another, whatever its
+    /// synset's count ("cat" in "guy, hombre, cat, bozo", tagged 33 times, all of them "guy").
     /// `item_uses` and `group_uses` are the tag counts of `items.tsv` and `groups.tsv`, line by line.
     fn mark_rare_senses(&mut self, item_uses: &[u64], group_uses: &[f64]) {
         let Some(lemma) = self.role_names.iter().position(|name| name == "lemma") else {
@@ -460,16 +472,26 @@ impl Data {
                 .iter_mut()
                 .zip(&item_uses[others])
             {
-                item.rare = item.role == lemma
-                    && sense == 0
-                    && uses < dominant[&item.content.to_lowercase()] as f64;
+                let most = dominant
+                    .get(&item.content.to_lowercase())
+                    .copied()
+                    .unwrap_or(0);
+                item.rare = item.role == lemma && sense == 0 && uses < most as f64;
+                item.rare_by_lemma = item.role == lemma && sense == 0 && most > 0;
             }
         }
     }
 
-    /// Whether a drawn group may take item `i`: always, unless it is a lemma in a rare sense, then at `rare_senses`.
-    fn drawable(&self, i: usize, random: &mut Random, rare_senses: f64) -> bool {
-        !self.items[i].rare || random.chance(rare_senses)
+    /// Whether a drawn group may take item `i`: always, unless it is a lemma in a rare sense (by the recipe's rule),
+    /// then at `rare_senses`.
+    fn drawable(&self, i: usize, random: &mut Random, recipe: &Recipe) -> bool {
+        let item = &self.items[i];
+        let rare = if recipe.rare_by_lemma {
+            item.rare_by_lemma
+        } else {
+            item.rare
+        };
+        !rare || random.chance(recipe.rare_senses)
     }
 
     /// Counts for the opening line: groups, items, attract and repel edges, choice items.
@@ -557,6 +579,59 @@ impl Data {
         format!("{article} {lemma}")
     }
 
+    /// Draws WordNet groups of `wordnet` (cumulative draw weights `sums`) into `chosen` until it holds `limit`, each
+    /// possibly followed by a repel partner and, at the recipe's `hypernyms`, one of its hypernyms; `taken` are the
+    /// groups the batch holds already.
+    #[allow(clippy::too_many_arguments)]
+    fn draw_groups(
+        &self,
+        random: &mut Random,
+        wordnet: &[usize],
+        sums: &[f64],
+        recipe: &Recipe,
+        limit: usize,
+        chosen: &mut Vec<usize>,
+        taken: &mut std::collections::HashSet<usize>,
+    ) {
+        let total = sums.last().copied().unwrap_or(0.0);
+        while chosen.len() < limit && taken.len() < wordnet.len() {
+            let at = random.uniform() * total;
+            let group = wordnet[sums
+                .partition_point(|&sum| sum <= at)
+                .min(wordnet.len() - 1)];
+            if !taken.insert(group) {
+                continue;
+            }
+            chosen.push(group);
+            let partners: Vec<usize> = self.edges.get(&group).map_or(Vec::new(), |edges| {
+                let repel = edges
+                    .iter()
+                    .filter(|edge| !edge.attract && !taken.contains(&edge.to));
+                repel.map(|edge| edge.to).collect()
+            });
+            if !partners.is_empty() && random.chance(recipe.hard) && chosen.len() < limit {
+                let partner = partners[random.below(partners.len())];
+                taken.insert(partner);
+                chosen.push(partner);
+            }
+            if recipe.hypernyms > 0.0 && chosen.len() < limit {
+                let parents: Vec<usize> =
+                    self.hypernyms.get(&group).map_or(Vec::new(), |parents| {
+                        parents
+                            .iter()
+                            .copied()
+                            .filter(|parent| !taken.contains(parent))
+                            .collect()
+                    });
+                if !parents.is_empty() && random.chance(recipe.hypernyms) {
+                    let parent = parents[random.below(parents.len())];
+                    taken.insert(parent);
+                    chosen.push(parent);
+                }
+            }
+        }
+    }
+
     /// Draws one batch of `split` after `recipe` (docs/data.md, "Sampling a batch").
     pub fn batch(
         &self,
@@ -575,43 +650,28 @@ impl Data {
         let mut taken: std::collections::HashSet<usize> = chosen.iter().copied().collect();
         let spoken_bags = chosen.len();
         let sums = self.drawn.get(&split).map_or(&[][..], Vec::as_slice);
-        let total = sums.last().copied().unwrap_or(0.0);
-        while chosen.len() < text_groups && taken.len() < wordnet.len() {
-            let at = random.uniform() * total;
-            let group = wordnet[sums
-                .partition_point(|&sum| sum <= at)
-                .min(wordnet.len() - 1)];
-            if !taken.insert(group) {
-                continue;
-            }
-            chosen.push(group);
-            let partners: Vec<usize> = self.edges.get(&group).map_or(Vec::new(), |edges| {
-                let repel = edges
-                    .iter()
-                    .filter(|edge| !edge.attract && !taken.contains(&edge.to));
-                repel.map(|edge| edge.to).collect()
-            });
-            if !partners.is_empty() && random.chance(recipe.hard) && chosen.len() < text_groups {
-                let partner = partners[random.below(partners.len())];
-                taken.insert(partner);
-                chosen.push(partner);
-            }
-            if recipe.hypernyms > 0.0 && chosen.len() < text_groups {
-                let parents: Vec<usize> =
-                    self.hypernyms.get(&group).map_or(Vec::new(), |parents| {
-                        parents
-                            .iter()
-                            .copied()
-                            .filter(|parent| !taken.contains(parent))
-                            .collect()
-                    });
-                if !parents.is_empty() && random.chance(recipe.hypernyms) {
-                    let parent = parents[random.below(parents.len())];
-                    taken.insert(parent);
-                    chosen.push(parent);
-                }
-            }
-        }
+        self.draw_groups(
+            random,
+            wordnet,
+            sums,
+            recipe,
+            text_groups,
+            &mut chosen,
+            &mut taken,
+        );
+        // Vocabulary groups: bags `vocabulary` (their hypernyms' among them) take lemmas alone.
+        let vocabulary = chosen.len()..{
+            self.draw_groups(
+                random,
+                wordnet,
+                sums,
+                recipe,
+                chosen.len() + recipe.vocabulary,
+                &mut chosen,
+                &mut taken,
+            );
+            chosen.len()
+        };
         chosen.extend(random.sample(fashion, recipe.images));
 
         // Items: a WordNet group's canonical lemma and others at random (a spoken group's clip always among them),
@@ -652,15 +712,17 @@ impl Data {
                 let others: Vec<usize> = ids[1..]
                     .iter()
                     .copied()
-                    .filter(|&i| !pick.contains(&i) && self.drawable(i, random, recipe.rare_senses))
+                    .filter(|&i| !pick.contains(&i) && self.drawable(i, random, recipe))
                     .collect();
                 pick.extend(random.sample(&others, recipe.per_group.saturating_sub(pick.len())));
                 pick
             } else {
+                let lemmas_only = vocabulary.contains(&bag);
                 let others: Vec<usize> = ids[1..]
                     .iter()
                     .copied()
-                    .filter(|&i| self.drawable(i, random, recipe.rare_senses))
+                    .filter(|&i| !lemmas_only || role_of(&i) == "lemma")
+                    .filter(|&i| self.drawable(i, random, recipe))
                     .collect();
                 let mut pick = vec![first];
                 pick.extend(random.sample(&others, recipe.per_group.saturating_sub(1)));

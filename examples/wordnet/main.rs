@@ -100,6 +100,8 @@ struct Options {
     seed: u64,
     /// Start afresh even when the run directory holds a checkpoint.
     fresh: bool,
+    /// A checkpoint whose weights a new run starts from, as a second stage: the schedule counts on from its steps.
+    init: Option<PathBuf>,
     /// Calibration items the final temperature fit takes, drawn with the seed; zero takes all.
     calibration: usize,
     /// Processes of the mesh the run trains over (one: no mesh), and this one's rank.
@@ -149,6 +151,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             articles: 0.25,
             class_images: 3,
             rare_senses: 0.0,
+            rare_by_lemma: false,
+            vocabulary: 0,
         },
         columns: COLUMNS,
         threads: cores.max(2),
@@ -156,6 +160,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         masking_weight: 1.0,
         seed: 13,
         fresh: false,
+        init: None,
         calibration: calibration::DEFAULT_ITEMS,
         ranks: 1,
         rank: 0,
@@ -185,6 +190,17 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--articles" => options.recipe.articles = value("a probability")?.parse()?,
             "--class-images" => options.recipe.class_images = value("a count")?.parse()?,
             "--rare-senses" => options.recipe.rare_senses = value("a probability")?.parse()?,
+            "--rare-by" => {
+                options.recipe.rare_by_lemma = match value("lemma or synset")?.as_str() {
+                    "lemma" => true,
+                    "synset" => false,
+                    other => {
+                        return Err(format!("--rare-by takes lemma or synset, not {other:?}").into())
+                    }
+                }
+            }
+            "--vocabulary" => options.recipe.vocabulary = value("a count")?.parse()?,
+            "--init" => options.init = Some(value("a checkpoint")?.into()),
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
@@ -205,7 +221,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!(
                     "               [--floor W] [--cap U] [--hypernyms P] [--hypernym-weight W]"
                 );
-                println!("               [--class-images N] [--rare-senses P]");
+                println!(
+                    "               [--class-images N] [--rare-senses P] [--rare-by lemma|synset]"
+                );
+                println!("               [--vocabulary N] [--init CHECKPOINT]");
                 println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--masking-weight W] [--seed N] [--fresh] [--calibration N]");
                 println!(
@@ -229,7 +248,15 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!(
                     "--class-images: images beside each class's caption (default 3); --rare-senses: the chance that \
-                     a lemma in a rare sense of its word (\"cat\" in \"Caterpillar, cat\") may be drawn (default 0)"
+                     a lemma in a rare sense of its word (\"cat\" in \"Caterpillar, cat\") may be drawn (default 0), \
+                     rare by its synset's tag count (default) or by the lemma's own (--rare-by lemma)"
+                );
+                println!(
+                    "--vocabulary: WordNet groups beside the others that take their lemmas alone (default 0)"
+                );
+                println!(
+                    "--init: start a new run from this checkpoint's weights, a second stage: its schedule runs from \
+                     the checkpoint's steps to --steps at the peak --lr, then cosine, without warm-up"
                 );
                 println!(
                     "--ranks, --rank: train as rank R of N processes over a mesh met in --exchange (default \
@@ -453,23 +480,32 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     std::fs::create_dir_all(&options.run)?;
     let checkpoint = options.run.join(CHECKPOINT);
     let resume = !options.fresh && checkpoint.exists();
-    // The optimiser steps the checkpoint took: its `trainer.step` tensor (F32 [1], MODEL.md).
+    // The optimiser steps a checkpoint took: its `trainer.step` tensor (F32 [1], MODEL.md). A second stage (`--init`)
+    // starts where its first ended, and its schedule goes from there at the peak rate.
+    let stage = match &options.init {
+        Some(init) => Some(checkpoint::scalar(init, "trainer.step", 0)? as usize),
+        None => None,
+    };
     let first = if resume {
         checkpoint::scalar(&checkpoint, "trainer.step", 0)? as usize
     } else {
-        0
+        stage.unwrap_or(0)
     };
     if first >= options.steps {
         println!(
             "{} already took {first} of {} steps: nothing to do",
-            checkpoint.display(),
+            if resume {
+                checkpoint.display()
+            } else {
+                options.init.as_deref().unwrap_or(Path::new("")).display()
+            },
             options.steps
         );
         return Ok(());
     }
     let schedule = Schedule {
         steps: options.steps,
-        warmup_steps: (options.steps / 10).max(1),
+        warmup_steps: stage.map_or(options.steps / 10, |start| start).max(1),
         learning_rate: options.learning_rate,
         ..Schedule::default()
     };
@@ -477,7 +513,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     let start_from = if resume {
         checkpoint.as_path()
     } else {
-        Path::new("")
+        options.init.as_deref().unwrap_or(Path::new(""))
     };
     let exchange = options
         .exchange
@@ -513,6 +549,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     let recipe = &options.recipe;
     let origin = if resume {
         format!("resumed at step {first} from {}", checkpoint.display())
+    } else if let Some(init) = &options.init {
+        format!("from the weights of {} (step {first})", init.display())
     } else {
         "from seeded weights".to_owned()
     };
@@ -524,7 +562,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
-         attracting at {}, articles on {} of lemmas, rare senses at {}), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
+         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -541,6 +579,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.hypernym_weight,
         recipe.articles,
         recipe.rare_senses,
+        if recipe.rare_by_lemma { "lemma" } else { "synset" },
+        recipe.vocabulary,
         options.masking_weight,
         options.learning_rate,
         options.threads,
