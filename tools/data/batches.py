@@ -45,6 +45,10 @@ class Data:
                 dominant[i[5].lower()] = max(dominant.get(i[5].lower(), 0), int(i[6]))
         self.rare = {int(i[0]) for i in items if i[4] == "lemma" and int(i[0]) != int(groups[int(i[1])][4])
                      and int(i[6]) == 0 and int(groups[int(i[1])][7]) < dominant[i[5].lower()]}
+        # Rare by the lemma's own count (`rare_by_lemma`): never tagged in this sense while tagged in another, whatever
+        # its synset's uses ("cat" in "guy, hombre, cat, bozo", a synset tagged 33 times, all of them "guy").
+        self.rare_by_lemma = {int(i[0]) for i in items if i[4] == "lemma" and int(i[0]) != int(groups[int(i[1])][4])
+                              and int(i[6]) == 0 and dominant[i[5].lower()] > 0}
         self.roles = {}
         for a, b, w in roles:
             self.roles[(a, b)] = self.roles[(b, a)] = float(w)
@@ -104,33 +108,44 @@ class Data:
         return content
 
     def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25,
-              class_images=3, rare_senses=0.0, floor=1.0, cap=math.inf, hypernyms=0.0, hypernym_weight=0.35):
+              class_images=3, rare_senses=0.0, floor=1.0, cap=math.inf, hypernyms=0.0, hypernym_weight=0.35,
+              rare_by_lemma=False, vocabulary=0):
         """The recipe of docs/data.md: WordNet groups drawn with weight `floor + min(uses, cap)^common` (each possibly
         followed by one of its repel partners, then at `hypernyms` by one of its hypernyms, their items attracting at
         `hypernym_weight`), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
         its word kept at `rare_senses`; a share `articles` of noun and verb lemmas behind "a"/"an"/"to"), a caption and
-        `class_images` images from a class, `choices` choice items; edges within the batch."""
+        `class_images` images from a class, `choices` choice items; edges within the batch. `vocabulary` more WordNet
+        groups drawn the same way after the others take their lemmas alone; `rare_by_lemma` judges a sense rare by the
+        lemma's own tag count."""
         assert floor > 0, "a synset weighing nothing could never fill a batch"
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
         weights = list(itertools.accumulate(floor + min(self.uses[g], cap) ** common for g in wordnet))
         chosen, taken = [], set()
-        while len(chosen) < groups - images and len(taken) < len(wordnet):
-            g = rng.choices(wordnet, cum_weights=weights)[0]
-            if g in taken:
-                continue
-            chosen.append(g)
-            taken.add(g)
-            partners = [b for b, objective, _ in self.edges.get(g, ()) if objective == "repel" and b not in taken]
-            if partners and rng.random() < hard and len(chosen) < groups - images:
-                b = partners[rng.randrange(len(partners))]
-                chosen.append(b)
-                taken.add(b)
-            parents = [h for h in self.hypernyms.get(g, ()) if h not in taken]
-            if hypernyms > 0 and len(chosen) < groups - images and parents and rng.random() < hypernyms:
-                h = parents[rng.randrange(len(parents))]
-                chosen.append(h)
-                taken.add(h)
+
+        def draw(limit):
+            while len(chosen) < limit and len(taken) < len(wordnet):
+                g = rng.choices(wordnet, cum_weights=weights)[0]
+                if g in taken:
+                    continue
+                chosen.append(g)
+                taken.add(g)
+                partners = [b for b, objective, _ in self.edges.get(g, ()) if objective == "repel" and b not in taken]
+                if partners and rng.random() < hard and len(chosen) < limit:
+                    b = partners[rng.randrange(len(partners))]
+                    chosen.append(b)
+                    taken.add(b)
+                parents = [h for h in self.hypernyms.get(g, ()) if h not in taken]
+                if hypernyms > 0 and len(chosen) < limit and parents and rng.random() < hypernyms:
+                    h = parents[rng.randrange(len(parents))]
+                    chosen.append(h)
+                    taken.add(h)
+
+        draw(groups - images)
+        start = len(chosen)
+        draw(start + vocabulary)
+        lemmas_only = range(start, len(chosen))  # the vocabulary groups' bags, hypernyms drawn beside them included
+        rare = self.rare_by_lemma if rare_by_lemma else self.rare
         chosen += rng.sample(fashion, min(images, len(fashion)))
         members, bags = [], []
         for bag, g in enumerate(chosen):
@@ -141,7 +156,8 @@ class Data:
                 pictures = [i for i in ids if self.items[i][3] == "image"]
                 pick = [rng.choice(captions)] + rng.sample(pictures, min(class_images, len(pictures)))
             else:
-                others = [i for i in ids[1:] if i not in self.rare or rng.random() < rare_senses]
+                others = [i for i in ids[1:] if (bag not in lemmas_only or self.items[i][3] == "lemma")
+                          and (i not in rare or rng.random() < rare_senses)]
                 pick = [ids[0]] + rng.sample(others, min(per_group - 1, len(others)))  # the canonical lemma first
             members += pick
             bags += [bag] * len(pick)

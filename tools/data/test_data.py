@@ -53,19 +53,21 @@ class Lookalikes(unittest.TestCase):
         self.assertEqual(prepare.lookalikes(synsets), {"n1": ["n2"], "n2": ["n1"]})
 
 
-def write_data(root, groups, edges=()):
-    """A hand-made data directory: WordNet groups `(key, lemmas, lemma uses, synset uses)` in order, one image class
-    after them, and `edges` as rows of edges.tsv."""
+def write_data(root, groups, edges=(), glosses=False):
+    """A hand-made data directory: WordNet groups `(key, lemmas, lemma uses, synset uses)` in order, each with a gloss
+    after its lemmas when `glosses`, one image class after them, and `edges` as rows of edges.tsv."""
     group_rows, item_rows = [], []
     for g, (key, lemmas, uses, total) in enumerate(groups):
-        group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas), lemmas[0], total])
+        group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas) + glosses, lemmas[0], total])
         item_rows += [[len(item_rows) + i, g, "train", "text", "lemma", lemma, use]
                       for i, (lemma, use) in enumerate(zip(lemmas, uses))]
+        if glosses:
+            item_rows.append([len(item_rows), g, "train", "text", "gloss", f"what {lemmas[0]} means", 0])
     group_rows.append([len(groups), "train", "fashion-mnist", "fmnist:0:train", len(item_rows), 2, "bag", 0])
     item_rows += [[len(item_rows), len(groups), "train", "text", "caption", "a bag", 0],
                   [len(item_rows) + 1, len(groups), "train", "image", "image", "images/0.png", 0]]
     tables = {"groups.tsv": group_rows, "items.tsv": item_rows, "edges.tsv": list(edges), "choices.tsv": [],
-              "roles.tsv": [["lemma", "lemma", 1.0], ["caption", "image", 1.0]]}
+              "roles.tsv": [["lemma", "lemma", 1.0], ["lemma", "gloss", 0.5], ["caption", "image", 1.0]]}
     for name, rows in tables.items():
         with open(os.path.join(root, name), "w", encoding="utf-8") as f:
             f.write(prepare.tsv(rows, ["header"]))
@@ -81,6 +83,11 @@ class RareSenses(unittest.TestCase):
         with tempfile.TemporaryDirectory() as root:
             data = write_data(root, groups)
             self.assertEqual(data.rare, {3})  # "cat" in "Caterpillar, cat", not "start" in "begin, start"
+            # By the lemma's own count "start" in "begin, start" is rare too: never tagged there, 30 times elsewhere.
+            self.assertEqual(data.rare_by_lemma, {3, 5})
+            b = data.batch(random.Random(3), "train", groups=5, images=1, hard=0.0, choices=0, class_images=1,
+                           articles=0.0, rare_by_lemma=True)
+            self.assertEqual(sorted(c for c in b["contents"] if c in ("cat", "start")), ["cat", "start"])
             for rare_senses, expected in ((0.0, False), (1.0, True)):
                 rng = random.Random(3)
                 beside = False  # whether "cat" was ever drawn in the Caterpillar's bag
@@ -122,6 +129,25 @@ class Hypernyms(unittest.TestCase):
                             for p in (cat, feline)]
                     self.assertEqual(rows, [[(feline, 0.35)], [(cat, 0.35)]] if hypernyms else [[], []])
                 self.assertGreater(together, 5)
+
+
+class Vocabulary(unittest.TestCase):
+    def test_vocabulary_groups_take_their_lemmas_alone(self):
+        groups = [("wn:n1", ["cat", "true cat"], [18, 0], 18), ("wn:n2", ["feline", "felid"], [30, 0], 30),
+                  ("wn:v3", ["begin", "start"], [500, 58], 558), ("wn:n4", ["rock", "stone"], [0, 0], 0),
+                  ("wn:n5", ["car", "auto"], [40, 0], 40)]
+        with tempfile.TemporaryDirectory() as root:
+            data = write_data(root, groups, glosses=True)
+            rng = random.Random(7)
+            for _ in range(30):
+                # Two groups as usual (three items each: two lemmas and the gloss), then two vocabulary groups.
+                b = data.batch(rng, "train", groups=3, images=1, hard=0.0, choices=0, class_images=1, articles=0.0,
+                               vocabulary=2)
+                self.assertEqual(len(b["groups"]), 5)
+                for bag in range(4):
+                    texts = [c for c, at in zip(b["contents"], b["bags"]) if at == bag]
+                    self.assertEqual(len(texts), 2 if bag >= 2 else 3, texts)
+                    self.assertEqual(any(t.startswith("what ") for t in texts), bag < 2, texts)
 
 
 @unittest.skipUnless(os.path.isdir(prepare.WORDNET) and os.path.isdir(prepare.FASHION), "scripts/setup.sh first")
