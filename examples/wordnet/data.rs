@@ -810,3 +810,156 @@ impl Data {
         Ok(batch)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A WordNet group of a hand-made data directory: its key, its lemmas with their tag counts, the synset's uses.
+    type Synset<'a> = (&'a str, &'a [(&'a str, u64)], u64);
+
+    /// Writes the synsets (each with a gloss "what <its first lemma> means") and one image class into a directory
+    /// of its own under the system's temporary one, and loads it.
+    fn write(name: &str, synsets: &[Synset]) -> Data {
+        let root =
+            std::env::temp_dir().join(format!("uform-wordnet-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let (mut groups, mut items) = (String::from("#header\n"), String::from("#header\n"));
+        let mut count = 0;
+        let mut item = |items: &mut String,
+                        group: usize,
+                        modality: &str,
+                        role: &str,
+                        content: &str,
+                        uses: u64| {
+            items.push_str(&format!(
+                "{count}\t{group}\ttrain\t{modality}\t{role}\t{content}\t{uses}\n"
+            ));
+            count += 1;
+            count - 1
+        };
+        for (g, (key, lemmas, uses)) in synsets.iter().enumerate() {
+            let first = item(&mut items, g, "text", "lemma", lemmas[0].0, lemmas[0].1);
+            for (lemma, tags) in &lemmas[1..] {
+                item(&mut items, g, "text", "lemma", lemma, *tags);
+            }
+            item(
+                &mut items,
+                g,
+                "text",
+                "gloss",
+                &format!("what {} means", lemmas[0].0),
+                0,
+            );
+            groups.push_str(&format!(
+                "{g}\ttrain\twordnet\t{key}\t{first}\t{}\t{}\t{uses}\n",
+                lemmas.len() + 1,
+                lemmas[0].0
+            ));
+        }
+        let class = synsets.len();
+        let first = item(&mut items, class, "text", "caption", "a bag", 0);
+        item(&mut items, class, "image", "image", "images/0.png", 0);
+        groups.push_str(&format!(
+            "{class}\ttrain\tfashion-mnist\tfmnist:0:train\t{first}\t2\tbag\t0\n"
+        ));
+        let roles = "#header\nlemma\tlemma\t1\nlemma\tgloss\t0.5\ncaption\timage\t1\n";
+        for (file, text) in [
+            ("groups.tsv", groups.as_str()),
+            ("items.tsv", items.as_str()),
+            ("roles.tsv", roles),
+            ("edges.tsv", "#header\n"),
+            ("choices.tsv", "#header\n"),
+        ] {
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        let data = Data::load(&root, 127, &|uses| 1.0 + uses.powf(0.75)).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+        data
+    }
+
+    /// D's recipe over `groups` groups, one of them the image class, taking every item of a synset.
+    fn recipe(groups: usize) -> Recipe {
+        Recipe {
+            groups,
+            images: 1,
+            spoken: 0,
+            per_group: 10,
+            hard: 0.0,
+            choices: 0,
+            common: 0.75,
+            floor: 1.0,
+            cap: f64::INFINITY,
+            hypernyms: 0.0,
+            hypernym_weight: 0.35,
+            articles: 0.0,
+            class_images: 1,
+            rare_senses: 0.0,
+            rare_by_lemma: false,
+            vocabulary: 0,
+        }
+    }
+
+    #[test]
+    fn vocabulary_groups_take_their_lemmas_alone() {
+        let data = write(
+            "vocabulary",
+            &[
+                ("wn:n1", &[("cat", 18), ("true cat", 0)], 18),
+                ("wn:n2", &[("feline", 30), ("felid", 0)], 30),
+                ("wn:v3", &[("begin", 500), ("start", 58)], 558),
+                ("wn:n4", &[("rock", 0), ("stone", 0)], 0),
+                ("wn:n5", &[("car", 40), ("auto", 0)], 40),
+            ],
+        );
+        let recipe = Recipe {
+            vocabulary: 2,
+            ..recipe(3)
+        };
+        for step in 0..20 {
+            let batch = data
+                .batch(&mut Random::new(13, step), Split::Train, &recipe)
+                .unwrap();
+            // Two groups as ever (two lemmas and the gloss each), two vocabulary groups (two lemmas), the class.
+            assert_eq!(batch.bags.iter().max(), Some(&4));
+            for bag in 0..4 {
+                let texts: Vec<&String> = (0..batch.bags.len())
+                    .filter(|&i| batch.bags[i] == bag)
+                    .map(|i| &batch.contents[i])
+                    .collect();
+                assert_eq!(texts.len(), if bag < 2 { 3 } else { 2 }, "{texts:?}");
+                assert_eq!(
+                    texts.iter().any(|t| t.starts_with("what ")),
+                    bag < 2,
+                    "{texts:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_sense_is_rare_by_its_synset_or_by_the_lemma() {
+        // "cat" is never tagged in "Caterpillar, cat" (a synset used less than "cat, true cat"): rare either way.
+        // "start" is never tagged in "begin, start", used more than "start, starting": rare by the lemma alone.
+        let data = write(
+            "rare",
+            &[
+                ("wn:n1", &[("cat", 18), ("true cat", 0)], 18),
+                ("wn:n2", &[("Caterpillar", 0), ("cat", 0)], 0),
+                ("wn:v3", &[("begin", 500), ("start", 0)], 558),
+                ("wn:n4", &[("start", 30), ("starting", 0)], 30),
+            ],
+        );
+        for (rare_by_lemma, starts) in [(false, 2), (true, 1)] {
+            let recipe = Recipe {
+                rare_by_lemma,
+                ..recipe(5)
+            };
+            let batch = data
+                .batch(&mut Random::new(13, 0), Split::Train, &recipe)
+                .unwrap();
+            let count = |word: &str| batch.contents.iter().filter(|c| *c == word).count();
+            assert_eq!((count("cat"), count("start")), (1, starts));
+        }
+    }
+}
