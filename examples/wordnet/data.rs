@@ -579,20 +579,20 @@ impl Data {
         format!("{article} {lemma}")
     }
 
-    /// Draws WordNet groups of `wordnet` (cumulative draw weights `sums`) into `chosen` until it holds `limit`, each
-    /// possibly followed by a repel partner and, at the recipe's `hypernyms`, one of its hypernyms; `taken` are the
-    /// groups the batch holds already.
-    #[allow(clippy::too_many_arguments)]
+    /// Draws WordNet groups of `split` by their weights into `chosen` until it holds `limit`, each possibly followed
+    /// by a repel partner and, at the recipe's `hypernyms`, one of its hypernyms; `taken` are the groups the batch
+    /// holds already.
     fn draw_groups(
         &self,
         random: &mut Random,
-        wordnet: &[usize],
-        sums: &[f64],
+        split: Split,
         recipe: &Recipe,
         limit: usize,
         chosen: &mut Vec<usize>,
         taken: &mut std::collections::HashSet<usize>,
     ) {
+        let wordnet = self.wordnet.get(&split).map_or(&[][..], Vec::as_slice);
+        let sums = self.drawn.get(&split).map_or(&[][..], Vec::as_slice);
         let total = sums.last().copied().unwrap_or(0.0);
         while chosen.len() < limit && taken.len() < wordnet.len() {
             let at = random.uniform() * total;
@@ -640,38 +640,20 @@ impl Data {
         recipe: &Recipe,
     ) -> Result<Batch, Box<dyn Error>> {
         let none = Vec::new();
-        let wordnet = self.wordnet.get(&split).unwrap_or(&none);
         let spoken = self.spoken.get(&split).unwrap_or(&none);
         let fashion = self.fashion.get(&split).unwrap_or(&none);
         let text_groups = recipe.groups.saturating_sub(recipe.images);
 
-        // Groups: the spoken ones first, then WordNet ones each possibly followed by a repel partner, then classes.
+        // Groups: the spoken ones first, then WordNet ones each possibly followed by a repel partner, then the
+        // vocabulary groups (whose bags take lemmas alone), then classes.
         let mut chosen: Vec<usize> = random.sample(spoken, recipe.spoken.min(text_groups));
         let mut taken: std::collections::HashSet<usize> = chosen.iter().copied().collect();
         let spoken_bags = chosen.len();
-        let sums = self.drawn.get(&split).map_or(&[][..], Vec::as_slice);
-        self.draw_groups(
-            random,
-            wordnet,
-            sums,
-            recipe,
-            text_groups,
-            &mut chosen,
-            &mut taken,
-        );
-        // Vocabulary groups: bags `vocabulary` (their hypernyms' among them) take lemmas alone.
-        let vocabulary = chosen.len()..{
-            self.draw_groups(
-                random,
-                wordnet,
-                sums,
-                recipe,
-                chosen.len() + recipe.vocabulary,
-                &mut chosen,
-                &mut taken,
-            );
-            chosen.len()
-        };
+        self.draw_groups(random, split, recipe, text_groups, &mut chosen, &mut taken);
+        let start = chosen.len();
+        let limit = start + recipe.vocabulary;
+        self.draw_groups(random, split, recipe, limit, &mut chosen, &mut taken);
+        let vocabulary = start..chosen.len();
         chosen.extend(random.sample(fashion, recipe.images));
 
         // Items: a WordNet group's canonical lemma and others at random (a spoken group's clip always among them),

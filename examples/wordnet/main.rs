@@ -482,9 +482,16 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     let resume = !options.fresh && checkpoint.exists();
     // The optimiser steps a checkpoint took: its `trainer.step` tensor (F32 [1], MODEL.md). A second stage (`--init`)
     // starts where its first ended, and its schedule goes from there at the peak rate.
-    let stage = match &options.init {
-        Some(init) => Some(checkpoint::scalar(init, "trainer.step", 0)? as usize),
-        None => None,
+    let stage = options
+        .init
+        .as_deref()
+        .map(|init| checkpoint::scalar(init, "trainer.step", 0))
+        .transpose()?
+        .map(|steps| steps as usize);
+    let start_from = if resume {
+        checkpoint.as_path()
+    } else {
+        options.init.as_deref().unwrap_or(Path::new(""))
     };
     let first = if resume {
         checkpoint::scalar(&checkpoint, "trainer.step", 0)? as usize
@@ -494,27 +501,18 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     if first >= options.steps {
         println!(
             "{} already took {first} of {} steps: nothing to do",
-            if resume {
-                checkpoint.display()
-            } else {
-                options.init.as_deref().unwrap_or(Path::new("")).display()
-            },
+            start_from.display(),
             options.steps
         );
         return Ok(());
     }
     let schedule = Schedule {
         steps: options.steps,
-        warmup_steps: stage.map_or(options.steps / 10, |start| start).max(1),
+        warmup_steps: stage.unwrap_or(options.steps / 10).max(1),
         learning_rate: options.learning_rate,
         ..Schedule::default()
     };
     let executor = Executor::for_ram(&[], None, options.threads - 1)?;
-    let start_from = if resume {
-        checkpoint.as_path()
-    } else {
-        options.init.as_deref().unwrap_or(Path::new(""))
-    };
     let exchange = options
         .exchange
         .clone()
