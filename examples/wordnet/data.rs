@@ -1,8 +1,8 @@
 //! The prepared data (`tools/data/prepare.py`, docs/data.md) and its batch recipe, after `tools/data/batches.py`:
 //! WordNet groups as bags (with a hard negative drawn beside each at probability `hard`, and a hypernym at
 //! `hypernyms`), Fashion-MNIST class groups, a share of groups with a spoken clip, attract edges weighted by
-//! `roles.tsv` within a bag, by `edges.tsv` between bags and by `hypernym_weight` between a synset and its hypernym,
-//! repel edges from `edges.tsv`, and choice items with their legal bytes and one-hot targets.
+//! `roles.tsv` within a bag, by `edges.tsv` between bags, by `hypernym_weight` between a synset and its hypernym and
+//! by `supersense` between noun or verb synsets of one lexicographer file, repel edges from `edges.tsv`, and choice items with their legal bytes and one-hot targets.
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -49,6 +49,10 @@ struct Group {
     /// Whether it is a WordNet noun synset (`wn:n...`), else a verb (`wn:v...`) when `verb`.
     noun: bool,
     verb: bool,
+    /// A noun or verb synset's lexicographer file (`groups.tsv`'s `lexname`, "noun.animal"), as an index into
+    /// [`Data::lexnames`]; `None` for adjectives and adverbs (almost all adj.all or adv.all, too broad a kind) and
+    /// classes.
+    lexname: Option<usize>,
 }
 
 /// A line of `items.tsv`.
@@ -104,6 +108,8 @@ pub struct Data {
     hypernyms: HashMap<usize, Vec<usize>>,
     /// `choices.tsv`, less the items longer than the row allows.
     choices: Vec<Choice>,
+    /// The noun and verb lexicographer files' names, in the order first seen.
+    lexnames: Vec<String>,
     /// WordNet groups by split.
     wordnet: HashMap<Split, Vec<usize>>,
     /// Per split, the running sums of the WordNet groups' draw weights (`Recipe::weight`).
@@ -158,6 +164,9 @@ pub struct Recipe {
     /// Vocabulary groups beside the others: WordNet groups drawn by the same weights whose items are their lemmas
     /// alone (a hypernym beside one is a vocabulary group too), so short words meet short words as negatives.
     pub vocabulary: usize,
+    /// The attract weight between the items of two noun or verb synsets of one lexicographer file ("cat" and "feline"
+    /// are noun.animal) that no other edge joins (0: none).
+    pub supersense: f32,
 }
 
 impl Recipe {
@@ -320,6 +329,7 @@ impl Data {
             edges: HashMap::new(),
             hypernyms: HashMap::new(),
             choices: Vec::new(),
+            lexnames: Vec::new(),
             wordnet: HashMap::new(),
             drawn: HashMap::new(),
             spoken: HashMap::new(),
@@ -359,7 +369,7 @@ impl Data {
                 rare_by_lemma: false,
             });
         }
-        for record in records(&root.join("groups.tsv"), 8)? {
+        for record in records(&root.join("groups.tsv"), 9)? {
             let (split, fashion) = (Split::parse(&record[1])?, record[2] == "fashion-mnist");
             let (first, count): (usize, usize) = (record[4].parse()?, record[5].parse()?);
             if count == 0 || first + count > data.items.len() {
@@ -383,6 +393,16 @@ impl Data {
                 let sums = data.drawn.entry(split).or_default();
                 sums.push(sums.last().copied().unwrap_or(0.0) + weight(uses));
             }
+            let lexname =
+                (record[8].starts_with("noun.") || record[8].starts_with("verb.")).then(|| {
+                    data.lexnames
+                        .iter()
+                        .position(|name| *name == record[8])
+                        .unwrap_or_else(|| {
+                            data.lexnames.push(record[8].clone());
+                            data.lexnames.len() - 1
+                        })
+                });
             data.groups.push(Group {
                 fashion,
                 first,
@@ -390,6 +410,7 @@ impl Data {
                 label: record[6].clone(),
                 noun: record[3].starts_with("wn:n"),
                 verb: record[3].starts_with("wn:v"),
+                lexname,
             });
         }
         data.mark_rare_senses(&item_uses, &group_uses);
@@ -716,7 +737,8 @@ impl Data {
         }
 
         // Edges: within a bag by roles, between bags by edges.tsv and, when the recipe draws hypernyms, between a
-        // synset's items and its hypernym's (both ways).
+        // synset's items and its hypernym's (both ways); then between synsets of one lexicographer file that no edge
+        // joins yet.
         let mut positions: HashMap<usize, Vec<usize>> = HashMap::new();
         for (p, &group) in group_of.iter().enumerate() {
             positions.entry(group).or_default().push(p);
@@ -748,6 +770,26 @@ impl Data {
                     for &q in positions.get(parent).map_or(&[][..], Vec::as_slice) {
                         attract[p].push((q, recipe.hypernym_weight));
                         attract[q].push((p, recipe.hypernym_weight));
+                    }
+                }
+            }
+        }
+        if recipe.supersense > 0.0 {
+            for (p, &group) in group_of.iter().enumerate() {
+                let Some(kind) = self.groups[group].lexname else {
+                    continue;
+                };
+                let joined: std::collections::HashSet<usize> = attract[p]
+                    .iter()
+                    .chain(&repel[p])
+                    .map(|&(q, _)| q)
+                    .collect();
+                for (q, &other) in group_of.iter().enumerate() {
+                    if other != group
+                        && self.groups[other].lexname == Some(kind)
+                        && !joined.contains(&q)
+                    {
+                        attract[p].push((q, recipe.supersense));
                     }
                 }
             }
@@ -797,12 +839,13 @@ impl Data {
 mod tests {
     use super::*;
 
-    /// A WordNet group of a hand-made data directory: its key, its lemmas with their tag counts, the synset's uses.
-    type Synset<'a> = (&'a str, &'a [(&'a str, u64)], u64);
+    /// A WordNet group of a hand-made data directory: its key, its lemmas with their tag counts, the synset's uses,
+    /// its lexicographer file.
+    type Synset<'a> = (&'a str, &'a [(&'a str, u64)], u64, &'a str);
 
     /// Writes the synsets (each with a gloss "what <its first lemma> means") and one image class into a directory
     /// of its own under the system's temporary one, and loads it.
-    fn write(name: &str, synsets: &[Synset]) -> Data {
+    fn write(name: &str, synsets: &[Synset], edges: &str) -> Data {
         let root =
             std::env::temp_dir().join(format!("uform-wordnet-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
@@ -820,7 +863,7 @@ mod tests {
             count += 1;
             count - 1
         };
-        for (g, (key, lemmas, uses)) in synsets.iter().enumerate() {
+        for (g, (key, lemmas, uses, lexname)) in synsets.iter().enumerate() {
             let first = item(&mut items, g, "text", "lemma", lemmas[0].0, lemmas[0].1);
             for (lemma, tags) in &lemmas[1..] {
                 item(&mut items, g, "text", "lemma", lemma, *tags);
@@ -834,7 +877,7 @@ mod tests {
                 0,
             );
             groups.push_str(&format!(
-                "{g}\ttrain\twordnet\t{key}\t{first}\t{}\t{}\t{uses}\n",
+                "{g}\ttrain\twordnet\t{key}\t{first}\t{}\t{}\t{uses}\t{lexname}\n",
                 lemmas.len() + 1,
                 lemmas[0].0
             ));
@@ -843,14 +886,14 @@ mod tests {
         let first = item(&mut items, class, "text", "caption", "a bag", 0);
         item(&mut items, class, "image", "image", "images/0.png", 0);
         groups.push_str(&format!(
-            "{class}\ttrain\tfashion-mnist\tfmnist:0:train\t{first}\t2\tbag\t0\n"
+            "{class}\ttrain\tfashion-mnist\tfmnist:0:train\t{first}\t2\tbag\t0\t-\n"
         ));
         let roles = "#header\nlemma\tlemma\t1\nlemma\tgloss\t0.5\ncaption\timage\t1\n";
         for (file, text) in [
             ("groups.tsv", groups.as_str()),
             ("items.tsv", items.as_str()),
             ("roles.tsv", roles),
-            ("edges.tsv", "#header\n"),
+            ("edges.tsv", &format!("#header\n{edges}")),
             ("choices.tsv", "#header\n"),
         ] {
             std::fs::write(root.join(file), text).unwrap();
@@ -879,6 +922,7 @@ mod tests {
             rare_senses: 0.0,
             rare_by_lemma: false,
             vocabulary: 0,
+            supersense: 0.0,
         }
     }
 
@@ -887,12 +931,18 @@ mod tests {
         let data = write(
             "vocabulary",
             &[
-                ("wn:n1", &[("cat", 18), ("true cat", 0)], 18),
-                ("wn:n2", &[("feline", 30), ("felid", 0)], 30),
-                ("wn:v3", &[("begin", 500), ("start", 58)], 558),
-                ("wn:n4", &[("rock", 0), ("stone", 0)], 0),
-                ("wn:n5", &[("car", 40), ("auto", 0)], 40),
+                ("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops"),
+                ("wn:n2", &[("feline", 30), ("felid", 0)], 30, "noun.Tops"),
+                (
+                    "wn:v3",
+                    &[("begin", 500), ("start", 58)],
+                    558,
+                    "verb.change",
+                ),
+                ("wn:n4", &[("rock", 0), ("stone", 0)], 0, "noun.Tops"),
+                ("wn:n5", &[("car", 40), ("auto", 0)], 40, "noun.Tops"),
             ],
+            "",
         );
         let recipe = Recipe {
             vocabulary: 2,
@@ -920,17 +970,69 @@ mod tests {
     }
 
     #[test]
+    fn synsets_of_one_lexicographer_file_attract_unless_an_edge_joins_them() {
+        // "cat", "feline" and "dog" are noun.animal, "dog" a sister of "cat" (repel); "truck" noun.artifact; "begin"
+        // verb.change; "big" and "large" adj.all, a file too broad to attract.
+        let data = write(
+            "supersense",
+            &[
+                ("wn:n1", &[("cat", 18)], 18, "noun.animal"),
+                ("wn:n2", &[("feline", 0)], 0, "noun.animal"),
+                ("wn:n3", &[("dog", 40)], 40, "noun.animal"),
+                ("wn:n4", &[("truck", 9)], 9, "noun.artifact"),
+                ("wn:v5", &[("begin", 500)], 500, "verb.change"),
+                ("wn:a6", &[("big", 50)], 50, "adj.all"),
+                ("wn:a7", &[("large", 50)], 50, "adj.all"),
+            ],
+            "repel\tsister\t0\t2\t1\nrepel\tsister\t2\t0\t1\n",
+        );
+        for supersense in [0.0, 0.1] {
+            let recipe = Recipe {
+                supersense,
+                per_group: 1,
+                ..recipe(8)
+            };
+            let batch = data
+                .batch(&mut Random::new(13, 0), Split::Train, &recipe)
+                .unwrap();
+            let rows = &batch.attract;
+            let mut pairs = Vec::new();
+            for p in 0..batch.contents.len() {
+                for at in rows.offsets[p]..rows.offsets[p + 1] {
+                    let (a, b) = (&batch.contents[p], &batch.contents[rows.ids[at]]);
+                    if batch.bags[p] != batch.bags[rows.ids[at]] {
+                        pairs.push((a.as_str(), b.as_str(), rows.weights[at]));
+                    }
+                }
+            }
+            pairs.sort_by(|x, y| x.partial_cmp(y).unwrap());
+            let expected = if supersense > 0.0 {
+                vec![
+                    ("cat", "feline", 0.1),
+                    ("dog", "feline", 0.1),
+                    ("feline", "cat", 0.1),
+                    ("feline", "dog", 0.1),
+                ]
+            } else {
+                Vec::new()
+            };
+            assert_eq!(pairs, expected);
+        }
+    }
+
+    #[test]
     fn a_sense_is_rare_by_its_synset_or_by_the_lemma() {
         // "cat" is never tagged in "Caterpillar, cat" (a synset used less than "cat, true cat"): rare either way.
         // "start" is never tagged in "begin, start", used more than "start, starting": rare by the lemma alone.
         let data = write(
             "rare",
             &[
-                ("wn:n1", &[("cat", 18), ("true cat", 0)], 18),
-                ("wn:n2", &[("Caterpillar", 0), ("cat", 0)], 0),
-                ("wn:v3", &[("begin", 500), ("start", 0)], 558),
-                ("wn:n4", &[("start", 30), ("starting", 0)], 30),
+                ("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops"),
+                ("wn:n2", &[("Caterpillar", 0), ("cat", 0)], 0, "noun.Tops"),
+                ("wn:v3", &[("begin", 500), ("start", 0)], 558, "verb.change"),
+                ("wn:n4", &[("start", 30), ("starting", 0)], 30, "noun.Tops"),
             ],
+            "",
         );
         for (rare_by_lemma, starts) in [(false, 2), (true, 1)] {
             let recipe = Recipe {

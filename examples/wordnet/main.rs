@@ -153,6 +153,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             rare_senses: 0.0,
             rare_by_lemma: false,
             vocabulary: 0,
+            supersense: 0.0,
         },
         columns: COLUMNS,
         threads: cores.max(2),
@@ -200,6 +201,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 }
             }
             "--vocabulary" => options.recipe.vocabulary = value("a count")?.parse()?,
+            "--supersense" => options.recipe.supersense = value("a weight")?.parse()?,
             "--init" => options.init = Some(value("a checkpoint")?.into()),
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
@@ -224,7 +226,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!(
                     "               [--class-images N] [--rare-senses P] [--rare-by lemma|synset]"
                 );
-                println!("               [--vocabulary N] [--init CHECKPOINT]");
+                println!("               [--vocabulary N] [--supersense W] [--init CHECKPOINT]");
                 println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--masking-weight W] [--seed N] [--fresh] [--calibration N]");
                 println!(
@@ -253,6 +255,11 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 );
                 println!(
                     "--vocabulary: WordNet groups beside the others that take their lemmas alone (default 0)"
+                );
+                println!(
+                    "--supersense: the attract weight between items of two noun or verb synsets of one WordNet \
+                     lexicographer file (\"cat\" and \"feline\" are noun.animal) that no other edge joins \
+                     (default 0: none)"
                 );
                 println!(
                     "--init: start a new run from this checkpoint's weights, a second stage: its schedule runs from \
@@ -560,7 +567,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
-         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
+         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups, lexicographer files attracting at {}), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -579,6 +586,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.rare_senses,
         if recipe.rare_by_lemma { "lemma" } else { "synset" },
         recipe.vocabulary,
+        recipe.supersense,
         options.masking_weight,
         options.learning_rate,
         options.threads,

@@ -36,6 +36,9 @@ class Data:
         _, choices = read_tsv(os.path.join(root, "choices.tsv"))
         self.groups = [(g[1], g[2], g[3], int(g[4]), int(g[5]), g[6]) for g in groups]  # split source key first n label
         self.uses = [int(g[7]) for g in groups]  # how often a synset's senses were tagged in the concordances
+        # A noun or verb synset's lexicographer file ("noun.animal"), whose items attract at `supersense`; None for
+        # adjectives and adverbs (almost all of them adj.all or adv.all, a kind too broad to teach) and classes.
+        self.lexnames = [g[8] if g[8][:5] in ("noun.", "verb.") else None for g in groups]
         self.items = [(int(i[1]), i[2], i[3], i[4], i[5]) for i in items]  # group split modality role content
         # A lemma in a rare sense of its word: not its synset's canonical lemma, never tagged in this sense, in a
         # synset used less than the word's most used sense ("cat" in "Caterpillar, cat"); drawn at `rare_senses`.
@@ -109,14 +112,15 @@ class Data:
 
     def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25,
               class_images=3, rare_senses=0.0, floor=1.0, cap=math.inf, hypernyms=0.0, hypernym_weight=0.35,
-              rare_by_lemma=False, vocabulary=0):
+              rare_by_lemma=False, vocabulary=0, supersense=0.0):
         """The recipe of docs/data.md: WordNet groups drawn with weight `floor + min(uses, cap)^common` (each possibly
         followed by one of its repel partners, then at `hypernyms` by one of its hypernyms, their items attracting at
         `hypernym_weight`), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
         its word kept at `rare_senses`; a share `articles` of noun and verb lemmas behind "a"/"an"/"to"), a caption and
         `class_images` images from a class, `choices` choice items; edges within the batch. `vocabulary` more WordNet
         groups drawn the same way after the others take their lemmas alone; `rare_by_lemma` judges a sense rare by the
-        lemma's own tag count."""
+        lemma's own tag count; items of two noun or verb synsets of one lexicographer file ("noun.animal") attract at
+        `supersense` unless an edge joins them already."""
         assert floor > 0, "a synset weighing nothing could never fill a batch"
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
@@ -178,6 +182,12 @@ class Data:
                 for q in position.get(h, ()):
                     attract[p].append((q, hypernym_weight))
                     attract[q].append((p, hypernym_weight))
+        if supersense > 0:
+            for p, g in enumerate(group_of):
+                joined = {q for q, _ in attract[p]} | {q for q, _ in repel[p]}
+                attract[p] += [(q, supersense) for q, h in enumerate(group_of)
+                               if h != g and self.lexnames[g] and self.lexnames[h] == self.lexnames[g]
+                               and q not in joined]
         modalities = [self.items[i][2] for i in members]
         contents = [self.read(i, rng, articles) for i in members]
         legal, targets = [""] * len(members), [[] for _ in members]

@@ -26,7 +26,7 @@ import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 SEED = 13  # issue 13; every random choice below derives from it (and from the item's key, not from the order)
 WORDNET = "/usr/share/wordnet"
 FASHION = "/usr/share/datasets/fashion-mnist"
@@ -161,6 +161,15 @@ def package_version(name):
 
 POS_FILES = [("n", "noun"), ("v", "verb"), ("a", "adj"), ("r", "adv")]
 SENSE_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}  # a sense key's ss_type: 5 is an adjective satellite
+# WordNet's lexicographer files by number (lexnames(5WN)), each synset's line names one: a coarse kind, the
+# "supersense" ("cat" and "feline" are noun.animal, "truck" noun.artifact), written to groups.tsv.
+LEXNAMES = ["adj.all", "adj.pert", "adv.all", "noun.Tops", "noun.act", "noun.animal", "noun.artifact", "noun.attribute",
+            "noun.body", "noun.cognition", "noun.communication", "noun.event", "noun.feeling", "noun.food", "noun.group",
+            "noun.location", "noun.motive", "noun.object", "noun.person", "noun.phenomenon", "noun.plant",
+            "noun.possession", "noun.process", "noun.quantity", "noun.relation", "noun.shape", "noun.state",
+            "noun.substance", "noun.time", "verb.body", "verb.change", "verb.cognition", "verb.communication",
+            "verb.competition", "verb.consumption", "verb.contact", "verb.creation", "verb.emotion", "verb.motion",
+            "verb.perception", "verb.possession", "verb.social", "verb.stative", "verb.weather", "adj.ppl"]
 MARKER = re.compile(r"\((a|p|ip)\)$")
 QUOTED = re.compile(r'"([^"]*)"')
 QUOTED_AND_SOURCE = re.compile(r'"[^"]*"(\s*-+\s*[^;"]*)?')  # an example and its attribution ("..." - Shakespeare)
@@ -168,13 +177,14 @@ QUOTED_AND_SOURCE = re.compile(r'"[^"]*"(\s*-+\s*[^;"]*)?')  # an example and it
 
 class Synset:
     __slots__ = ("key", "pos", "sat", "lemmas", "gloss", "examples", "hypernyms", "antonyms", "similar", "split",
-                 "tagged", "uses", "lemma_uses")
+                 "tagged", "uses", "lemma_uses", "lexname")
 
     def __init__(self, key, pos, sat):
         self.key, self.pos, self.sat = key, pos, sat
         self.lemmas, self.examples, self.hypernyms, self.antonyms, self.similar = [], [], [], set(), []
         self.gloss, self.split, self.tagged, self.uses = "", "", 0, 0
         self.lemma_uses = {}  # lower-cased lemma -> how often its sense of this synset was tagged
+        self.lexname = ""  # its lexicographer file, LEXNAMES
 
 
 def split_of(key, validation=0.1, test=0.1):
@@ -204,6 +214,7 @@ def parse_wordnet(root, limit):
                 offset, ss_type, w_cnt = fields[0], fields[2], int(fields[3], 16)
                 key = pos + offset
                 synset = Synset(key, pos, ss_type == "s")
+                synset.lexname = LEXNAMES[int(fields[1])]
                 words = fields[4 : 4 + 2 * w_cnt : 2]
                 for word in words:
                     lemma = MARKER.sub("", word).replace("_", " ")
@@ -517,7 +528,7 @@ def build_index(synsets, sister_map, lookalike_map, images, clips):
         members += [("audio", c["role"], c["path"], 0) for c in clips_of.get(key, ())]
         group_of[key] = len(groups)
         groups.append([len(groups), s.split, "wordnet", f"wn:{key}", len(items), len(members), s.lemmas[0],
-                       s.uses])
+                       s.uses, s.lexname])
         items += [[len(items) + i, group_of[key], s.split, m, r, clean(c), u]
                   for i, (m, r, c, u) in enumerate(members)]
     by_class = {}
@@ -532,7 +543,7 @@ def build_index(synsets, sister_map, lookalike_map, images, clips):
             members = [("text", "caption", c) for c in captions]
             members += [("image", "image", p) for p in by_class.get((label, split), ())]
             groups.append([len(groups), split, "fashion-mnist", f"fmnist:{label}:{split}", len(items), len(members),
-                           class_name, 0])
+                           class_name, 0, "-"])
             items += [[len(items) + i, groups[-1][0], split, m, r, c, 0] for i, (m, r, c) in enumerate(members)]
     for key in sorted(synsets):
         s = synsets[key]
@@ -653,7 +664,7 @@ def main():
     choice_rows = choices(synsets, sister_map, args.choice_max_bytes, calibration=0.5)
     groups, items, edges = build_index(synsets, sister_map, lookalikes(synsets), images, plan)
     tables = [
-        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label", "uses"]),
+        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label", "uses", "lexname"]),
         ("items.tsv", items, ["item", "group", "split", "modality", "role", "content", "uses"]),
         ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
         ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),

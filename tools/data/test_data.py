@@ -54,16 +54,17 @@ class Lookalikes(unittest.TestCase):
 
 
 def write_data(root, groups, edges=(), glosses=False):
-    """A hand-made data directory: WordNet groups `(key, lemmas, lemma uses, synset uses)` in order, each with a gloss
-    after its lemmas when `glosses`, one image class after them, and `edges` as rows of edges.tsv."""
+    """A hand-made data directory: WordNet groups `(key, lemmas, lemma uses, synset uses[, lexname])` in order, each
+    with a gloss after its lemmas when `glosses`, one image class after them, and `edges` as rows of edges.tsv."""
     group_rows, item_rows = [], []
-    for g, (key, lemmas, uses, total) in enumerate(groups):
-        group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas) + glosses, lemmas[0], total])
+    for g, (key, lemmas, uses, total, *lexname) in enumerate(groups):
+        group_rows.append([g, "train", "wordnet", key, len(item_rows), len(lemmas) + glosses, lemmas[0], total,
+                           lexname[0] if lexname else "noun.Tops"])
         item_rows += [[len(item_rows) + i, g, "train", "text", "lemma", lemma, use]
                       for i, (lemma, use) in enumerate(zip(lemmas, uses))]
         if glosses:
             item_rows.append([len(item_rows), g, "train", "text", "gloss", f"what {lemmas[0]} means", 0])
-    group_rows.append([len(groups), "train", "fashion-mnist", "fmnist:0:train", len(item_rows), 2, "bag", 0])
+    group_rows.append([len(groups), "train", "fashion-mnist", "fmnist:0:train", len(item_rows), 2, "bag", 0, "-"])
     item_rows += [[len(item_rows), len(groups), "train", "text", "caption", "a bag", 0],
                   [len(item_rows) + 1, len(groups), "train", "image", "image", "images/0.png", 0]]
     tables = {"groups.tsv": group_rows, "items.tsv": item_rows, "edges.tsv": list(edges), "choices.tsv": [],
@@ -150,6 +151,31 @@ class Vocabulary(unittest.TestCase):
                     self.assertEqual(any(t.startswith("what ") for t in texts), bag < 2, texts)
 
 
+class Supersense(unittest.TestCase):
+    def test_items_of_one_lexicographer_file_attract_unless_an_edge_joins_them(self):
+        # "cat", "feline" and "dog" are noun.animal, "dog" a sister of "cat" (repel); "truck" noun.artifact; "begin"
+        # verb.change; "big" adj.all, like "large": adjectives' files are too broad to attract.
+        groups = [("wn:n1", ["cat"], [18], 18, "noun.animal"), ("wn:n2", ["feline"], [0], 0, "noun.animal"),
+                  ("wn:n3", ["dog"], [40], 40, "noun.animal"), ("wn:n4", ["truck"], [9], 9, "noun.artifact"),
+                  ("wn:v5", ["begin"], [500], 500, "verb.change"), ("wn:a6", ["big"], [50], 50, "adj.all"),
+                  ("wn:a7", ["large"], [50], 50, "adj.all")]
+        edges = [["repel", "sister", 0, 2, 1.0], ["repel", "sister", 2, 0, 1.0]]
+        with tempfile.TemporaryDirectory() as root:
+            data = write_data(root, groups, edges)
+            for supersense in (0.0, 0.1):
+                b = data.batch(random.Random(2), "train", groups=8, images=1, hard=0.0, choices=0, class_images=1,
+                               articles=0.0, supersense=supersense)
+                at = {c: i for i, c in enumerate(b["contents"])}
+                attract = b["attract"]
+                pairs = {(b["contents"][p], b["contents"][q], w) for p in range(len(b["contents"]))
+                         for q, w in zip(attract["ids"][attract["offsets"][p] : attract["offsets"][p + 1]],
+                                         attract["weights"][attract["offsets"][p] : attract["offsets"][p + 1]])}
+                self.assertEqual(len(at), 9)  # seven lemmas, a caption, an image
+                expected = {("cat", "feline", 0.1), ("feline", "cat", 0.1), ("feline", "dog", 0.1),
+                            ("dog", "feline", 0.1)} if supersense else set()
+                self.assertEqual({p for p in pairs if p[0] != "a bag" and p[1] != "a bag"}, expected)
+
+
 @unittest.skipUnless(os.path.isdir(prepare.WORDNET) and os.path.isdir(prepare.FASHION), "scripts/setup.sh first")
 class Prepare(unittest.TestCase):
     @classmethod
@@ -175,6 +201,9 @@ class Prepare(unittest.TestCase):
         self.assertEqual(manifest["counts"]["images"], 300)
         self.assertEqual(manifest["counts"]["audio_clips"], len([i for i in data.items if i[2] == "audio"]))
         self.assertEqual(len(data.groups), 600 + 30)
+        for (_, source, key, *_), lexname in zip(data.groups, data.lexnames):  # a noun's file is a noun's, ...
+            kind = {"wn:n": "noun.", "wn:v": "verb."}.get(key[:4])
+            self.assertEqual(lexname and lexname[:5], kind, key)
 
     def test_clips_are_16_khz_mono_pcm(self):
         clips = [i[4] for i in batches.Data(self.out).items if i[2] == "audio"]
