@@ -49,9 +49,8 @@ struct Group {
     /// Whether it is a WordNet noun synset (`wn:n...`), else a verb (`wn:v...`) when `verb`.
     noun: bool,
     verb: bool,
-    /// A noun or verb synset's lexicographer file (`groups.tsv`'s `lexname`, "noun.animal"), as an index into
-    /// [`Data::lexnames`]; `None` for adjectives and adverbs (almost all adj.all or adv.all, too broad a kind) and
-    /// classes.
+    /// A noun or verb synset's lexicographer file (`groups.tsv`'s `lexname`, "noun.animal"), numbered in the order
+    /// first seen; `None` for adjectives and adverbs (almost all adj.all or adv.all, too broad a kind) and classes.
     lexname: Option<usize>,
 }
 
@@ -108,8 +107,6 @@ pub struct Data {
     hypernyms: HashMap<usize, Vec<usize>>,
     /// `choices.tsv`, less the items longer than the row allows.
     choices: Vec<Choice>,
-    /// The noun and verb lexicographer files' names, in the order first seen.
-    lexnames: Vec<String>,
     /// WordNet groups by split.
     wordnet: HashMap<Split, Vec<usize>>,
     /// Per split, the running sums of the WordNet groups' draw weights (`Recipe::weight`).
@@ -329,7 +326,6 @@ impl Data {
             edges: HashMap::new(),
             hypernyms: HashMap::new(),
             choices: Vec::new(),
-            lexnames: Vec::new(),
             wordnet: HashMap::new(),
             drawn: HashMap::new(),
             spoken: HashMap::new(),
@@ -369,6 +365,8 @@ impl Data {
                 rare_by_lemma: false,
             });
         }
+        // The noun and verb lexicographer files by name, numbered in the order first seen.
+        let mut lexnames: HashMap<String, usize> = HashMap::new();
         for record in records(&root.join("groups.tsv"), 9)? {
             let (split, fashion) = (Split::parse(&record[1])?, record[2] == "fashion-mnist");
             let (first, count): (usize, usize) = (record[4].parse()?, record[5].parse()?);
@@ -393,16 +391,9 @@ impl Data {
                 let sums = data.drawn.entry(split).or_default();
                 sums.push(sums.last().copied().unwrap_or(0.0) + weight(uses));
             }
-            let lexname =
-                (record[8].starts_with("noun.") || record[8].starts_with("verb.")).then(|| {
-                    data.lexnames
-                        .iter()
-                        .position(|name| *name == record[8])
-                        .unwrap_or_else(|| {
-                            data.lexnames.push(record[8].clone());
-                            data.lexnames.len() - 1
-                        })
-                });
+            let kind = record[8].starts_with("noun.") || record[8].starts_with("verb.");
+            let known = lexnames.len();
+            let lexname = kind.then(|| *lexnames.entry(record[8].clone()).or_insert(known));
             data.groups.push(Group {
                 fashion,
                 first,
