@@ -2,7 +2,8 @@
 //! WordNet groups as bags (with a hard negative drawn beside each at probability `hard`, and a hypernym at
 //! `hypernyms`), Fashion-MNIST class groups, a share of groups with a spoken clip, attract edges weighted by
 //! `roles.tsv` within a bag, by `edges.tsv` between bags, by `hypernym_weight` between a synset and its hypernym and
-//! by `supersense` between noun or verb synsets of one lexicographer file, repel edges from `edges.tsv`, and choice items with their legal bytes and one-hot targets.
+//! by `supersense` between noun or verb synsets of one lexicographer file, repel edges from `edges.tsv`, and choice
+//! items with their legal bytes and one-hot targets.
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -766,8 +767,14 @@ impl Data {
             }
         }
         if recipe.supersense > 0.0 {
+            let mut kinds: HashMap<usize, Vec<usize>> = HashMap::new();
             for (p, &group) in group_of.iter().enumerate() {
-                let Some(kind) = self.groups[group].lexname else {
+                if let Some(kind) = self.groups[group].lexname {
+                    kinds.entry(kind).or_default().push(p);
+                }
+            }
+            for (p, &group) in group_of.iter().enumerate() {
+                let Some(mates) = self.groups[group].lexname.map(|kind| &kinds[&kind]) else {
                     continue;
                 };
                 let joined: std::collections::HashSet<usize> = attract[p]
@@ -775,11 +782,8 @@ impl Data {
                     .chain(&repel[p])
                     .map(|&(q, _)| q)
                     .collect();
-                for (q, &other) in group_of.iter().enumerate() {
-                    if other != group
-                        && self.groups[other].lexname == Some(kind)
-                        && !joined.contains(&q)
-                    {
+                for &q in mates {
+                    if group_of[q] != group && !joined.contains(&q) {
                         attract[p].push((q, recipe.supersense));
                     }
                 }

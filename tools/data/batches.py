@@ -183,11 +183,14 @@ class Data:
                     attract[p].append((q, hypernym_weight))
                     attract[q].append((p, hypernym_weight))
         if supersense > 0:
+            kinds = {}  # lexicographer file -> the positions of its items
+            for p, g in enumerate(group_of):
+                if self.lexnames[g]:
+                    kinds.setdefault(self.lexnames[g], []).append(p)
             for p, g in enumerate(group_of):
                 joined = {q for q, _ in attract[p]} | {q for q, _ in repel[p]}
-                attract[p] += [(q, supersense) for q, h in enumerate(group_of)
-                               if h != g and self.lexnames[g] and self.lexnames[h] == self.lexnames[g]
-                               and q not in joined]
+                attract[p] += [(q, supersense) for q in kinds.get(self.lexnames[g], ())
+                               if group_of[q] != g and q not in joined]
         modalities = [self.items[i][2] for i in members]
         contents = [self.read(i, rng, articles) for i in members]
         legal, targets = [""] * len(members), [[] for _ in members]

@@ -201,7 +201,7 @@ class Prepare(unittest.TestCase):
         self.assertEqual(manifest["counts"]["images"], 300)
         self.assertEqual(manifest["counts"]["audio_clips"], len([i for i in data.items if i[2] == "audio"]))
         self.assertEqual(len(data.groups), 600 + 30)
-        for (_, source, key, *_), lexname in zip(data.groups, data.lexnames):  # a noun's file is a noun's, ...
+        for (_, _, key, *_), lexname in zip(data.groups, data.lexnames):  # a noun's file is a noun's, ...
             kind = {"wn:n": "noun.", "wn:v": "verb."}.get(key[:4])
             self.assertEqual(lexname and lexname[:5], kind, key)
 
