@@ -70,6 +70,8 @@ const VALIDATION_STREAM: u64 = u64::MAX;
 
 /// The run directory's checkpoint, the one a restart resumes from.
 const CHECKPOINT: &str = "checkpoint.safetensors";
+/// The copy of `--init` a stage with `--contrastive-scale` starts from, in the run directory.
+const INIT_COPY: &str = "init.safetensors";
 
 /// What the command line asked for.
 struct Options {
@@ -102,6 +104,9 @@ struct Options {
     fresh: bool,
     /// A checkpoint whose weights a new run starts from, as a second stage: the schedule counts on from its steps.
     init: Option<PathBuf>,
+    /// The contrastive scale a second stage starts at, written over the `--init` checkpoint's
+    /// `trainer.contrastive.log_scale` (as its logarithm) in the copy the run starts from.
+    contrastive_scale: Option<f32>,
     /// Calibration items the final temperature fit takes, drawn with the seed; zero takes all.
     calibration: usize,
     /// Processes of the mesh the run trains over (one: no mesh), and this one's rank.
@@ -162,6 +167,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         seed: 13,
         fresh: false,
         init: None,
+        contrastive_scale: None,
         calibration: calibration::DEFAULT_ITEMS,
         ranks: 1,
         rank: 0,
@@ -203,6 +209,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--vocabulary" => options.recipe.vocabulary = value("a count")?.parse()?,
             "--supersense" => options.recipe.supersense = value("a weight")?.parse()?,
             "--init" => options.init = Some(value("a checkpoint")?.into()),
+            "--contrastive-scale" => options.contrastive_scale = Some(value("a scale")?.parse()?),
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
@@ -227,6 +234,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "               [--class-images N] [--rare-senses P] [--rare-by lemma|synset]"
                 );
                 println!("               [--vocabulary N] [--supersense W] [--init CHECKPOINT]");
+                println!("               [--contrastive-scale S]");
                 println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--masking-weight W] [--seed N] [--fresh] [--calibration N]");
                 println!(
@@ -266,6 +274,11 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                      the checkpoint's steps to --steps at the peak --lr, then cosine, without warm-up"
                 );
                 println!(
+                    "--contrastive-scale: with --init, the contrastive scale the stage starts at (0 < S <= 100), \
+                     written as ln S over the checkpoint's trainer.contrastive.log_scale in <run>/init.safetensors; \
+                     trained on from there (default: the checkpoint's own)"
+                );
+                println!(
                     "--ranks, --rank: train as rank R of N processes over a mesh met in --exchange (default \
                      <run>/mesh), listening at --hostname (default 127.0.0.1); every rank takes the same options"
                 );
@@ -285,6 +298,19 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         return Err(
             "--threads needs at least 2: the executor owns a thread besides the caller".into(),
         );
+    }
+    if let Some(scale) = options.contrastive_scale {
+        if options.init.is_none() {
+            return Err(
+                "--contrastive-scale needs --init: it rewrites the starting checkpoint's scale"
+                    .into(),
+            );
+        }
+        if !(scale > 0.0 && scale <= 100.0) {
+            return Err(
+                format!("--contrastive-scale takes a scale in (0, 100], not {scale}").into(),
+            );
+        }
     }
     if options.ranks == 0 || options.rank >= options.ranks {
         return Err("--rank must be below --ranks, which needs at least one process".into());
@@ -495,10 +521,21 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         .map(|init| checkpoint::scalar(init, "trainer.step", 0))
         .transpose()?
         .map(|steps| steps as usize);
-    let start_from = if resume {
-        checkpoint.as_path()
-    } else {
-        options.init.as_deref().unwrap_or(Path::new(""))
+    let start_from = match (&options.init, options.contrastive_scale) {
+        _ if resume => checkpoint.clone(),
+        (Some(init), Some(scale)) => {
+            let copy = options.run.join(INIT_COPY);
+            checkpoint::write_with_scalar(
+                init,
+                "trainer.contrastive.log_scale",
+                0,
+                scale.ln(),
+                &copy,
+            )?;
+            copy
+        }
+        (Some(init), None) => init.clone(),
+        (None, _) => PathBuf::new(),
     };
     let first = if resume {
         checkpoint::scalar(&checkpoint, "trainer.step", 0)? as usize
@@ -549,7 +586,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     let leader = options.rank == 0;
     let trainer = Trainer::init_ram(
         &executor,
-        config(&options, start_from, schedule, mesh.as_ref()),
+        config(&options, &start_from, schedule, mesh.as_ref()),
     )?;
     let recipe = &options.recipe;
     let origin = if resume {
