@@ -172,6 +172,14 @@ impl Recipe {
     pub fn weight(&self, uses: f64) -> f64 {
         self.floor + uses.min(self.cap).powf(self.common)
     }
+
+    /// The most items a batch of this recipe can hold: `per_group` from each WordNet group (two from a spoken one,
+    /// its canonical lemma and its clip, when `per_group` is one), vocabulary groups included, a caption and
+    /// `class_images` from each class, and the choice items. Partners and hypernyms count among the groups.
+    pub fn max_items(&self) -> usize {
+        let text_groups = self.groups.saturating_sub(self.images) + self.vocabulary;
+        text_groups * self.per_group.max(2) + self.images * (1 + self.class_images) + self.choices
+    }
 }
 
 /// Compressed sparse rows of weighted edges, as `uform_edges_t` takes them.
@@ -949,6 +957,10 @@ mod tests {
                 .unwrap();
             // Two groups as ever (two lemmas and the gloss each), two vocabulary groups (two lemmas), the class.
             assert_eq!(batch.bags.iter().max(), Some(&4));
+            assert!(
+                batch.bags.len() <= recipe.max_items(),
+                "the trainer's bound holds"
+            );
             for bag in 0..4 {
                 let texts: Vec<&String> = (0..batch.bags.len())
                     .filter(|&i| batch.bags[i] == bag)
@@ -961,6 +973,15 @@ mod tests {
                     "{texts:?}"
                 );
             }
+            // Two items from each group, and the caption and image of the class: the bound, met.
+            let two = Recipe {
+                per_group: 2,
+                ..recipe
+            };
+            let full = data
+                .batch(&mut Random::new(13, step), Split::Train, &two)
+                .unwrap();
+            assert_eq!(full.bags.len(), two.max_items());
         }
     }
 

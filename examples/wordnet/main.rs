@@ -70,6 +70,8 @@ const VALIDATION_STREAM: u64 = u64::MAX;
 
 /// The run directory's checkpoint, the one a restart resumes from.
 const CHECKPOINT: &str = "checkpoint.safetensors";
+/// Items a step's batch may hold when its recipe draws no more: the trainer's default, 64 rows of four.
+const DEFAULT_SEGMENTS: usize = 256;
 /// The copy of `--init` a stage with `--contrastive-scale` starts from, in the run directory.
 const INIT_COPY: &str = "init.safetensors";
 
@@ -367,6 +369,8 @@ fn config<'a>(
             ..Masking::default()
         },
         batch: BatchShape {
+            // The trainer's default (64 rows, four items a row) unless the recipe can draw more items than that.
+            max_segments_per_device: options.recipe.max_items().max(DEFAULT_SEGMENTS),
             max_columns_per_row: options.columns,
             image: ImageShape {
                 patch_side: PATCH_SIDE,
