@@ -116,6 +116,9 @@ pub struct Data {
     spoken: HashMap<Split, Vec<usize>>,
     /// Fashion-MNIST class groups by split.
     fashion: HashMap<Split, Vec<usize>>,
+    /// `outliers.tsv`'s synthetic pictures by split, their paths relative to `root` (none in a data directory that
+    /// predates them).
+    outliers: HashMap<Split, Vec<String>>,
     /// Choice items by split.
     choices_by_split: HashMap<Split, Vec<usize>>,
     /// Choice items dropped for their length.
@@ -165,6 +168,9 @@ pub struct Recipe {
     /// The attract weight between the items of two noun or verb synsets of one lexicographer file ("cat" and "feline"
     /// are noun.animal) that no other edge joins (0: none).
     pub supersense: f32,
+    /// Outlier pictures (`outliers.tsv`: synthetic patterns, no garment) beside the groups, each in a bag of its own
+    /// with no edge, so they are every anchor's negatives and nobody's positive (0: none).
+    pub outliers: usize,
 }
 
 impl Recipe {
@@ -178,7 +184,10 @@ impl Recipe {
     /// `class_images` from each class, and the choice items. Partners and hypernyms count among the groups.
     pub fn max_items(&self) -> usize {
         let text_groups = self.groups.saturating_sub(self.images) + self.vocabulary;
-        text_groups * self.per_group.max(2) + self.images * (1 + self.class_images) + self.choices
+        text_groups * self.per_group.max(2)
+            + self.images * (1 + self.class_images)
+            + self.outliers
+            + self.choices
     }
 }
 
@@ -339,6 +348,7 @@ impl Data {
             drawn: HashMap::new(),
             spoken: HashMap::new(),
             fashion: HashMap::new(),
+            outliers: HashMap::new(),
             choices_by_split: HashMap::new(),
             dropped_choices: 0,
             cut_texts: 0,
@@ -466,6 +476,13 @@ impl Data {
                 targets,
                 text,
             });
+        }
+        let outliers = root.join("outliers.tsv");
+        if outliers.exists() {
+            for record in records(&outliers, 3)? {
+                let split = Split::parse(&record[2])?;
+                data.outliers.entry(split).or_default().push(record[0].clone());
+            }
         }
         Ok(data)
     }
@@ -815,9 +832,32 @@ impl Data {
             });
         }
 
+        // Outlier pictures, each in a bag of its own with no edge: negatives alone.
+        if recipe.outliers > 0 {
+            let pool = self.outliers.get(&split).map_or(&[][..], Vec::as_slice);
+            if pool.len() < recipe.outliers {
+                return Err(format!(
+                    "{} outlier pictures a batch, but the {split:?} split has {} (outliers.tsv: run \
+                     tools/data/prepare.py again)",
+                    recipe.outliers,
+                    pool.len()
+                )
+                .into());
+            }
+            let ids: Vec<usize> = (0..pool.len()).collect();
+            for i in random.sample(&ids, recipe.outliers) {
+                batch.modalities.push(Modality::Image);
+                batch.contents.push(self.root.join(&pool[i]).to_string_lossy().into_owned());
+                batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
+                batch.sides.push(LateInteractionSide::None);
+                attract.push(Vec::new());
+                repel.push(Vec::new());
+            }
+        }
+
         // Choice items, each in a bag of its own, with the only nonempty entries of the choice tapes.
-        batch.choices.1 = vec![0; members.len() + 1];
-        batch.targets.1 = vec![0; members.len() + 1];
+        batch.choices.1 = vec![0; batch.bags.len() + 1];
+        batch.targets.1 = vec![0; batch.bags.len() + 1];
         let pool = self.choices_by_split.get(&split).unwrap_or(&none);
         for c in random.sample(pool, recipe.choices) {
             let choice = &self.choices[c];
@@ -898,6 +938,11 @@ mod tests {
             ("roles.tsv", roles),
             ("edges.tsv", &format!("#header\n{edges}")),
             ("choices.tsv", "#header\n"),
+            (
+                "outliers.tsv",
+                "#header\nimages/o0.png\tsolid\ttrain\nimages/o1.png\tnoise\ttrain\n\
+                 images/o2.png\tclouds\tvalidation\n",
+            ),
         ] {
             std::fs::write(root.join(file), text).unwrap();
         }
@@ -926,7 +971,37 @@ mod tests {
             rare_by_lemma: false,
             vocabulary: 0,
             supersense: 0.0,
+            outliers: 0,
         }
+    }
+
+    #[test]
+    fn outlier_pictures_are_negatives_alone_in_bags_of_their_own() {
+        let data = write("outliers", &[("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops")], "");
+        let with = Recipe {
+            outliers: 2,
+            ..recipe(2)
+        };
+        let plain = data.batch(&mut Random::new(13, 0), Split::Train, &recipe(2)).unwrap();
+        let batch = data.batch(&mut Random::new(13, 0), Split::Train, &with).unwrap();
+        let n = plain.bags.len();
+        // The batch without them, bit for bit, then the train split's two pictures, each a bag of its own.
+        assert_eq!(batch.contents[..n], plain.contents[..]);
+        assert_eq!(batch.bags.len(), n + 2);
+        assert_eq!(batch.bags[n..], [plain.bags[n - 1] + 1, plain.bags[n - 1] + 2]);
+        assert_eq!(batch.modalities[n..], [Modality::Image, Modality::Image]);
+        let mut drawn: Vec<&str> = batch.contents[n..].iter().map(|c| &c[c.len() - 13..]).collect();
+        drawn.sort_unstable();
+        assert_eq!(drawn, ["images/o0.png", "images/o1.png"]);
+        for rows in [&batch.attract, &batch.repel] {
+            assert_eq!(rows.offsets.len(), n + 3);
+            assert!(rows.ids.iter().all(|&id| id < n), "no edge reaches an outlier");
+            assert_eq!(rows.offsets[n..], [rows.ids.len(); 3], "no edge leaves one");
+        }
+        assert_eq!(batch.choices.1.len(), n + 3);
+        // The validation split has one picture: a batch that asks for two is refused, with the reason.
+        let error = data.batch(&mut Random::new(13, 0), Split::Validation, &with);
+        assert!(error.is_err_and(|e| e.to_string().contains("outlier pictures")));
     }
 
     #[test]

@@ -161,6 +161,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             rare_by_lemma: false,
             vocabulary: 0,
             supersense: 0.0,
+            outliers: 0,
         },
         columns: COLUMNS,
         threads: cores.max(2),
@@ -210,6 +211,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             }
             "--vocabulary" => options.recipe.vocabulary = value("a count")?.parse()?,
             "--supersense" => options.recipe.supersense = value("a weight")?.parse()?,
+            "--outliers" => options.recipe.outliers = value("a count")?.parse()?,
             "--init" => options.init = Some(value("a checkpoint")?.into()),
             "--contrastive-scale" => options.contrastive_scale = Some(value("a scale")?.parse()?),
             "--columns" => options.columns = value("a count")?.parse()?,
@@ -270,6 +272,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "--supersense: the attract weight between items of two noun or verb synsets of one WordNet \
                      lexicographer file (\"cat\" and \"feline\" are noun.animal) that no other edge joins \
                      (default 0: none)"
+                );
+                println!(
+                    "--outliers: synthetic pictures that are not garments (outliers.tsv) a batch, each a negative \
+                     alone in a bag of its own (default 0)"
                 );
                 println!(
                     "--init: start a new run from this checkpoint's weights, a second stage: its schedule runs from \
@@ -608,7 +614,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
-         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups, lexicographer files attracting at {}), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
+         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups, lexicographer files attracting at {}, {} outlier pictures), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -628,6 +634,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         if recipe.rare_by_lemma { "lemma" } else { "synset" },
         recipe.vocabulary,
         recipe.supersense,
+        recipe.outliers,
         options.masking_weight,
         options.learning_rate,
         options.threads,

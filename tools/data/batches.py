@@ -69,6 +69,10 @@ class Data:
         self.choices_by_split = {}
         for c, choice in enumerate(self.choices):
             self.choices_by_split.setdefault(choice[0], []).append(c)
+        self.outliers = {}  # split -> synthetic pictures that are not garments (outliers.tsv; none in older data)
+        if os.path.exists(os.path.join(root, "outliers.tsv")):
+            for path, _, split in read_tsv(os.path.join(root, "outliers.tsv"))[1]:
+                self.outliers.setdefault(split, []).append(path)
 
     def check(self, media=True):
         """Every invariant docs/data.md promises; raises AssertionError on the first broken one."""
@@ -94,6 +98,9 @@ class Data:
                 for s in roles:
                     if r != s or sum(self.items[i][3] == r for i in range(first, first + n)) > 1:
                         assert (r, s) in self.roles, (g, r, s)
+        for split, paths in self.outliers.items():
+            for path in paths if media else ():
+                assert os.path.isfile(os.path.join(self.root, path)), path
         for split, synset, answer, legal, targets, text in self.choices:
             assert len(targets) == len(legal) and abs(sum(targets) - 1) < 1e-6, synset
             assert targets[legal.index(answer)] == 1.0 and text.endswith("Answer:"), synset
@@ -112,7 +119,7 @@ class Data:
 
     def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25,
               class_images=3, rare_senses=0.0, floor=1.0, cap=math.inf, hypernyms=0.0, hypernym_weight=0.35,
-              rare_by_lemma=False, vocabulary=0, supersense=0.0):
+              rare_by_lemma=False, vocabulary=0, supersense=0.0, outliers=0):
         """The recipe of docs/data.md: WordNet groups drawn with weight `floor + min(uses, cap)^common` (each possibly
         followed by one of its repel partners, then at `hypernyms` by one of its hypernyms, their items attracting at
         `hypernym_weight`), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
@@ -120,7 +127,8 @@ class Data:
         `class_images` images from a class, `choices` choice items; edges within the batch. `vocabulary` more WordNet
         groups drawn the same way after the others take their lemmas alone; `rare_by_lemma` judges a sense rare by the
         lemma's own tag count; items of two noun or verb synsets of one lexicographer file ("noun.animal") attract at
-        `supersense` unless an edge joins them already."""
+        `supersense` unless an edge joins them already; `outliers` pictures of outliers.tsv follow, each in a bag of its
+        own with no edge (negatives alone), then the choice items."""
         assert floor > 0, "a synset weighing nothing could never fill a batch"
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
@@ -194,12 +202,22 @@ class Data:
         modalities = [self.items[i][2] for i in members]
         contents = [self.read(i, rng, articles) for i in members]
         legal, targets = [""] * len(members), [[] for _ in members]
+        pictures = self.outliers.get(split, []) if outliers else []
+        assert len(pictures) >= outliers, f"{outliers} outlier pictures a batch, but {split} has {len(pictures)}"
+        for path in rng.sample(pictures, outliers) if outliers else ():
+            modalities.append("image")
+            contents.append(os.path.join(self.root, path))
+            bags.append(bags[-1] + 1)
+            attract.append([])
+            repel.append([])
+            legal.append("")
+            targets.append([])
         pool = self.choices_by_split.get(split, [])
         for c in rng.sample(pool, min(choices, len(pool))):
             _, _, _, letters, target, text = self.choices[c]
             modalities.append("text")
             contents.append(text)
-            bags.append(len(chosen) + len(legal) - len(members))
+            bags.append(bags[-1] + 1)
             attract.append([])
             repel.append([])
             legal.append(letters)

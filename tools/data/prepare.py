@@ -15,6 +15,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -340,12 +341,15 @@ def read_idx(path):
     raise ValueError(f"{path}: not an IDX file (magic {magic})")
 
 
-def png_gray(width, height, pixels):
+def png(width, height, pixels, channels=1):
+    """An 8-bit PNG of gray (1 channel) or RGB (3) pixels, rows top to bottom."""
     def chunk(kind, body):
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
 
-    raw = b"".join(b"\x00" + pixels[r * width : (r + 1) * width] for r in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+    row = width * channels
+    raw = b"".join(b"\x00" + pixels[r * row : (r + 1) * row] for r in range(height))
+    colour = {1: 0, 3: 2}[channels]
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
 
 
@@ -377,12 +381,110 @@ def fashion_images(root, out, validation, limit):
     for n, (path, label, split, pixels, at, rows, cols) in enumerate(sets):
         full = os.path.join(out, path)
         if not os.path.exists(full):
-            write_atomic(full, png_gray(cols, rows, pixels[at : at + rows * cols]))
+            write_atomic(full, png(cols, rows, pixels[at : at + rows * cols]))
             written += 1
         if n % 256 == 0:
             progress.show(n)
     progress.close()
     return [(path, label, split) for path, label, split, *_ in sets], written
+
+
+# ------------------------------------------------------------------------------------------------ outliers
+
+OUTLIER_KINDS = ["solid", "linear", "radial", "stripes", "checks", "noise", "clouds", "blocks"]
+
+
+def outlier_pixels(kind, rng, width, height, gray):
+    """One full-frame pattern of `kind` as RGB rows: none of them is a garment on a black ground."""
+    def colour():
+        if gray:
+            v = rng.randrange(256)
+            return (v, v, v)
+        return tuple(rng.randrange(256) for _ in range(3))
+
+    def mix(a, b, t):
+        t = min(1.0, max(0.0, t))
+        return tuple(int(round(x + (y - x) * t)) for x, y in zip(a, b))
+
+    a, b = colour(), colour()
+    if kind == "solid":
+        return lambda x, y: a
+    if kind == "linear":
+        angle = rng.uniform(0, 2 * math.pi)
+        dx, dy = math.cos(angle), math.sin(angle)
+        span = abs(dx) * width + abs(dy) * height
+        low = min(0, dx * width) + min(0, dy * height)
+        return lambda x, y: mix(a, b, (dx * x + dy * y - low) / span)
+    if kind == "radial":
+        cx, cy, r = rng.uniform(0, width), rng.uniform(0, height), rng.uniform(0.3, 1.0) * max(width, height)
+        return lambda x, y: mix(a, b, math.hypot(x - cx, y - cy) / r)
+    if kind == "stripes":
+        period, angle = rng.randint(2, max(3, width // 3)), rng.uniform(0, math.pi)
+        dx, dy = math.cos(angle), math.sin(angle)
+        return lambda x, y: a if int((dx * x + dy * y) / period) % 2 == 0 else b
+    if kind == "checks":
+        cell = rng.randint(2, max(3, width // 3))
+        return lambda x, y: a if (x // cell + y // cell) % 2 == 0 else b
+    if kind == "noise":
+        spread = rng.randint(16, 128)
+        return lambda x, y: mix(a, b, rng.random()) if not gray else (lambda v: (v, v, v))(
+            max(0, min(255, a[0] + rng.randint(-spread, spread))))
+    if kind == "clouds":  # octaves of random grids, bilinearly upsampled: smooth, photo-like texture
+        octaves = []
+        for level in range(1, 5):
+            n = 2**level + 1
+            octaves.append((n, [[rng.random() for _ in range(n)] for _ in range(n)], 0.5**level))
+        total = sum(w for _, _, w in octaves)
+
+        def at(x, y):
+            value = 0.0
+            for n, grid, w in octaves:
+                u, v = x / width * (n - 1), y / height * (n - 1)
+                i, j = min(int(u), n - 2), min(int(v), n - 2)
+                fu, fv = u - i, v - j
+                top = grid[j][i] * (1 - fu) + grid[j][i + 1] * fu
+                bottom = grid[j + 1][i] * (1 - fu) + grid[j + 1][i + 1] * fu
+                value += w * (top * (1 - fv) + bottom * fv)
+            return mix(a, b, 0.5 + 2.5 * (value / total - 0.5))  # stretched: averaged octaves are flat
+        return at
+    # blocks: rectangles of random colours over a ground that is not black
+    ground = a if sum(a) >= 120 else mix(a, (255, 255, 255), 0.5)
+    rects = [(rng.randrange(width), rng.randrange(height), rng.randint(2, width), rng.randint(2, height), colour())
+             for _ in range(rng.randint(2, 6))]
+
+    def blocks(x, y):
+        for rx, ry, rw, rh, c in reversed(rects):
+            if rx <= x < rx + rw and ry <= y < ry + rh:
+                return c
+        return ground
+    return blocks
+
+
+def outlier_images(out, count, validation):
+    """Writes `count` synthetic full-frame pictures (gradients, stripes, checks, noise, clouds, blocks; gray or
+    colour; 16 to 64 pixels a side) as PNGs, each from its own seeded generator; returns [(path, kind, split)].
+    They train as negatives alone (docs/data.md, "Outlier pictures"): the Fashion-MNIST captions learn to tell a
+    garment on a black ground from any picture that is not one."""
+    os.makedirs(os.path.join(out, "images", "outliers"), exist_ok=True)
+    rows, written = [], 0
+    progress = Progress("outliers", count)
+    for i in range(count):
+        rng = random.Random(f"{SEED}:outlier:{i}")
+        kind = OUTLIER_KINDS[i % len(OUTLIER_KINDS)]
+        width, height, gray = rng.randint(16, 64), rng.randint(16, 64), rng.random() < 0.5
+        path = f"images/outliers/{i:05d}.png"
+        split = "validation" if fraction("outlier", i) < validation else "train"
+        full = os.path.join(out, path)
+        if not os.path.exists(full):
+            at = outlier_pixels(kind, rng, width, height, gray)
+            pixels = bytes(v for y in range(height) for x in range(width) for v in at(x, y))
+            write_atomic(full, png(width, height, pixels, channels=3))
+            written += 1
+        rows.append((path, kind, split))
+        if i % 64 == 0:
+            progress.show(i)
+    progress.close()
+    return rows, written
 
 
 # ------------------------------------------------------------------------------------------------ speech
@@ -582,14 +684,16 @@ def tsv(rows, header):
 
 
 def media_present(out):
-    """Whether every image and clip items.tsv names is on disk (the cache check; about a second)."""
+    """Whether every image and clip items.tsv and outliers.tsv name is on disk (the cache check; about a second)."""
     with open(os.path.join(out, "items.tsv"), encoding="utf-8") as f:
-        for line in f:
-            fields = line.rstrip("\n").split("\t")
-            media = len(fields) >= 6 and fields[3] in ("image", "audio")
-            if media and not os.path.exists(os.path.join(out, fields[5])):
-                log(f"{fields[5]} is missing: preparing again")
-                return False
+        paths = [fields[5] for fields in (line.rstrip("\n").split("\t") for line in f)
+                 if len(fields) >= 6 and fields[3] in ("image", "audio")]
+    with open(os.path.join(out, "outliers.tsv"), encoding="utf-8") as f:
+        paths += [line.split("\t")[0] for line in f if not line.startswith("#")]
+    for path in paths:
+        if not os.path.exists(os.path.join(out, path)):
+            log(f"{path} is missing: preparing again")
+            return False
     return True
 
 
@@ -602,6 +706,8 @@ def main():
     parser.add_argument("--audio-gloss-share", type=float, default=0.25, help="share of clips that speak a short gloss")
     parser.add_argument("--max-gloss-words", type=int, default=8, help="longest gloss spoken, in words")
     parser.add_argument("--images", type=int, default=0, help="Fashion-MNIST images to keep (default: all 70,000)")
+    parser.add_argument("--outliers", type=int, default=2000,
+                        help="synthetic pictures that are not garments, negatives alone (default: %(default)s)")
     parser.add_argument("--synsets", type=int, default=0, help="WordNet synsets to keep (default: all)")
     parser.add_argument("--choice-max-bytes", type=int, default=320, help="longest choice item text in bytes")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="espeak-ng pipelines at once")
@@ -617,12 +723,12 @@ def main():
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
     config = {"format": FORMAT_VERSION, "seed": SEED, "audio": args.audio, "audio_gloss_share": args.audio_gloss_share,
-              "max_gloss_words": args.max_gloss_words, "images": args.images, "synsets": args.synsets,
+              "max_gloss_words": args.max_gloss_words, "images": args.images, "outliers": args.outliers, "synsets": args.synsets,
               "choice_max_bytes": args.choice_max_bytes,
               "script": hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16],
               "packages": {p: package_version(p) for p in PACKAGES}}
     manifest_path = os.path.join(out, "manifest.json")
-    outputs = ["groups.tsv", "items.tsv", "edges.tsv", "choices.tsv", "roles.tsv"]
+    outputs = ["groups.tsv", "items.tsv", "edges.tsv", "choices.tsv", "roles.tsv", "outliers.tsv"]
     old = {}
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
@@ -644,6 +750,11 @@ def main():
     images, written = fashion_images(FASHION, out, validation=5000 / 60000, limit=args.images)
     timings["images_s"] = round(time.time() - start, 2)
     log(f"Fashion-MNIST: {len(images)} images ({written} written now) in {timings['images_s']} s")
+
+    start = time.time()
+    outliers, written = outlier_images(out, args.outliers, validation=0.1)
+    timings["outliers_s"] = round(time.time() - start, 2)
+    log(f"outliers: {len(outliers)} pictures ({written} written now) in {timings['outliers_s']} s")
 
     start = time.time()
     plan = speech_plan(synsets, args.audio, args.audio_gloss_share, args.max_gloss_words)
@@ -668,6 +779,7 @@ def main():
         ("items.tsv", items, ["item", "group", "split", "modality", "role", "content", "uses"]),
         ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
         ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),
+        ("outliers.tsv", outliers, ["path", "kind", "split"]),
         ("choices.tsv", [[i, *r] for i, r in enumerate(choice_rows)],
          ["choice", "split", "synset", "answer", "legal", "targets", "text"]),
     ]
@@ -683,7 +795,7 @@ def main():
 
     counts = {
         "synsets": len(synsets), "groups": len(groups), "items": len(items), "edges": len(edges),
-        "choices": len(choice_rows), "images": len(images), "audio_clips": len(plan),
+        "choices": len(choice_rows), "images": len(images), "outliers": len(outliers), "audio_clips": len(plan),
         "audio_minutes": round(audio_seconds / 60, 1),
         "items_by_role": count(items, 4), "items_by_split": count(items, 2), "groups_by_split": count(groups, 1),
         "edges_by_relation": count(edges, 1), "choices_by_split": count(choice_rows, 0),

@@ -183,7 +183,7 @@ class Prepare(unittest.TestCase):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.out = os.path.join(cls.tmp.name, "data")
         cls.command = [sys.executable, os.path.join(HERE, "prepare.py"), "--out", cls.out, "--synsets", "600",
-                       "--images", "300", "--audio", "8", "--jobs", "2"]
+                       "--images", "300", "--audio", "8", "--outliers", "40", "--jobs", "2"]
         cls.first = subprocess.run(cls.command, capture_output=True, text=True)
 
     @classmethod
@@ -215,6 +215,27 @@ class Prepare(unittest.TestCase):
             self.assertEqual(int.from_bytes(header[22:24], "little"), 1)  # channels
             self.assertEqual(int.from_bytes(header[24:28], "little"), 16000)  # rate
             self.assertEqual(int.from_bytes(header[34:36], "little"), 16)  # bits
+
+    def test_outlier_pictures_are_rgb_pngs_drawn_as_negatives_alone(self):
+        data = batches.Data(self.out)
+        self.assertEqual(sum(len(v) for v in data.outliers.values()), 40)
+        self.assertGreater(len(data.outliers["train"]), 20)
+        for path in data.outliers["train"][:8]:  # every kind: 8-bit RGB, 16 to 64 pixels a side
+            with open(os.path.join(self.out, path), "rb") as f:
+                head = f.read(26)
+            width, height = int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+            self.assertEqual((head[:8], head[24], head[25]), (b"\x89PNG\r\n\x1a\n", 8, 2))
+            self.assertTrue(16 <= width <= 64 and 16 <= height <= 64, (width, height))
+        plain = data.batch(random.Random(5), "train", groups=6, images=2, choices=2)
+        b = data.batch(random.Random(5), "train", groups=6, images=2, choices=2, outliers=3)
+        n = len(plain["modalities"]) - 2  # the items before the choices
+        self.assertEqual(b["contents"][:n], plain["contents"][:n])
+        self.assertEqual(b["modalities"][n : n + 3], ["image"] * 3)
+        self.assertTrue(all("/images/outliers/" in c for c in b["contents"][n : n + 3]))
+        self.assertEqual(b["bags"][n:], list(range(b["bags"][n - 1] + 1, b["bags"][n - 1] + 6)))
+        for edges in (b["attract"], b["repel"]):
+            self.assertTrue(all(j < n for j in edges["ids"]))  # no edge reaches an outlier or a choice item
+            self.assertEqual(len(set(edges["offsets"][n:])), 1)  # and none leaves one
 
     def test_a_batch_has_bags_edges_and_choices(self):
         data = batches.Data(self.out)
