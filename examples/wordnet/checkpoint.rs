@@ -1,5 +1,5 @@
 //! Reading one F32 value of a checkpoint, such as its `trainer.step` or its choice temperature, from the safetensors
-//! header and data (MODEL.md's checkpoint format), without loading the model; and writing a copy with one changed.
+//! header and data (MODEL.md's checkpoint format), without loading the model; and writing a copy with some changed.
 
 use std::error::Error;
 use std::path::Path;
@@ -11,18 +11,18 @@ pub fn scalar(path: &Path, name: &str, index: usize) -> Result<f32, Box<dyn Erro
     Ok(f32::from_le_bytes(bytes[at..at + 4].try_into()?))
 }
 
-/// Copies the checkpoint at `path` to `out` with element `index` of its F32 tensor `name` set to `value`, every other
-/// byte unchanged.
-pub fn write_with_scalar(
+/// Copies the checkpoint at `path` to `out` with the first element of each named F32 tensor set to its value, every
+/// other byte unchanged; nothing is written when a name is not such a tensor.
+pub fn write_with_scalars(
     path: &Path,
-    name: &str,
-    index: usize,
-    value: f32,
+    rewrites: &[(&str, f32)],
     out: &Path,
 ) -> Result<(), Box<dyn Error>> {
     let mut bytes = std::fs::read(path).map_err(|error| format!("{}: {error}", path.display()))?;
-    let at = offset(&bytes, path, name, index)?;
-    bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    for &(name, value) in rewrites {
+        let at = offset(&bytes, path, name, 0)?;
+        bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    }
     std::fs::write(out, bytes).map_err(|error| format!("{}: {error}", out.display()).into())
 }
 
@@ -60,9 +60,9 @@ fn offset(bytes: &[u8], path: &Path, name: &str, index: usize) -> Result<usize, 
 mod tests {
     use super::*;
 
-    /// A safetensors file with an F32 [2] tensor `a` = (1, 2) and a BF16 [1] tensor `b`.
+    /// A safetensors file with an F32 [2] tensor `a` = (1, 2), a BF16 [1] tensor `b` and an F32 [0] tensor `e`.
     fn file(directory: &Path) -> std::path::PathBuf {
-        let header = br#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]}}"#;
+        let header = br#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"BF16","shape":[1],"data_offsets":[8,10]},"e":{"dtype":"F32","shape":[0],"data_offsets":[10,10]}}"#;
         let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
         bytes.extend_from_slice(header);
         for value in [1.0f32, 2.0] {
@@ -75,34 +75,34 @@ mod tests {
     }
 
     #[test]
-    fn a_copy_changes_one_element_and_nothing_else() {
+    fn a_copy_changes_the_named_elements_and_nothing_else() {
         let directory =
             std::env::temp_dir().join(format!("wordnet-checkpoint-{}", std::process::id()));
         std::fs::create_dir_all(&directory).unwrap();
         let (path, copy) = (file(&directory), directory.join("copy.safetensors"));
-        write_with_scalar(&path, "a", 1, 3.4012, &copy).unwrap();
-        assert_eq!(scalar(&copy, "a", 0).unwrap(), 1.0);
-        assert_eq!(scalar(&copy, "a", 1).unwrap(), 3.4012);
+        write_with_scalars(&path, &[("a", 3.4012)], &copy).unwrap();
+        assert_eq!(scalar(&copy, "a", 0).unwrap(), 3.4012);
+        assert_eq!(scalar(&copy, "a", 1).unwrap(), 2.0);
         let (before, after) = (std::fs::read(&path).unwrap(), std::fs::read(&copy).unwrap());
         let changed: Vec<usize> = (0..before.len())
             .filter(|&i| before[i] != after[i])
             .collect();
         assert_eq!(before.len(), after.len());
+        assert!(!changed.is_empty());
         assert!(changed
             .iter()
-            .all(|&i| i >= before.len() - 6 && i < before.len() - 2));
-        assert!(
-            write_with_scalar(&path, "a", 2, 0.0, &copy).is_err(),
-            "past the tensor's end"
-        );
-        assert!(
-            write_with_scalar(&path, "b", 0, 0.0, &copy).is_err(),
-            "not F32"
-        );
-        assert!(
-            write_with_scalar(&path, "c", 0, 0.0, &copy).is_err(),
-            "absent"
-        );
+            .all(|&i| i >= before.len() - 10 && i < before.len() - 6));
+        // Two rewrites of one element: the last holds.
+        write_with_scalars(&path, &[("a", 5.0), ("a", -10.0)], &copy).unwrap();
+        assert_eq!(scalar(&copy, "a", 0).unwrap(), -10.0);
+        std::fs::remove_file(&copy).unwrap();
+        for (name, why) in [("e", "no element"), ("b", "not F32"), ("c", "absent")] {
+            assert!(
+                write_with_scalars(&path, &[("a", 1.5), (name, 0.0)], &copy).is_err(),
+                "{why}"
+            );
+            assert!(!copy.exists(), "{why}: nothing written");
+        }
         std::fs::remove_dir_all(&directory).unwrap();
     }
 }

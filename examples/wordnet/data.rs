@@ -481,7 +481,10 @@ impl Data {
         if outliers.exists() {
             for record in records(&outliers, 3)? {
                 let split = Split::parse(&record[2])?;
-                data.outliers.entry(split).or_default().push(record[0].clone());
+                data.outliers
+                    .entry(split)
+                    .or_default()
+                    .push(record[0].clone());
             }
         }
         Ok(data)
@@ -847,7 +850,9 @@ impl Data {
             let ids: Vec<usize> = (0..pool.len()).collect();
             for i in random.sample(&ids, recipe.outliers) {
                 batch.modalities.push(Modality::Image);
-                batch.contents.push(self.root.join(&pool[i]).to_string_lossy().into_owned());
+                batch
+                    .contents
+                    .push(self.root.join(&pool[i]).to_string_lossy().into_owned());
                 batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
                 batch.sides.push(LateInteractionSide::None);
                 attract.push(Vec::new());
@@ -977,25 +982,42 @@ mod tests {
 
     #[test]
     fn outlier_pictures_are_negatives_alone_in_bags_of_their_own() {
-        let data = write("outliers", &[("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops")], "");
+        let data = write(
+            "outliers",
+            &[("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops")],
+            "",
+        );
         let with = Recipe {
             outliers: 2,
             ..recipe(2)
         };
-        let plain = data.batch(&mut Random::new(13, 0), Split::Train, &recipe(2)).unwrap();
-        let batch = data.batch(&mut Random::new(13, 0), Split::Train, &with).unwrap();
+        let plain = data
+            .batch(&mut Random::new(13, 0), Split::Train, &recipe(2))
+            .unwrap();
+        let batch = data
+            .batch(&mut Random::new(13, 0), Split::Train, &with)
+            .unwrap();
         let n = plain.bags.len();
         // The batch without them, bit for bit, then the train split's two pictures, each a bag of its own.
         assert_eq!(batch.contents[..n], plain.contents[..]);
         assert_eq!(batch.bags.len(), n + 2);
-        assert_eq!(batch.bags[n..], [plain.bags[n - 1] + 1, plain.bags[n - 1] + 2]);
+        assert_eq!(
+            batch.bags[n..],
+            [plain.bags[n - 1] + 1, plain.bags[n - 1] + 2]
+        );
         assert_eq!(batch.modalities[n..], [Modality::Image, Modality::Image]);
-        let mut drawn: Vec<&str> = batch.contents[n..].iter().map(|c| &c[c.len() - 13..]).collect();
+        let mut drawn: Vec<&str> = batch.contents[n..]
+            .iter()
+            .map(|c| &c[c.len() - 13..])
+            .collect();
         drawn.sort_unstable();
         assert_eq!(drawn, ["images/o0.png", "images/o1.png"]);
         for rows in [&batch.attract, &batch.repel] {
             assert_eq!(rows.offsets.len(), n + 3);
-            assert!(rows.ids.iter().all(|&id| id < n), "no edge reaches an outlier");
+            assert!(
+                rows.ids.iter().all(|&id| id < n),
+                "no edge reaches an outlier"
+            );
             assert_eq!(rows.offsets[n..], [rows.ids.len(); 3], "no edge leaves one");
         }
         assert_eq!(batch.choices.1.len(), n + 3);

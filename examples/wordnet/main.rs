@@ -109,6 +109,11 @@ struct Options {
     /// The contrastive scale a second stage starts at, written over the `--init` checkpoint's
     /// `trainer.contrastive.log_scale` (as its logarithm) in the copy the run starts from.
     contrastive_scale: Option<f32>,
+    /// The contrastive bias a second stage starts at (`trainer.contrastive.bias`, which the sigmoid form alone reads),
+    /// written over the `--init` checkpoint's in the same copy.
+    contrastive_bias: Option<f32>,
+    /// The contrastive term's pair loss: InfoNCE (the default) or the sigmoid form (MODEL.md, "Training").
+    pair_loss: PairLossForm,
     /// Calibration items the final temperature fit takes, drawn with the seed; zero takes all.
     calibration: usize,
     /// Processes of the mesh the run trains over (one: no mesh), and this one's rank.
@@ -171,6 +176,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         fresh: false,
         init: None,
         contrastive_scale: None,
+        contrastive_bias: None,
+        pair_loss: PairLossForm::InfoNce,
         calibration: calibration::DEFAULT_ITEMS,
         ranks: 1,
         rank: 0,
@@ -214,6 +221,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--outliers" => options.recipe.outliers = value("a count")?.parse()?,
             "--init" => options.init = Some(value("a checkpoint")?.into()),
             "--contrastive-scale" => options.contrastive_scale = Some(value("a scale")?.parse()?),
+            "--contrastive-bias" => options.contrastive_bias = Some(value("a bias")?.parse()?),
+            "--pair-loss" => options.pair_loss = value("info-nce or sigmoid")?.parse()?,
             "--columns" => options.columns = value("a count")?.parse()?,
             "--threads" => options.threads = value("a count")?.parse()?,
             "--lr" => options.learning_rate = value("a rate")?.parse()?,
@@ -238,7 +247,9 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "               [--class-images N] [--rare-senses P] [--rare-by lemma|synset]"
                 );
                 println!("               [--vocabulary N] [--supersense W] [--init CHECKPOINT]");
-                println!("               [--contrastive-scale S]");
+                println!(
+                    "               [--contrastive-scale S] [--contrastive-bias B] [--pair-loss FORM]"
+                );
                 println!("               [--columns N] [--threads N]");
                 println!("               [--lr RATE] [--masking-weight W] [--seed N] [--fresh] [--calibration N]");
                 println!(
@@ -287,6 +298,17 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                      trained on from there (default: the checkpoint's own)"
                 );
                 println!(
+                    "--contrastive-bias: with --init, the contrastive bias the stage starts at (|B| <= 100), written \
+                     over trainer.contrastive.bias in the same copy; --pair-loss: the contrastive term's form, {} \
+                     (default {})",
+                    PairLossForm::ALL
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    PairLossForm::InfoNce
+                );
+                println!(
                     "--ranks, --rank: train as rank R of N processes over a mesh met in --exchange (default \
                      <run>/mesh), listening at --hostname (default 127.0.0.1); every rank takes the same options"
                 );
@@ -306,6 +328,19 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         return Err(
             "--threads needs at least 2: the executor owns a thread besides the caller".into(),
         );
+    }
+    if let Some(bias) = options.contrastive_bias {
+        if options.init.is_none() {
+            return Err(
+                "--contrastive-bias needs --init: it rewrites the starting checkpoint's bias"
+                    .into(),
+            );
+        }
+        if !(bias.abs() <= 100.0) {
+            return Err(
+                format!("--contrastive-bias takes a bias in [-100, 100], not {bias}").into(),
+            );
+        }
     }
     if let Some(scale) = options.contrastive_scale {
         if options.init.is_none() {
@@ -370,6 +405,10 @@ fn config<'a>(
         ffn_hidden: FFN_HIDDEN,
         dimensions: DIMENSIONS,
         objective: Objective::Joint,
+        contrastive: Contrastive {
+            form: options.pair_loss,
+            ..Contrastive::default()
+        },
         masking: Masking {
             weight: options.masking_weight,
             ..Masking::default()
@@ -531,21 +570,25 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         .map(|init| checkpoint::scalar(init, "trainer.step", 0))
         .transpose()?
         .map(|steps| steps as usize);
-    let start_from = match (&options.init, options.contrastive_scale) {
+    let rewrites: Vec<(&str, f32)> = [
+        (
+            "trainer.contrastive.log_scale",
+            options.contrastive_scale.map(f32::ln),
+        ),
+        ("trainer.contrastive.bias", options.contrastive_bias),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name, value?)))
+    .collect();
+    let start_from = match &options.init {
         _ if resume => checkpoint.clone(),
-        (Some(init), Some(scale)) => {
+        Some(init) if !rewrites.is_empty() => {
             let copy = options.run.join(INIT_COPY);
-            checkpoint::write_with_scalar(
-                init,
-                "trainer.contrastive.log_scale",
-                0,
-                scale.ln(),
-                &copy,
-            )?;
+            checkpoint::write_with_scalars(init, &rewrites, &copy)?;
             copy
         }
-        (Some(init), None) => init.clone(),
-        (None, _) => PathBuf::new(),
+        Some(init) => init.clone(),
+        None => PathBuf::new(),
     };
     let first = if resume {
         checkpoint::scalar(&checkpoint, "trainer.step", 0)? as usize
