@@ -110,8 +110,9 @@ pub struct Data {
     choices: Vec<Choice>,
     /// WordNet groups by split.
     wordnet: HashMap<Split, Vec<usize>>,
-    /// Per split, the running sums of the WordNet groups' draw weights (`Recipe::weight`).
-    drawn: HashMap<Split, Vec<f64>>,
+    /// Per split, the running sums of the WordNet groups' draw weights: `[0]` for the groups (`Recipe::weight`), `[1]`
+    /// for the vocabulary groups (`Recipe::vocabulary_weight`).
+    drawn: [HashMap<Split, Vec<f64>>; 2],
     /// WordNet groups with a spoken clip, by split.
     spoken: HashMap<Split, Vec<usize>>,
     /// Fashion-MNIST class groups by split.
@@ -162,9 +163,11 @@ pub struct Recipe {
     /// Whether a sense is rare by the lemma's own tag count (never tagged here, tagged in another synset) rather than
     /// by its synset's (`Data::mark_rare_senses`).
     pub rare_by_lemma: bool,
-    /// Vocabulary groups beside the others: WordNet groups drawn by the same weights whose items are their lemmas
-    /// alone (a hypernym beside one is a vocabulary group too), so short words meet short words as negatives.
+    /// Vocabulary groups beside the others: WordNet groups whose items are their lemmas alone (a hypernym beside one
+    /// is a vocabulary group too), so short words meet short words as negatives.
     pub vocabulary: usize,
+    /// The exponent `common` of the vocabulary groups' draw weights (`floor + min(uses, cap)^E`); `None`: `common`.
+    pub vocabulary_common: Option<f64>,
     /// The attract weight between the items of two noun or verb synsets of one lexicographer file ("cat" and "feline"
     /// are noun.animal) that no other edge joins (0: none).
     pub supersense: f32,
@@ -177,6 +180,14 @@ impl Recipe {
     /// A WordNet group's draw weight from its tag count: `floor + min(uses, cap)^common`.
     pub fn weight(&self, uses: f64) -> f64 {
         self.floor + uses.min(self.cap).powf(self.common)
+    }
+
+    /// A vocabulary group's draw weight: `floor + min(uses, cap)^vocabulary_common`, `common` when that is `None`.
+    pub fn vocabulary_weight(&self, uses: f64) -> f64 {
+        self.floor
+            + uses
+                .min(self.cap)
+                .powf(self.vocabulary_common.unwrap_or(self.common))
     }
 
     /// The most items a batch of this recipe can hold: `per_group` from each WordNet group (two from a spoken one,
@@ -329,11 +340,12 @@ fn cut(text: &str, bytes: usize) -> &str {
 impl Data {
     /// Reads a data directory. Texts longer than `max_bytes` are cut to it and choice items longer are dropped (a
     /// choice item's text plus its CHOOSE token must fit one row).
-    /// `weight` is a WordNet group's draw weight from its tag count (`Recipe::weight`).
+    /// `weights` are a WordNet group's draw weights from its tag count, as a group and as a vocabulary group
+    /// (`Recipe::weight`, `Recipe::vocabulary_weight`).
     pub fn load(
         root: &Path,
         max_bytes: usize,
-        weight: &dyn Fn(f64) -> f64,
+        weights: [&dyn Fn(f64) -> f64; 2],
     ) -> Result<Self, Box<dyn Error>> {
         let mut data = Self {
             root: root.to_owned(),
@@ -345,7 +357,7 @@ impl Data {
             hypernyms: HashMap::new(),
             choices: Vec::new(),
             wordnet: HashMap::new(),
-            drawn: HashMap::new(),
+            drawn: [HashMap::new(), HashMap::new()],
             spoken: HashMap::new(),
             fashion: HashMap::new(),
             outliers: HashMap::new(),
@@ -407,8 +419,10 @@ impl Data {
             let uses: f64 = record[7].parse()?;
             group_uses.push(uses);
             if !fashion {
-                let sums = data.drawn.entry(split).or_default();
-                sums.push(sums.last().copied().unwrap_or(0.0) + weight(uses));
+                for (drawn, weight) in data.drawn.iter_mut().zip(weights) {
+                    let sums = drawn.entry(split).or_default();
+                    sums.push(sums.last().copied().unwrap_or(0.0) + weight(uses));
+                }
             }
             let kind = record[8].starts_with("noun.") || record[8].starts_with("verb.");
             let known = lexnames.len();
@@ -620,20 +634,24 @@ impl Data {
         format!("{article} {lemma}")
     }
 
-    /// Draws WordNet groups of `split` by their weights into `chosen` until it holds `limit`, each possibly followed
-    /// by a repel partner and, at the recipe's `hypernyms`, one of its hypernyms; `taken` are the groups the batch
-    /// holds already.
+    /// Draws WordNet groups of `split` by their weights (`vocabulary`: as vocabulary groups) into `chosen` until it
+    /// holds `limit`, each possibly followed by a repel partner and, at the recipe's `hypernyms`, one of its
+    /// hypernyms; `taken` are the groups the batch holds already.
+    #[allow(clippy::too_many_arguments)]
     fn draw_groups(
         &self,
         random: &mut Random,
         split: Split,
         recipe: &Recipe,
+        vocabulary: bool,
         limit: usize,
         chosen: &mut Vec<usize>,
         taken: &mut std::collections::HashSet<usize>,
     ) {
         let wordnet = self.wordnet.get(&split).map_or(&[][..], Vec::as_slice);
-        let sums = self.drawn.get(&split).map_or(&[][..], Vec::as_slice);
+        let sums = self.drawn[usize::from(vocabulary)]
+            .get(&split)
+            .map_or(&[][..], Vec::as_slice);
         let total = sums.last().copied().unwrap_or(0.0);
         while chosen.len() < limit && taken.len() < wordnet.len() {
             let at = random.uniform() * total;
@@ -690,10 +708,18 @@ impl Data {
         let mut chosen: Vec<usize> = random.sample(spoken, recipe.spoken.min(text_groups));
         let mut taken: std::collections::HashSet<usize> = chosen.iter().copied().collect();
         let spoken_bags = chosen.len();
-        self.draw_groups(random, split, recipe, text_groups, &mut chosen, &mut taken);
+        self.draw_groups(
+            random,
+            split,
+            recipe,
+            false,
+            text_groups,
+            &mut chosen,
+            &mut taken,
+        );
         let start = chosen.len();
         let limit = start + recipe.vocabulary;
-        self.draw_groups(random, split, recipe, limit, &mut chosen, &mut taken);
+        self.draw_groups(random, split, recipe, true, limit, &mut chosen, &mut taken);
         let vocabulary = start..chosen.len();
         chosen.extend(random.sample(fashion, recipe.images));
 
@@ -894,6 +920,17 @@ mod tests {
     /// Writes the synsets (each with a gloss "what <its first lemma> means") and one image class into a directory
     /// of its own under the system's temporary one, and loads it.
     fn write(name: &str, synsets: &[Synset], edges: &str) -> Data {
+        let weight = |uses: f64| 1.0 + uses.powf(0.75);
+        write_weighted(name, synsets, edges, [&weight, &weight])
+    }
+
+    /// `write`, the groups and the vocabulary groups drawn by `weights`.
+    fn write_weighted(
+        name: &str,
+        synsets: &[Synset],
+        edges: &str,
+        weights: [&dyn Fn(f64) -> f64; 2],
+    ) -> Data {
         let root =
             std::env::temp_dir().join(format!("uform-wordnet-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&root).unwrap();
@@ -951,7 +988,7 @@ mod tests {
         ] {
             std::fs::write(root.join(file), text).unwrap();
         }
-        let data = Data::load(&root, 127, &|uses| 1.0 + uses.powf(0.75)).unwrap();
+        let data = Data::load(&root, 127, weights).unwrap();
         std::fs::remove_dir_all(&root).unwrap();
         data
     }
@@ -975,6 +1012,7 @@ mod tests {
             rare_senses: 0.0,
             rare_by_lemma: false,
             vocabulary: 0,
+            vocabulary_common: None,
             supersense: 0.0,
             outliers: 0,
         }
@@ -1024,6 +1062,50 @@ mod tests {
         // The validation split has one picture: a batch that asks for two is refused, with the reason.
         let error = data.batch(&mut Random::new(13, 0), Split::Validation, &with);
         assert!(error.is_err_and(|e| e.to_string().contains("outlier pictures")));
+    }
+
+    #[test]
+    fn vocabulary_groups_are_drawn_by_their_own_weights() {
+        let synsets: [Synset; 3] = [
+            ("wn:n1", &[("cat", 18)], 18, "noun.Tops"),
+            ("wn:n2", &[("rock", 0)], 0, "noun.Tops"),
+            ("wn:n3", &[("stone", 0)], 0, "noun.Tops"),
+        ];
+        let recipe = Recipe {
+            common: 0.0,
+            vocabulary: 1,
+            vocabulary_common: Some(3.0),
+            ..recipe(2)
+        };
+        let data = write_weighted(
+            "vocabulary-weights",
+            &synsets,
+            "",
+            [&|uses| recipe.weight(uses), &|uses| {
+                recipe.vocabulary_weight(uses)
+            }],
+        );
+        // The group: one of three alike. The vocabulary group: "cat" at 1 + 18^3 against 1 and 1, unless the group
+        // took it.
+        let (mut first, mut second) = (0, 0);
+        for step in 0..300 {
+            let batch = data
+                .batch(&mut Random::new(13, step), Split::Train, &recipe)
+                .unwrap();
+            let bag_of_cat = batch.contents.iter().position(|text| text == "cat");
+            let bag_of_cat = bag_of_cat.map(|at| batch.bags[at]);
+            first += usize::from(bag_of_cat == Some(0));
+            second += usize::from(bag_of_cat == Some(1));
+        }
+        assert!(
+            (70..=130).contains(&first),
+            "the group took cat {first} times of 300"
+        );
+        assert_eq!(
+            first + second,
+            300,
+            "the vocabulary group took it every other time"
+        );
     }
 
     #[test]

@@ -714,7 +714,7 @@ pub fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>
         return Ok(());
     };
     let started = Instant::now();
-    let data = Data::load(&options.data, options.columns - 1, &|_| 1.0)?;
+    let data = Data::load(&options.data, options.columns - 1, [&|_| 1.0, &|_| 1.0])?;
     let tasks = Tasks::new(&data, &options.limits, options.seed)?;
     let model = Model::load_ram(&options.model)
         .map_err(|error| format!("{}: {error}", options.model.display()))?;

@@ -165,6 +165,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             rare_senses: 0.0,
             rare_by_lemma: false,
             vocabulary: 0,
+            vocabulary_common: None,
             supersense: 0.0,
             outliers: 0,
         },
@@ -217,6 +218,9 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 }
             }
             "--vocabulary" => options.recipe.vocabulary = value("a count")?.parse()?,
+            "--vocabulary-common" => {
+                options.recipe.vocabulary_common = Some(value("an exponent")?.parse()?)
+            }
             "--supersense" => options.recipe.supersense = value("a weight")?.parse()?,
             "--outliers" => options.recipe.outliers = value("a count")?.parse()?,
             "--init" => options.init = Some(value("a checkpoint")?.into()),
@@ -246,7 +250,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!(
                     "               [--class-images N] [--rare-senses P] [--rare-by lemma|synset]"
                 );
-                println!("               [--vocabulary N] [--supersense W] [--init CHECKPOINT]");
+                println!(
+                    "               [--vocabulary N] [--vocabulary-common E] [--supersense W] [--outliers N]"
+                );
+                println!("               [--init CHECKPOINT]");
                 println!(
                     "               [--contrastive-scale S] [--contrastive-bias B] [--pair-loss FORM]"
                 );
@@ -277,7 +284,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                      rare by its synset's tag count (default) or by the lemma's own (--rare-by lemma)"
                 );
                 println!(
-                    "--vocabulary: WordNet groups beside the others that take their lemmas alone (default 0)"
+                    "--vocabulary: WordNet groups beside the others that take their lemmas alone (default 0), drawn \
+                     with --common's exponent or --vocabulary-common's"
                 );
                 println!(
                     "--supersense: the attract weight between items of two noun or verb synsets of one WordNet \
@@ -336,7 +344,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     .into(),
             );
         }
-        if !(bias.abs() <= 100.0) {
+        if bias.is_nan() || bias.abs() > 100.0 {
             return Err(
                 format!("--contrastive-bias takes a bias in [-100, 100], not {bias}").into(),
             );
@@ -441,7 +449,6 @@ fn config<'a>(
         },
         schedule,
         seed: options.seed,
-        ..TrainerInitRamConfig::default()
     }
 }
 
@@ -545,9 +552,13 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     };
     let opened = Instant::now();
     let recipe = options.recipe;
-    let data = Data::load(&options.data, options.columns - 1, &|uses| {
-        recipe.weight(uses)
-    })?;
+    let data = Data::load(
+        &options.data,
+        options.columns - 1,
+        [&|uses| recipe.weight(uses), &|uses| {
+            recipe.vocabulary_weight(uses)
+        }],
+    )?;
     let (groups, items, edges, choices) = data.counts();
     println!(
         "data: {} ({groups} groups, {items} items, {edges} attract/repel edges, {choices} choice items; \
@@ -657,7 +668,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
-         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups, lexicographer files attracting at {}, {} outlier pictures), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
+         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups drawn by min(uses, {})^{}, lexicographer files attracting at {}, {} outlier pictures), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -676,6 +687,8 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.rare_senses,
         if recipe.rare_by_lemma { "lemma" } else { "synset" },
         recipe.vocabulary,
+        recipe.cap,
+        recipe.vocabulary_common.unwrap_or(recipe.common),
         recipe.supersense,
         recipe.outliers,
         options.masking_weight,

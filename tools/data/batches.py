@@ -119,23 +119,26 @@ class Data:
 
     def batch(self, rng, split, groups=34, images=10, per_group=3, hard=0.5, choices=4, common=0.75, articles=0.25,
               class_images=3, rare_senses=0.0, floor=1.0, cap=math.inf, hypernyms=0.0, hypernym_weight=0.35,
-              rare_by_lemma=False, vocabulary=0, supersense=0.0, outliers=0):
+              rare_by_lemma=False, vocabulary=0, supersense=0.0, outliers=0, vocabulary_common=None):
         """The recipe of docs/data.md: WordNet groups drawn with weight `floor + min(uses, cap)^common` (each possibly
         followed by one of its repel partners, then at `hypernyms` by one of its hypernyms, their items attracting at
         `hypernym_weight`), image class groups, up to `per_group` items from a synset (a lemma in a rare sense of
         its word kept at `rare_senses`; a share `articles` of noun and verb lemmas behind "a"/"an"/"to"), a caption and
         `class_images` images from a class, `choices` choice items; edges within the batch. `vocabulary` more WordNet
-        groups drawn the same way after the others take their lemmas alone; `rare_by_lemma` judges a sense rare by the
+        groups drawn the same way after the others (with the exponent `vocabulary_common` when given) take their
+        lemmas alone; `rare_by_lemma` judges a sense rare by the
         lemma's own tag count; items of two noun or verb synsets of one lexicographer file ("noun.animal") attract at
         `supersense` unless an edge joins them already; `outliers` pictures of outliers.tsv follow, each in a bag of its
         own with no edge (negatives alone), then the choice items."""
         assert floor > 0, "a synset weighing nothing could never fill a batch"
         wordnet = self.by_split.get((split, "wordnet"), [])
         fashion = self.by_split.get((split, "fashion-mnist"), [])
-        weights = list(itertools.accumulate(floor + min(self.uses[g], cap) ** common for g in wordnet))
+        def running(exponent):
+            return list(itertools.accumulate(floor + min(self.uses[g], cap) ** exponent for g in wordnet))
+
         chosen, taken = [], set()
 
-        def draw(limit):
+        def draw(limit, weights):
             while len(chosen) < limit and len(taken) < len(wordnet):
                 g = rng.choices(wordnet, cum_weights=weights)[0]
                 if g in taken:
@@ -153,9 +156,10 @@ class Data:
                     chosen.append(h)
                     taken.add(h)
 
-        draw(groups - images)
+        draw(groups - images, running(common))
         start = len(chosen)
-        draw(start + vocabulary)
+        if vocabulary:
+            draw(start + vocabulary, running(common if vocabulary_common is None else vocabulary_common))
         lemmas_only = range(start, len(chosen))  # the vocabulary groups' bags, hypernyms drawn beside them included
         rare = self.rare_by_lemma if rare_by_lemma else self.rare
         chosen += rng.sample(fashion, min(images, len(fashion)))

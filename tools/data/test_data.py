@@ -151,6 +151,20 @@ class Vocabulary(unittest.TestCase):
                     self.assertEqual(any(t.startswith("what ") for t in texts), bag < 2, texts)
 
 
+    def test_vocabulary_groups_are_drawn_by_their_own_weights(self):
+        groups = [("wn:n1", ["cat"], [18], 18), ("wn:n2", ["rock"], [0], 0), ("wn:n3", ["stone"], [0], 0)]
+        with tempfile.TemporaryDirectory() as root:
+            data = write_data(root, groups)
+            rng = random.Random(3)
+            bags = []
+            for _ in range(300):  # the group: one of three alike; the vocabulary group: "cat" at 1 + 18^3 to 1 and 1
+                b = data.batch(rng, "train", groups=2, images=1, hard=0.0, choices=0, class_images=1, articles=0.0,
+                               common=0.0, vocabulary=1, vocabulary_common=3.0)
+                bags.append(b["bags"][b["contents"].index("cat")])
+            self.assertTrue(70 <= bags.count(0) <= 130, bags.count(0))
+            self.assertEqual(bags.count(0) + bags.count(1), 300)
+
+
 class Supersense(unittest.TestCase):
     def test_items_of_one_lexicographer_file_attract_unless_an_edge_joins_them(self):
         # "cat", "feline" and "dog" are noun.animal, "dog" a sister of "cat" (repel); "truck" noun.artifact; "begin"
