@@ -171,6 +171,9 @@ pub struct Recipe {
     /// The attract weight between the items of two noun or verb synsets of one lexicographer file ("cat" and "feline"
     /// are noun.animal) that no other edge joins (0: none).
     pub supersense: f32,
+    /// Probability that a group's canonical lemma is a late-interaction document rather than a query, so that its
+    /// synonyms in the bag (queries) learn to find it by MaxSim as glosses are found (0: every lemma queries).
+    pub lemma_documents: f64,
     /// Outlier pictures (`outliers.tsv`: synthetic patterns, no garment) beside the groups, each in a bag of its own
     /// with no edge, so they are every anchor's negatives and nobody's positive (0: none).
     pub outliers: usize,
@@ -854,7 +857,15 @@ impl Data {
                 Modality::Text => item.content.clone(),
                 _ => self.root.join(&item.content).to_string_lossy().into_owned(),
             });
+            let canonical = i == self.groups[group].first;
             batch.sides.push(match self.role_names[item.role].as_str() {
+                "lemma"
+                    if canonical
+                        && recipe.lemma_documents > 0.0
+                        && random.chance(recipe.lemma_documents) =>
+                {
+                    LateInteractionSide::Document
+                }
                 "lemma" => LateInteractionSide::Query,
                 "gloss" => LateInteractionSide::Document,
                 _ => LateInteractionSide::None,
@@ -1014,6 +1025,7 @@ mod tests {
             vocabulary: 0,
             vocabulary_common: None,
             supersense: 0.0,
+            lemma_documents: 0.0,
             outliers: 0,
         }
     }
@@ -1062,6 +1074,51 @@ mod tests {
         // The validation split has one picture: a batch that asks for two is refused, with the reason.
         let error = data.batch(&mut Random::new(13, 0), Split::Validation, &with);
         assert!(error.is_err_and(|e| e.to_string().contains("outlier pictures")));
+    }
+
+    #[test]
+    fn a_canonical_lemma_becomes_a_document_at_the_recipes_chance() {
+        let data = write(
+            "lemma-documents",
+            &[("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops")],
+            "",
+        );
+        let side = |recipe: &Recipe, step: u64, text: &str| {
+            let batch = data
+                .batch(&mut Random::new(13, step), Split::Train, recipe)
+                .unwrap();
+            let at = batch.contents.iter().position(|c| c == text).unwrap();
+            (batch.sides[at], batch.contents.clone())
+        };
+        let with = |p: f64| Recipe {
+            lemma_documents: p,
+            ..recipe(2)
+        };
+        let mut documents = 0;
+        for step in 0..200 {
+            let (never, plain) = side(&with(0.0), step, "cat");
+            assert_eq!(never, LateInteractionSide::Query);
+            assert_eq!(
+                side(&with(1.0), step, "cat").0,
+                LateInteractionSide::Document
+            );
+            let (half, contents) = side(&with(0.5), step, "cat");
+            documents += usize::from(half == LateInteractionSide::Document);
+            assert_eq!(contents, plain, "the same items");
+            // A synonym stays a query, the gloss a document.
+            assert_eq!(
+                side(&with(1.0), step, "true cat").0,
+                LateInteractionSide::Query
+            );
+            assert_eq!(
+                side(&with(1.0), step, "what cat means").0,
+                LateInteractionSide::Document
+            );
+        }
+        assert!(
+            (70..=130).contains(&documents),
+            "{documents} of 200 at one half"
+        );
     }
 
     #[test]

@@ -167,6 +167,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             vocabulary: 0,
             vocabulary_common: None,
             supersense: 0.0,
+            lemma_documents: 0.0,
             outliers: 0,
         },
         columns: COLUMNS,
@@ -223,6 +224,9 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             }
             "--supersense" => options.recipe.supersense = value("a weight")?.parse()?,
             "--outliers" => options.recipe.outliers = value("a count")?.parse()?,
+            "--lemma-documents" => {
+                options.recipe.lemma_documents = value("a probability")?.parse()?
+            }
             "--init" => options.init = Some(value("a checkpoint")?.into()),
             "--contrastive-scale" => options.contrastive_scale = Some(value("a scale")?.parse()?),
             "--contrastive-bias" => options.contrastive_bias = Some(value("a bias")?.parse()?),
@@ -251,7 +255,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                     "               [--class-images N] [--rare-senses P] [--rare-by lemma|synset]"
                 );
                 println!(
-                    "               [--vocabulary N] [--vocabulary-common E] [--supersense W] [--outliers N]"
+                    "               [--vocabulary N] [--vocabulary-common E] [--supersense W] [--outliers N] \
+                     [--lemma-documents P]"
                 );
                 println!("               [--init CHECKPOINT]");
                 println!(
@@ -295,6 +300,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!(
                     "--outliers: synthetic pictures that are not garments (outliers.tsv) a batch, each a negative \
                      alone in a bag of its own (default 0)"
+                );
+                println!(
+                    "--lemma-documents: the chance that a group's canonical lemma is a late-interaction document, \
+                     which its synonyms query by MaxSim, rather than a query (default 0)"
                 );
                 println!(
                     "--init: start a new run from this checkpoint's weights, a second stage: its schedule runs from \
@@ -668,7 +677,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     println!(
         "run: {} steps {} ({} train synsets; a batch: {} groups, {} of them image classes and {} spoken, up to {} \
          items each, {} images per class, {} choice items; synsets drawn by {} + min(uses, {})^{}, hypernyms beside at {} \
-         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups drawn by min(uses, {})^{}, lexicographer files attracting at {}, {} outlier pictures), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
+         attracting at {}, articles on {} of lemmas, rare senses at {} by the {}'s uses, {} vocabulary groups drawn by min(uses, {})^{}, lexicographer files attracting at {}, canonical lemmas documents at {}, {} outlier pictures), masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
         options.steps,
         origin,
         data.wordnet_groups(Split::Train),
@@ -690,6 +699,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         recipe.cap,
         recipe.vocabulary_common.unwrap_or(recipe.common),
         recipe.supersense,
+        recipe.lemma_documents,
         recipe.outliers,
         options.masking_weight,
         options.learning_rate,
