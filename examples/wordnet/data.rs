@@ -1030,13 +1030,18 @@ mod tests {
         }
     }
 
-    #[test]
-    fn outlier_pictures_are_negatives_alone_in_bags_of_their_own() {
-        let data = write(
-            "outliers",
+    /// `write` with one synset, "cat" and "true cat".
+    fn one_cat(name: &str) -> Data {
+        write(
+            name,
             &[("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops")],
             "",
-        );
+        )
+    }
+
+    #[test]
+    fn outlier_pictures_are_negatives_alone_in_bags_of_their_own() {
+        let data = one_cat("outliers");
         let with = Recipe {
             outliers: 2,
             ..recipe(2)
@@ -1078,11 +1083,7 @@ mod tests {
 
     #[test]
     fn a_canonical_lemma_becomes_a_document_at_the_recipes_chance() {
-        let data = write(
-            "lemma-documents",
-            &[("wn:n1", &[("cat", 18), ("true cat", 0)], 18, "noun.Tops")],
-            "",
-        );
+        let data = one_cat("lemma-documents");
         let side = |recipe: &Recipe, step: u64, text: &str| {
             let batch = data
                 .batch(&mut Random::new(13, step), Split::Train, recipe)
