@@ -2,8 +2,9 @@
 //! above the unrelated lemma in at least 70% of 200 test-split synonym probes (chance: 50%; tools/data/synonym_probes.py
 //! drew them by seed), and the folder search over `tests/data/media` (the media goldens' files and one Fashion-MNIST
 //! test image per class) ranks each class's image for its held-out test caption at a mean reciprocal rank of at least
-//! twice chance. Both bars were set before the first shipped model was scored; the issue's own stricter wording (its "a cat"
-//! / "a feline" / "a truck" triple, every class's image first) is not met, and docs/search.md says what it answers.
+//! twice chance. Both bars were set before the first shipped model was scored. Of the issue's own stricter wording, every
+//! class's image first is asserted as written; its "a cat" / "a feline" / "a truck" triple is not met, and
+//! docs/search.md says what each checkpoint answered.
 //! The folder search is the main job's own module (`examples/encode/folder.rs`: `i8` embeddings in a USearch index).
 #![cfg(not(feature = "stub"))]
 
@@ -142,7 +143,7 @@ fn the_folder_search_finds_the_image_of_the_queried_class(
         .collect();
     assert!(refused.is_empty(), "the library refused {refused:?}");
 
-    let mut reciprocal = 0.0;
+    let (mut reciprocal, mut first) = (0.0, 0);
     let mut report = Vec::new();
     for (image, query) in CLASSES {
         let hits = index.nearest(&model, &executor, &mut arena, query, index.files.len())?;
@@ -151,6 +152,7 @@ fn the_folder_search_finds_the_image_of_the_queried_class(
             .position(|hit| hit.file.path.file_name() == Some(image.as_ref()))
             .map_or(hits.len(), |rank| rank + 1);
         reciprocal += 1.0 / rank as f64 / CLASSES.len() as f64;
+        first += usize::from(rank == 1);
         let first = &hits[0];
         report.push(format!(
             "{query:?}: {image} ranks {rank} of {}; first {:?} {} ({:+.3})",
@@ -175,6 +177,13 @@ fn the_folder_search_finds_the_image_of_the_queried_class(
     assert!(
         reciprocal >= 2.0 * chance,
         "the class captions' images rank at {reciprocal:.3} mean reciprocal rank, under twice chance ({chance:.3}):\n{}",
+        report.join("\n")
+    );
+    // The issue's own wording: the search finds the image of the queried class, first, for every class.
+    assert_eq!(
+        first,
+        CLASSES.len(),
+        "not every class's image ranks first:\n{}",
         report.join("\n")
     );
     Ok(())
