@@ -117,9 +117,11 @@ pub struct Data {
     spoken: HashMap<Split, Vec<usize>>,
     /// Fashion-MNIST class groups by split.
     fashion: HashMap<Split, Vec<usize>>,
-    /// `outliers.tsv`'s synthetic pictures by split, their paths relative to `root` (none in a data directory that
-    /// predates them).
-    outliers: HashMap<Split, Vec<String>>,
+    /// `outliers.tsv`'s synthetic pictures, their paths joined to `root` (none in a data directory that predates
+    /// them).
+    outlier_paths: Vec<String>,
+    /// Outlier pictures (indices into `outlier_paths`) by split.
+    outliers: HashMap<Split, Vec<usize>>,
     /// Choice items by split.
     choices_by_split: HashMap<Split, Vec<usize>>,
     /// Choice items dropped for their length.
@@ -187,10 +189,11 @@ impl Recipe {
 
     /// A vocabulary group's draw weight: `floor + min(uses, cap)^vocabulary_common`, `common` when that is `None`.
     pub fn vocabulary_weight(&self, uses: f64) -> f64 {
-        self.floor
-            + uses
-                .min(self.cap)
-                .powf(self.vocabulary_common.unwrap_or(self.common))
+        Self {
+            common: self.vocabulary_common.unwrap_or(self.common),
+            ..*self
+        }
+        .weight(uses)
     }
 
     /// The most items a batch of this recipe can hold: `per_group` from each WordNet group (two from a spoken one,
@@ -363,6 +366,7 @@ impl Data {
             drawn: [HashMap::new(), HashMap::new()],
             spoken: HashMap::new(),
             fashion: HashMap::new(),
+            outlier_paths: Vec::new(),
             outliers: HashMap::new(),
             choices_by_split: HashMap::new(),
             dropped_choices: 0,
@@ -501,7 +505,9 @@ impl Data {
                 data.outliers
                     .entry(split)
                     .or_default()
-                    .push(record[0].clone());
+                    .push(data.outlier_paths.len());
+                data.outlier_paths
+                    .push(root.join(&record[0]).to_string_lossy().into_owned());
             }
         }
         Ok(data)
@@ -874,7 +880,7 @@ impl Data {
 
         // Outlier pictures, each in a bag of its own with no edge: negatives alone.
         if recipe.outliers > 0 {
-            let pool = self.outliers.get(&split).map_or(&[][..], Vec::as_slice);
+            let pool = self.outliers.get(&split).unwrap_or(&none);
             if pool.len() < recipe.outliers {
                 return Err(format!(
                     "{} outlier pictures a batch, but the {split:?} split has {} (outliers.tsv: run \
@@ -884,12 +890,9 @@ impl Data {
                 )
                 .into());
             }
-            let ids: Vec<usize> = (0..pool.len()).collect();
-            for i in random.sample(&ids, recipe.outliers) {
+            for i in random.sample(pool, recipe.outliers) {
                 batch.modalities.push(Modality::Image);
-                batch
-                    .contents
-                    .push(self.root.join(&pool[i]).to_string_lossy().into_owned());
+                batch.contents.push(self.outlier_paths[i].clone());
                 batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
                 batch.sides.push(LateInteractionSide::None);
                 attract.push(Vec::new());

@@ -427,8 +427,13 @@ def outlier_pixels(kind, rng, width, height, gray):
         return lambda x, y: a if (x // cell + y // cell) % 2 == 0 else b
     if kind == "noise":
         spread = rng.randint(16, 128)
-        return lambda x, y: mix(a, b, rng.random()) if not gray else (lambda v: (v, v, v))(
-            max(0, min(255, a[0] + rng.randint(-spread, spread))))
+
+        def noise(x, y):
+            if not gray:
+                return mix(a, b, rng.random())
+            v = max(0, min(255, a[0] + rng.randint(-spread, spread)))
+            return (v, v, v)
+        return noise
     if kind == "clouds":  # octaves of random grids, bilinearly upsampled: smooth, photo-like texture
         octaves = []
         for level in range(1, 5):
