@@ -2,9 +2,9 @@
 //! above the unrelated lemma in at least 70% of 200 test-split synonym probes (chance: 50%; tools/data/synonym_probes.py
 //! drew them by seed), and the folder search over `tests/data/media` (the media goldens' files and one Fashion-MNIST
 //! test image per class) ranks each class's image for its held-out test caption at a mean reciprocal rank of at least
-//! twice chance. Both bars were set before the first shipped model was scored. Of the issue's own stricter wording, every
-//! class's image first is asserted as written; its "a cat" / "a feline" / "a truck" triple is not met, and
-//! docs/search.md says what each checkpoint answered.
+//! twice chance. Both bars were set before the first shipped model was scored. The issue's own stricter wording is
+//! asserted as written too: the main job's `"a cat" "a feline" "a truck"` ranks the synonym above the truck, and every
+//! class's image comes first (docs/search.md says what each checkpoint answered).
 //! The folder search is the main job's own module (`examples/encode/folder.rs`: `i8` embeddings in a USearch index).
 #![cfg(not(feature = "stub"))]
 
@@ -40,6 +40,26 @@ const CLASSES: [(&str, &str); 10] = [
 /// Synonym probes of the test split (tools/data/synonym_probes.py, drawn by seed before any model was scored): a
 /// query, its synonym and an unrelated lemma per line.
 const PROBES: &str = include_str!("data/probes/synonyms.tsv");
+
+#[test]
+fn the_main_job_ranks_a_feline_above_a_truck_for_a_cat() -> Result<()> {
+    // The example, encoded as `examples/encode` does: a BF16 load, F32 unit embeddings, dot products.
+    let model = Model::load_ram(SHIPPED)?;
+    let mut arena = Arena::new();
+    let texts = ["a cat", "a feline", "a truck"];
+    let encoded = model.text_encode(&texts, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
+    let rows = encoded.embeddings.expect("EMBEDDINGS were asked for");
+    let (values, columns) = (rows.values::<f32>()?, rows.columns());
+    let row = |i: usize| &values[i * columns..][..columns];
+    let cosine = |j: usize| -> f32 { row(0).iter().zip(row(j)).map(|(a, b)| a * b).sum() };
+    let (synonym, unrelated) = (cosine(1), cosine(2));
+    println!("\"a cat\": {synonym:+.3} with \"a feline\", {unrelated:+.3} with \"a truck\"");
+    assert!(
+        synonym > unrelated,
+        "\"a cat\" is nearer \"a truck\" ({unrelated:+.3}) than \"a feline\" ({synonym:+.3})"
+    );
+    Ok(())
+}
 
 #[test]
 fn the_main_job_ranks_synonyms_above_unrelated_words(
@@ -96,6 +116,7 @@ fn quantized_loads_of_the_shipped_model_keep_its_embeddings_and_its_ranking(
     let columns = bf16.len() / texts.len();
     let dot =
         |x: &[f32], y: &[f32]| -> f64 { x.iter().zip(y).map(|(a, b)| f64::from(a * b)).sum() };
+    let mut failures = Vec::new();
     for (name, quantization) in [("I8", Scalar::I8), ("E4M3", Scalar::E4M3)] {
         let ours = encode(quantization)?;
         let cosines: Vec<f64> = ours
@@ -120,11 +141,14 @@ fn quantized_loads_of_the_shipped_model_keep_its_embeddings_and_its_ranking(
             texts.len(),
             texts.len() / 3
         );
-        assert!(
-            worst >= 0.99,
-            "{name}: an embedding's cosine to BF16's is {worst}"
-        );
+        if worst < 0.99 {
+            failures.push(format!(
+                "{name}: an embedding's cosine to BF16's is {worst}"
+            ));
+        }
     }
+    // Both loads are measured and printed before either's failure is reported.
+    assert!(failures.is_empty(), "{}", failures.join("; "));
     Ok(())
 }
 
