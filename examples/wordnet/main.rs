@@ -87,6 +87,11 @@ struct Options {
     minutes: Option<f64>,
     /// Steps between checkpoints (each followed by the validation loss).
     every: usize,
+    /// The step after which this session saves and stops, the schedule still `steps` long: a stage stopped where
+    /// another begins, reproducibly.
+    stop_at: Option<usize>,
+    /// Keep a copy of every checkpoint saved, as `checkpoint-<step>.safetensors` beside the one a restart reads.
+    keep: bool,
     /// Validation batches per validation.
     validation_batches: usize,
     /// How a batch is drawn.
@@ -147,6 +152,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
         steps: 50,
         minutes: None,
         every: 25,
+        stop_at: None,
+        keep: false,
         validation_batches: 2,
         recipe: Recipe {
             groups: 34,
@@ -194,6 +201,8 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
             "--steps" => options.steps = value("a count")?.parse()?,
             "--minutes" => options.minutes = Some(value("minutes")?.parse()?),
             "--every" => options.every = value("a count")?.parse()?,
+            "--stop-at" => options.stop_at = Some(value("a step")?.parse()?),
+            "--keep" => options.keep = true,
             "--validation-batches" => options.validation_batches = value("a count")?.parse()?,
             "--groups" => options.recipe.groups = value("a count")?.parse()?,
             "--images" => options.recipe.images = value("a count")?.parse()?,
@@ -246,6 +255,7 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!(
                     "usage: wordnet [--data DIR] [--run DIR] [--steps N] [--minutes M] [--every N]"
                 );
+                println!("               [--stop-at STEP] [--keep]");
                 println!("               [--validation-batches N] [--groups N] [--images N] [--spoken N]");
                 println!("               [--per-group N] [--hard P] [--choices N] [--common E] [--articles P]");
                 println!(
@@ -271,6 +281,10 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
                 println!("--steps: the whole run's steps, earlier sessions' included (the schedule's length)");
                 println!(
                     "--minutes: this session's budget; past it the run saves, validates and stops"
+                );
+                println!(
+                    "--stop-at: save and stop after this step, the schedule still --steps long (a stage stopped \
+                     where the next starts); --keep: keep every checkpoint saved as checkpoint-<step>.safetensors"
                 );
                 println!("--fresh: start from seeded weights even when --run holds a checkpoint");
                 println!(
@@ -340,6 +354,15 @@ fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>,
     }
     if options.steps == 0 || options.every == 0 {
         return Err("--steps and --every need at least one step".into());
+    }
+    if let Some(stop) = options.stop_at {
+        if stop == 0 || stop > options.steps {
+            return Err(format!(
+                "--stop-at takes a step from 1 to --steps ({}), not {stop}",
+                options.steps
+            )
+            .into());
+        }
     }
     if options.threads < 2 {
         return Err(
@@ -615,11 +638,11 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
     } else {
         stage.unwrap_or(0)
     };
-    if first >= options.steps {
+    if first >= options.steps || options.stop_at.is_some_and(|stop| first >= stop) {
         println!(
             "{} already took {first} of {} steps: nothing to do",
             start_from.display(),
-            options.steps
+            options.stop_at.unwrap_or(options.steps)
         );
         return Ok(());
     }
@@ -765,8 +788,12 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
             terms(&stats).map(|t| t.to_string()).join("\t"),
             stats.tokens
         )?;
+        let stop_here = options.stop_at == Some(done);
         if !leader {
             last_saved = done; // rank 0 saves; this rank's steps are in its log
+            if stop_here {
+                break;
+            }
             continue;
         }
         eprint!(
@@ -780,7 +807,7 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         );
         let _ = std::io::stderr().flush();
         let out_of_time = deadline.is_some_and(|deadline| elapsed >= deadline);
-        if done % options.every == 0 || done == options.steps || out_of_time {
+        if done % options.every == 0 || done == options.steps || out_of_time || stop_here {
             if done == options.steps {
                 let stats = calibration::calibrate(
                     &trainer,
@@ -797,6 +824,12 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
                 );
             }
             trainer.on(&executor).save(&checkpoint)?;
+            if options.keep {
+                std::fs::copy(
+                    &checkpoint,
+                    options.run.join(format!("checkpoint-{done}.safetensors")),
+                )?;
+            }
             last_saved = done;
             let loss = validate(&executor, &options, &checkpoint, &validation)?;
             eprintln!();
@@ -819,6 +852,13 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
             );
             break;
         }
+        if stop_here {
+            println!(
+                "stopped after step {done} (--stop-at); the schedule runs to {}",
+                options.steps
+            );
+            break;
+        }
     }
     println!(
         "trained steps {first}..{last_saved} in {} ({:.0} tokens/s in the trainer); log: {}",
@@ -827,4 +867,41 @@ fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
         log_path.display()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse;
+
+    fn parsed(arguments: &[&str]) -> Result<super::Options, String> {
+        parse(arguments.iter().map(|a| (*a).to_owned()))
+            .map(|options| options.expect("not --help"))
+            .map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn stop_at_takes_a_step_of_the_schedule() {
+        let options = parsed(&["--steps", "100", "--stop-at", "60", "--keep"]).unwrap();
+        assert_eq!(
+            (options.steps, options.stop_at, options.keep),
+            (100, Some(60), true)
+        );
+        assert_eq!(
+            parsed(&["--steps", "100", "--stop-at", "100"])
+                .unwrap()
+                .stop_at,
+            Some(100)
+        );
+        assert!(parsed(&[]).unwrap().stop_at.is_none() && !parsed(&[]).unwrap().keep);
+        for refused in [
+            ["--steps", "100", "--stop-at", "0"],
+            ["--steps", "100", "--stop-at", "101"],
+        ] {
+            let error = parsed(&refused).err().expect("refused");
+            assert!(
+                error.contains("--stop-at takes a step from 1 to --steps (100)"),
+                "{error}"
+            );
+        }
+    }
 }
