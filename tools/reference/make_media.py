@@ -10,6 +10,11 @@ so a rerun with the same FFmpeg and encoder libraries gives the same bytes. Othe
 other bytes: the files are generated once and checked in, and the goldens are made from the checked-in
 files (`make_goldens.py` decodes them), never from this script's arrays.
 
+    python3 tools/reference/make_media.py --only video-sampling   # one folder alone
+
+It also writes the clips of `tests/data/video-sampling/`, whose frame `i` is a solid gray of level `8 * i`
+(coded losslessly or nearly), so a test recovers which frame was taken from its pixels alone.
+
 Needs numpy and an `ffmpeg` with libx264, libvpx, libwebp, libmp3lame and libopus (Debian 12's 5.1 has
 them all). The files and why each one is there are listed in `tools/reference/README.md`.
 """
@@ -27,6 +32,7 @@ import numpy as np
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 OUT = os.path.join(ROOT, "tests", "data", "media")
+SAMPLING_OUT = os.path.join(ROOT, "tests", "data", "video-sampling")
 
 # Switches that keep encoder and muxer version strings and timestamps out of the files.
 BITEXACT = ["-threads", "1", "-map_metadata", "-1", "-fflags", "+bitexact", "-flags:v", "+bitexact",
@@ -36,6 +42,9 @@ VIDEO_SIZE = (48, 64)  # height, width: even, as 4:2:0 needs
 VIDEO_FPS = 3  # frames at 0, 1/3, 2/3 ... s: no frame lands exactly on a sampling time (k + 0.5) s
 VIDEO_SECONDS = 2
 TONE_SECONDS = 0.5
+SAMPLING_SIZE = (24, 32)  # height, width of the frame-numbered clips
+SAMPLING_FRAMES = 30
+SAMPLING_LEVEL = 8  # frame i is a solid gray of level 8 * i: 0 .. 232
 
 
 def picture(height: int, width: int, phase: float) -> np.ndarray:
@@ -144,22 +153,59 @@ def make(folder: str) -> list:
     return made
 
 
+def numbered_frames(count: int) -> bytes:
+    """`count` solid gray RGB frames of SAMPLING_SIZE, frame i at level SAMPLING_LEVEL * i, as raw bytes."""
+    h, w = SAMPLING_SIZE
+    return np.repeat(np.arange(count, dtype=np.uint8) * SAMPLING_LEVEL, h * w * 3).tobytes()
+
+
+def make_sampling(folder: str) -> list:
+    """Writes the frame-numbered clips into `folder`; answers [(name, what it exercises)]. Their time bases are
+    chosen so that docs/model.md's sampling times fall exactly on frames whose times are inexact in binary:
+    1/10240 s (MP4's `-video_track_timescale`) at 10 fps, and WebM's 1/1000 s at 15 fps (frames at rounded
+    milliseconds, 0, 67, 133, 200, ...)."""
+    h, w = SAMPLING_SIZE
+    made = []
+    ffmpeg(raw_video("rgb24", h, w, 10), numbered_frames(SAMPLING_FRAMES),
+           ["-c:v", "libx264", "-preset", "medium", "-qp", "0", "-bf", "0", "-pix_fmt", "yuv420p",
+            "-x264-params", "threads=1:sliced-threads=0", "-video_track_timescale", "10240",
+            "-movflags", "+faststart"], os.path.join(folder, "frames-10fps.mp4"))
+    made.append(("frames-10fps.mp4", "H.264 (lossless) in MP4, 32x24, 10 fps, 3 s, time base 1/10240"))
+    ffmpeg(raw_video("rgb24", h, w, 15), numbered_frames(SAMPLING_FRAMES),
+           ["-c:v", "libvpx", "-b:v", "0", "-crf", "4", "-qmin", "0", "-qmax", "4", "-deadline", "good",
+            "-cpu-used", "1", "-auto-alt-ref", "0", "-pix_fmt", "yuv420p"],
+           os.path.join(folder, "frames-15fps.webm"))
+    made.append(("frames-15fps.webm", "VP8 (near-lossless) in WebM, 32x24, 15 fps, 2 s, time base 1/1000"))
+    return made
+
+
+FOLDERS = {"media": (OUT, make), "video-sampling": (SAMPLING_OUT, make_sampling)}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=OUT)
+    ap.add_argument("--out", default=OUT, help="the folder of the media files")
+    ap.add_argument("--sampling-out", default=SAMPLING_OUT, help="the folder of the frame-numbered clips")
+    ap.add_argument("--only", choices=sorted(FOLDERS), help="write one folder alone")
     ap.add_argument("--force", action="store_true", help="overwrite files that exist")
     args = ap.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
-    if not args.force and any(os.path.exists(os.path.join(args.out, n)) for n in os.listdir(args.out)):
-        print(f"{args.out} is not empty: the media are generated once (pass --force to write them again)",
-              file=sys.stderr)
-        return 1
+    folders = {"media": args.out, "video-sampling": args.sampling_out}
+    chosen = [args.only] if args.only else list(FOLDERS)
+    for name in chosen:
+        folder = folders[name]
+        if not args.force and os.path.isdir(folder) and os.listdir(folder):
+            print(f"{folder} is not empty: the media are generated once (pass --force to write them again)",
+                  file=sys.stderr)
+            return 1
     total = 0
-    for name, what in make(args.out):
-        with open(os.path.join(args.out, name), "rb") as f:
-            data = f.read()
-        total += len(data)
-        print(f"{name}: {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:16]}: {what}")
+    for name in chosen:
+        folder = folders[name]
+        os.makedirs(folder, exist_ok=True)
+        for file, what in FOLDERS[name][1](folder):
+            with open(os.path.join(folder, file), "rb") as f:
+                data = f.read()
+            total += len(data)
+            print(f"{name}/{file}: {len(data)} bytes, sha256 {hashlib.sha256(data).hexdigest()[:16]}: {what}")
     print(f"total {total} bytes")
     return 0
 
