@@ -1,7 +1,7 @@
 /**
  * @file report.hpp
  * @brief What the benchmarks of tools/bench/ share: a wall clock, medians, comma lists on the command line, and
- * the records they print, one per line, as text or as JSON objects that tools/bench/compare.py and
+ * the records they print, one per line, as text or as JSON objects that tools/bench/text_compare.py and
  * tools/bench/media_compare.py read.
  */
 #ifndef UFORM_TOOLS_BENCH_REPORT_HPP

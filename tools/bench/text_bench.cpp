@@ -4,7 +4,7 @@
 // wall-clock time, and of the thread's CPU time for one-thread runs (which a busy machine distorts less), and the
 // machine's read bandwidth, against which each forward reports how many times longer it took than streaming its packed
 // weights once (`over_stream`; issue 15 asks one 16-byte query to stay within 1.3). Not a test:
-// the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/compare.py runs it beside
+// the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/text_compare.py runs it beside
 // PyTorch and ONNX Runtime.
 //
 //   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32,i8,e4m3] [--repeats 15] [--json]

@@ -1,6 +1,6 @@
 // uform_vram_bench: the CUDA residency's text forward through the public C API, as an application calls it: a model
 // loaded onto GPU 0, a VRAM executor and arena, embeddings of `--texts` texts of `--bytes` bytes per call (the same
-// printable bytes as uform_bench and tools/bench/worker.py: byte k is `32 + splitmix64(k) % 95`). Prints one JSON
+// printable bytes as uform_bench and tools/bench/text_worker.py: byte k is `32 + splitmix64(k) % 95`). Prints one JSON
 // object: the median seconds per call after warm-up calls, tokens per second, the trunk's useful TFLOP/s, and the
 // device memory the timed calls took (zero in a steady loop).
 //

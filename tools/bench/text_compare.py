@@ -4,12 +4,12 @@ thread counts, interleaved in one run; prints a table of medians and ratios (our
 native class with BF16 weights, `uform-f32` the F32 FMA path, `uform-i8` and `uform-e4m3` the native class with the
 trunk quantized at load (their line "against uform" gives their tokens/s over uform's on the small batch).
 
-    /opt/uform-ref/bin/python tools/bench/compare.py [--build build/bench] [--cache build/bench] [--rounds 3]
+    /opt/uform-ref/bin/python tools/bench/text_compare.py [--build build/bench] [--cache build/bench] [--rounds 3]
 
 Needs the RAM build's `uform_bench` (`cmake --build <build> --target uform_bench`) and a Python with
 tools/bench/requirements.txt. Writes the small checkpoint (tools/checkpoint/write_checkpoint.py) and the ONNX
 exports into the cache folder when they are missing. Each framework's measurement runs in a process of its own
-(tools/bench/worker.py for the Python ones), so each peak RSS is that framework's; every round runs every
+(tools/bench/text_worker.py for the Python ones), so each peak RSS is that framework's; every round runs every
 framework once per case, in a rotated order. See tools/bench/README.md.
 """
 
@@ -26,7 +26,7 @@ import sys
 import time
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-WORKER = os.path.join(ROOT, "tools", "bench", "worker.py")
+WORKER = os.path.join(ROOT, "tools", "bench", "text_worker.py")
 TINY = os.path.join(ROOT, "tests", "data", "tiny.safetensors")
 FRAMEWORKS = ["uform", "uform-f32", "torch-f32", "torch-bf16", "onnx"]
 # uform_bench's --classes for each of our frameworks; "uform-i8" and "uform-e4m3" are opt-in.
@@ -268,7 +268,7 @@ class Comparison:
         self.targets(ours, gemm, paired, ceiling)
 
     def targets(self, ours: dict, gemm: dict, paired: dict, ceiling: dict):
-        """Prints each of issue 4's targets with what was measured and whether it is met."""
+        """Prints each of the text forward's targets with what was measured and whether it is met."""
         if "uform" not in self.args.frameworks:
             return
         small, tiny = CASES[2][0], CASES[0][0]
@@ -285,7 +285,7 @@ class Comparison:
         if ours[("calls", tiny, 1)].get("onnx"):
             ratio = ours[("calls", tiny, 1)]["uform"] / ours[("calls", tiny, 1)]["onnx"]
             checks.append(("tiny 8x64, 1 thread: >= 2x ONNX Runtime's calls/s", ratio, 2, "x"))
-        print("\ntargets (issue 4)")
+        print("\ntargets")
         for title, value, bound, unit in checks:
             print(f"  {title}: {value:.2f}{unit}, {'met' if value >= bound else 'NOT met'}")
         latency = ours[("us", CASES[1][0], 1)]["uform"]

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""One framework's side of tools/bench/compare.py, run in a process of its own so that its peak RSS is its own.
+"""One framework's side of tools/bench/text_compare.py, run in a process of its own so that its peak RSS is its own.
 
-    worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16] [--device cuda [--compile]]
-    worker.py onnx --model M.onnx --texts 32 --bytes 256 --threads 2 --repeats 5
-    worker.py export --checkpoint C --texts 32 --bytes 256 --out M.onnx
-    worker.py gemm --shape 2048x512x2048 --threads 2 --repeats 9
+    text_worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16] [--device cuda [--compile]]
+    text_worker.py onnx --model M.onnx --texts 32 --bytes 256 --threads 2 --repeats 5
+    text_worker.py export --checkpoint C --texts 32 --bytes 256 --out M.onnx
+    text_worker.py gemm --shape 2048x512x2048 --threads 2 --repeats 9
 
 `torch` and `onnx` time embedding calls on the same texts as `uform_bench` (byte k of the batch is
 `32 + splitmix64(k) % 95`) and print one JSON object: the median seconds per call, the peak RSS and the RSS
@@ -73,7 +73,7 @@ def dense_model(checkpoint: str, length: int):
     from uform_reference import Model
 
     class DenseText(torch.nn.Module):
-        """MODEL.md's text forward on a [batch, length] tensor of bytes, giving the embeddings: plain matrix
+        """docs/model.md's text forward on a [batch, length] tensor of bytes, giving the embeddings: plain matrix
         products in the module's dtype (F32 weights hold the BF16 values exactly), the attention through
         `scaled_dot_product_attention`, RoPE with every section at the byte's index."""
 
