@@ -109,7 +109,7 @@ python3 tools/checkpoint/write_checkpoint.py --geometry small --out "$work/small
 ours_bf16="$(ours "$work/bin/uform_vram_bench" --checkpoint "$work/small.safetensors" --texts 256 --bytes 256 --repeats 20)"
 ours_e4m3="$(ours "$work/bin/uform_vram_bench" --checkpoint "$work/small.safetensors" --texts 256 --bytes 256 --repeats 20 \
     --e4m3)"
-theirs="$(PYTHONUNBUFFERED=1 timeout 300 python3 tools/bench/worker.py torch --checkpoint "$work/small.safetensors" \
+theirs="$(PYTHONUNBUFFERED=1 timeout 300 python3 tools/bench/text_worker.py torch --checkpoint "$work/small.safetensors" \
     --texts 256 --bytes 256 --repeats 20 --bf16 --device cuda --compile | tail -n 1)"
 python3 - "$ours_bf16" "$ours_e4m3" "$theirs" << 'PYTHON'
 import json, sys
