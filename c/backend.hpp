@@ -215,13 +215,13 @@ struct trainer_calibrate_t {
     std::span<std::size_t const> groups; // empty (all in group 0) or one per text, each below the trainer's groups
 };
 
-/// Fits the temperature of each group `groups` names over its items, the model frozen (MODEL.md "Choices",
+/// Fits the temperature of each group `groups` names over its items, the model frozen (docs/model.md "Choices",
 /// docs/decisions.md "Calibration"), keeping them for `trainer_save`; other groups keep theirs. Fills `stats` but
 /// `nanoseconds`. Progress is reported in items.
 uform_status_t trainer_calibrate(trainer_t &trainer, call_t &call, trainer_calibrate_t const &calibrate,
                                  uform_trainer_calibrate_stats_t &stats, char const **message) noexcept;
 
-/// Writes a MODEL.md checkpoint of the trainer's weights to `path` atomically (temporary, then rename).
+/// Writes the trainer's weights as a checkpoint (docs/model.md) to `path` atomically (temporary, then rename).
 uform_status_t trainer_save(trainer_t &trainer, call_t &call, char const *path, std::size_t path_length,
                             char const **message) noexcept;
 

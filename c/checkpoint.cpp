@@ -1,8 +1,8 @@
-// The safetensors header reader and MODEL.md validator declared in checkpoint.hpp.
+// The safetensors header reader and docs/model.md validator declared in checkpoint.hpp.
 //
 // The order of the checks decides the status of a file with several faults: the prefix and the JSON
 // (`corrupt`), `format` and `uform.version` (`unsupported`), each tensor entry on its own (`corrupt`),
-// overlaps (`corrupt`), the metadata values (`corrupt`), then the tensors MODEL.md lists: missing
+// overlaps (`corrupt`), the metadata values (`corrupt`), then the tensors docs/model.md lists: missing
 // (`corrupt`), wrong dtype or shape (`shape-mismatch`), and last any tensor nobody asked for (`corrupt`).
 #include "checkpoint.hpp"
 
@@ -290,7 +290,7 @@ class metadata_t {
 
 // region: tensors
 
-/// A tensor MODEL.md lists, with its static messages; `N` stands for a block index.
+/// A tensor docs/model.md lists, with its static messages; `N` stands for a block index.
 struct tensor_kind_t {
     char const *missing;
     char const *wrong_dtype;
@@ -379,7 +379,7 @@ verdict_t check_overlaps(std::vector<tensor_entry_t> const &tensors) {
     return {};
 }
 
-/// Matches the tensors MODEL.md lists against the header, counting those it found.
+/// Matches the tensors docs/model.md lists against the header, counting those it found.
 class expectations_t {
   public:
     /// Starts over the name-sorted tensors of `checkpoint`.
@@ -502,7 +502,7 @@ verdict_t read_heads(metadata_t const &meta, geometry_t &g) {
     return {};
 }
 
-/// Requires each tensor MODEL.md lists for the geometry `g`, checks the trainer's scalars where present (inference
+/// Requires each tensor docs/model.md lists for the geometry `g`, checks the trainer's scalars where present (inference
 /// ignores them), then refuses any other.
 verdict_t check_tensors(checkpoint_t const &c) {
     geometry_t const &g = c.geometry;
@@ -558,7 +558,7 @@ verdict_t check_tensors(checkpoint_t const &c) {
     } else if (c.find("head.choice.temperatures")) {
         return corrupt("checkpoint: tensor head.choice.temperatures is present but uform.choice.groups is zero");
     }
-    // The trainer's scalars (MODEL.md, "Training") and its step count (docs/decisions.md): optional, each F32 [1],
+    // The trainer's scalars (docs/model.md, "Training") and its step count (docs/decisions.md): optional, each F32 [1],
     // ignored by inference.
     for (auto const &[trainer_name, kind] : {std::pair{"trainer.contrastive.log_scale", &kind_contrastive_scale_k},
                                              std::pair{"trainer.contrastive.bias", &kind_contrastive_bias_k},

@@ -1,4 +1,4 @@
-// The safetensors header reader and MODEL.md validator, shared by every backend.
+// The safetensors header reader and docs/model.md validator, shared by every backend.
 //
 // See docs/internal-interfaces.md. Every function here is `noexcept`, answers a status, and on failure
 // writes a static message (when `message` is not `NULL`) and leaves `out` untouched. On success `message`
@@ -60,7 +60,7 @@ struct checkpoint_t {
 /// The largest header length accepted: 100 MiB.
 inline constexpr std::uint64_t checkpoint_max_header_k = std::uint64_t(100) << 20;
 
-/// Parses and validates a header (the JSON text) against MODEL.md, for a file of `file_size` bytes.
+/// Parses and validates a header (the JSON text) against docs/model.md, for a file of `file_size` bytes.
 uform_status_t checkpoint_parse(std::string_view header_json, std::uint64_t file_size, checkpoint_t &out,
                                 char const **message) noexcept;
 

@@ -1,5 +1,5 @@
-// Writing a MODEL.md checkpoint: the tensor plan of a geometry and an atomic writer (temporary file,
-// then rename), shared by every backend's `trainer_save`.
+// Writing a checkpoint (docs/model.md, "The checkpoint"): the tensor plan of a geometry and an atomic writer (temporary
+// file, then rename), shared by every backend's `trainer_save`.
 #ifndef UFORM_C_CHECKPOINT_WRITER_HPP
 #define UFORM_C_CHECKPOINT_WRITER_HPP
 
@@ -22,7 +22,7 @@ struct tensor_plan_t {
     std::size_t bytes() const noexcept { return elements() * dtype_size(dtype); }
 };
 
-/// Every tensor MODEL.md lists for `geometry`, its optional front-ends and heads as it says.
+/// Every tensor docs/model.md lists for `geometry`, its optional front-ends and heads as it says.
 std::vector<tensor_plan_t> checkpoint_plan(geometry_t const &geometry);
 
 /// Fills `bytes` (exactly `plan.bytes()` of them) with one tensor's values, little-endian.

@@ -1,5 +1,5 @@
-// MODEL.md's media geometry, the one copy that the stub and the RAM residency both follow so that their token counts
-// agree: the image grid, what a recording becomes at the model's rate, and the bounds that keep a media item's
+// docs/model.md's media geometry, the one copy that the stub and the RAM residency both follow so that their token
+// counts agree: the image grid, what a recording becomes at the model's rate, and the bounds that keep a media item's
 // memory and time proportional to the budgets a checkpoint declares.
 #pragma once
 
@@ -50,7 +50,7 @@ struct image_grid_t {
     std::size_t rows = 0, columns = 0;
 };
 
-/// MODEL.md's grid of an `height x width` image with patch side `p` under the budget `max_patches` (both nonzero):
+/// docs/model.md's grid of an `height x width` image with patch side `p` under the budget `max_patches` (both nonzero):
 /// `gh = max(1, min(floor(H / p * s), max_patches))`, `gw = max(1, min(floor(W / p * s), floor(max_patches / gh)))`.
 inline image_grid_t image_grid(std::size_t height, std::size_t width, std::size_t p, std::size_t max_patches) noexcept {
     double const h = double(height) / double(p), w = double(width) / double(p);

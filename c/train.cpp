@@ -541,7 +541,7 @@ uform_status_t check_resolved_config(uform_trainer_init_vram_args_t const &a, ch
     return uform_status_ok_k;
 }
 
-/// The geometry of a trainer seeded from its configuration (no checkpoint): MODEL.md's fixed fields, the rest
+/// The geometry of a trainer seeded from its configuration (no checkpoint): docs/model.md's fixed fields, the rest
 /// from `a`.
 uform_status_t geometry_of_config(uform_trainer_init_vram_args_t const &a, geometry_t &g,
                                   char const **message) noexcept {

@@ -1,5 +1,5 @@
-// The trunk forward of MODEL.md on the CPU: every item of a call packed into one token matrix, each GEMM run over all
-// of its tokens, attention block-diagonal per item, and only the surfaces asked for computed.
+// The trunk forward of docs/model.md on the CPU: every item of a call packed into one token matrix, each GEMM run over
+// all of its tokens, attention block-diagonal per item, and only the surfaces asked for computed.
 #pragma once
 
 #include <cstddef>

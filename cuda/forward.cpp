@@ -1,6 +1,6 @@
-// The trunk forward of MODEL.md on a GPU: every item of a call packed into one token matrix, each linear one cuBLASLt
-// product over all tokens (BF16 inputs, F32 accumulation and result), attention block-diagonal per item, only the
-// surfaces asked for computed. The call's inputs (byte ids or media tokens embedded on the host, positions, segment
+// The trunk forward of docs/model.md on a GPU: every item of a call packed into one token matrix, each linear one
+// cuBLASLt product over all tokens (BF16 inputs, F32 accumulation and result), attention block-diagonal per item, only
+// the surfaces asked for computed. The call's inputs (byte ids or media tokens embedded on the host, positions, segment
 // bounds) go to the device in one copy through pinned staging; activations live in the stream's scratch, grown to a
 // high-water mark; the surfaces land in the call's VRAM arena.
 #include <algorithm>

@@ -1,5 +1,5 @@
 // The CUDA residency's matrix products through cuBLASLt: `y = x . W^T` with BF16 inputs, F32 accumulation and an F32
-// result, as MODEL.md's "Precision" asks of every linear.
+// result, as docs/model.md's "Precision" asks of every linear.
 #pragma once
 
 #include <cstddef>

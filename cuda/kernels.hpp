@@ -25,7 +25,7 @@ bool embed_rows(float const *table, std::uint16_t const *ids, std::size_t tokens
 bool rms_norm(float const *x, std::size_t x_stride, float const *weight, std::size_t rows, std::size_t width, float eps,
               std::uint16_t *out_bf16, float *out_f32, std::size_t out_stride, cudaStream_t stream) noexcept;
 
-/// Rotates the queries and keys of every token's `heads` heads in place (MODEL.md's rotate-half RoPE, positions
+/// Rotates the queries and keys of every token's `heads` heads in place (docs/model.md's rotate-half RoPE, positions
 /// `(t, h, w)` three per token, frequencies `theta^(-2j / head_dim)` in F64, each angle's cosine and sine rounded to
 /// F32 once), then rounds queries, keys and values to BF16 values kept in F32, as the attention products read them.
 /// `qkv` rows hold q, k, v of `heads * head_dim` each; `sections` are the pairs rotated by t, h and w.
@@ -56,7 +56,7 @@ bool mean_pool_bf16(float const *x, std::size_t x_stride, std::uint32_t const *o
 bool l2_normalize(float *x, std::size_t stride, std::size_t rows, std::size_t width, cudaStream_t stream) noexcept;
 
 /// `out[r][c] = bf16(bytes[r][c] as E4M3 * scales[r / 128][c / 128])` for a `rows x columns` matrix quantized in
-/// 128 x 128 blocks (MODEL.md, "E4M3 at load"), rows `columns` apart.
+/// 128 x 128 blocks (docs/model.md, "E4M3 at load"), rows `columns` apart.
 bool dequantize_e4m3(std::uint8_t const *bytes, float const *scales, std::size_t rows, std::size_t columns,
                      std::uint16_t *out, cudaStream_t stream) noexcept;
 

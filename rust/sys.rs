@@ -1545,7 +1545,7 @@ unsafe extern "C" {
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
     /** @brief Fits each temperature group's `T_g` on held-out choice items, the model frozen (temperature scaling,
-    MODEL.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
+    docs/model.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
 
     Item `i` is the text `texts[i]` followed by CHOOSE, its legal bytes `choices[i]` (at least one, distinct), and its
     labels `targets[i]`: one finite non-negative F32 per legal byte, summing to one within 1e-5. Any number of items
@@ -1577,7 +1577,7 @@ unsafe extern "C" {
         outcome: *mut uform_outcome_t,
         message: *mut *const ::std::os::raw::c_char,
     ) -> uform_status_t;
-    /** @brief Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
+    /** @brief Writes the trainer's weights as a checkpoint of docs/model.md's format to `path` (the OS's bytes),
     atomically: to a temporary file renamed into place.
     @uform verb TrainVerbs
     @uform path path_length*/

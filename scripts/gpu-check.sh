@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CUDA residency on a lent GPU machine (an H200: driver 580, CUDA 13.0, PyTorch cu130; no network), well within
 # 8 minutes there: tests/unit/vram_test.cpp (the VRAM model against the PyTorch goldens and the RAM residency with
-# MODEL.md's bounds, E4M3 weights, image pixels, narrow scalars, VRAM arenas and device pointers, deferred calls and
+# docs/model.md's bounds, E4M3 weights, image pixels, narrow scalars, VRAM arenas and device pointers, deferred calls and
 # contention, calls without an executor, a steady loop taking no device memory), the same under compute-sanitizer's
 # memcheck where it is installed, then the benchmark beside PyTorch CUDA (BF16, `torch.compile` when it works) on the
 # small geometry, 256 texts x 256 bytes: tokens per second, the ratio, and the share of 790 TFLOP/s (PyTorch's BF16

@@ -1,6 +1,6 @@
 //! The RAM residency against the PyTorch goldens of `tests/data/goldens/`, through the crate alone: `text_encode`
 //! (states, token vectors, embeddings), `text_choose`, `image_encode_pixels` and `audio_encode_samples`, on the
-//! calling thread and on a two-thread executor, held to MODEL.md's "How agreement is measured". Also: a packed
+//! calling thread and on a two-thread executor, held to docs/model.md's "How agreement is measured". Also: a packed
 //! batch equals its items one by one, the serial class agrees with the dispatched one, and E4M3 and int8 models
 //! stay within cosine 0.99 of the BF16 goldens and the BF16 load. The stub answers stand-in rows, so this suite is for the RAM build.
 #![cfg(not(feature = "stub"))]
@@ -299,7 +299,7 @@ fn images_from_pixels_agree_with_the_reference() -> Result<()> {
         golden.usize("pixel_offsets"),
         golden.usize("shapes"),
     );
-    // The golden keeps gray and RGBA items with their own channels; the verb takes RGB, as MODEL.md converts them.
+    // The golden keeps gray and RGBA items with their own channels; the verb takes RGB, as docs/model.md converts them.
     let (mut rgb, mut rgb_offsets, mut heights, mut widths) =
         (Vec::new(), vec![0], Vec::new(), Vec::new());
     for (item, shape) in shapes.chunks(3).enumerate() {

@@ -1,7 +1,7 @@
-// The media verbs of the RAM residency: the image, video and audio front-ends of MODEL.md over decoded input, feeding
-// the same trunk as text through pre-embedded tokens (see encode.hpp). Files are decoded by cpp/media (FFmpeg) on the
-// call's threads, one item per task, before the front-ends run; the first item that fails (in order) fails the call
-// and is named in the stats.
+// The media verbs of the RAM residency: the image, video and audio front-ends of docs/model.md over decoded input,
+// feeding the same trunk as text through pre-embedded tokens (see encode.hpp). Files are decoded by cpp/media (FFmpeg)
+// on the call's threads, one item per task, before the front-ends run; the first item that fails (in order) fails the
+// call and is named in the stats.
 //
 // `c/` has already refused a checkpoint without the modality, with its own `unsupported` message.
 #include <algorithm>

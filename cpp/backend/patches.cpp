@@ -1,4 +1,4 @@
-// The front-ends' patch vectors of MODEL.md from decoded media (see patches.hpp).
+// The front-ends' patch vectors of docs/model.md from decoded media (see patches.hpp).
 #include "patches.hpp"
 
 #include <algorithm>

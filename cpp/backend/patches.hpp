@@ -1,4 +1,4 @@
-// The front-ends' patch vectors of MODEL.md from decoded media: images resized into patches, video frames into
+// The front-ends' patch vectors of docs/model.md from decoded media: images resized into patches, video frames into
 // tubelets, recordings into log-mel patches. The media verbs (media.cpp) and the trainer (train.cpp) both build their
 // tokens' inputs here, so training sees exactly what inference encodes.
 #pragma once

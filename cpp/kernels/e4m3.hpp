@@ -1,4 +1,4 @@
-// Block quantization of weight matrices to FP8 E4M3 with one F32 scale per 128 x 128 block (MODEL.md, "E4M3 at load").
+// Block quantization of weight matrices to FP8 E4M3, one F32 scale per 128 x 128 block (docs/model.md, "E4M3 at load").
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // Recordings (WAV, FLAC, MP3, Opus and whatever else FFmpeg reads) decoded to mono (channels averaged) and
-// resampled to the model's rate by libswresample at its default settings, as MODEL.md's audio features say.
+// resampled to the model's rate by libswresample at its default settings, as docs/model.md's audio features say.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Clips (MP4, WebM and whatever else FFmpeg reads) streamed frame by frame, keeping only the frames MODEL.md's
+// Clips (MP4, WebM and whatever else FFmpeg reads) streamed frame by frame, keeping only the frames docs/model.md's
 // video geometry samples, each converted to interleaved 8-bit RGB and handed on before the next.
 #pragma once
 

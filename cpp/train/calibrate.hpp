@@ -1,5 +1,5 @@
-// Temperature calibration of the choice groups (MODEL.md, "Training", Choices; docs/decisions.md, "Calibration"), as
-// tools/reference/train_calibrate.py fits it: per group the T_g minimising its held-out items' cross-entropy.
+// Temperature calibration of the choice groups (docs/model.md, "Training", Choices; docs/decisions.md, "Calibration"),
+// as tools/reference/train_calibrate.py fits it: per group the T_g minimising its held-out items' cross-entropy.
 #pragma once
 
 #include <cstddef>

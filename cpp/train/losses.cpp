@@ -13,7 +13,7 @@
 namespace uform::train {
 namespace {
 
-/// The scale's cap (MODEL.md).
+/// The scale's cap (docs/model.md).
 constexpr float scale_cap = 100.0f;
 
 /// The F32 similarity of two F32 vectors: the exact dot product accumulated in double, rounded once.

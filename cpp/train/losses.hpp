@@ -1,7 +1,7 @@
-// The trainer's loss terms (MODEL.md, "Training"; docs/decisions.md, "Relations and the terms"), forward and backward,
-// as tools/reference/train_losses.py computes them. Each term answers the sum of its per-unit losses and its count
-// of units, and adds `gradient_weight` times the gradient of that sum to the caller's gradient buffers: the caller
-// passes the joint weight over the term's count across the mesh (one process: the local count), so the buffers
+// The trainer's loss terms (docs/model.md, "Training"; docs/decisions.md, "Relations and the terms"), forward and
+// backward, as tools/reference/train_losses.py computes them. Each term answers the sum of its per-unit losses and its
+// count of units, and adds `gradient_weight` times the gradient of that sum to the caller's gradient buffers: the
+// caller passes the joint weight over the term's count across the mesh (one process: the local count), so the buffers
 // receive the joint loss's gradient. Similarities and MaxSim's dot products are F32 (each an F32 rounding of the
 // exact dot product, accumulated in double); the reductions over candidates, units and items are double.
 #pragma once

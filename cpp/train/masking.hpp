@@ -1,5 +1,5 @@
-// MODEL.md's masking of a text (docs/decisions.md, "Masking"), drawn exactly as train_batch.sample_mask does, so the
-// C++ trainer and the PyTorch reference mask the same bytes.
+// docs/model.md's masking of a text (docs/decisions.md, "Masking"), drawn exactly as train_batch.sample_mask does, so
+// the C++ trainer and the PyTorch reference mask the same bytes.
 #pragma once
 
 #include <cstddef>

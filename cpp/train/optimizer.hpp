@@ -1,4 +1,4 @@
-// MODEL.md's optimiser (docs/decisions.md, "Optimiser and schedule"): the rate schedule, the gradient norm and its
+// docs/model.md's optimiser (docs/decisions.md, "Optimiser and schedule"): the rate schedule, the gradient norm and its
 // clipping, and torch.optim.AdamW's arithmetic (foreach=False), as tools/reference/train_optim.py runs them.
 #pragma once
 
@@ -27,7 +27,7 @@ struct adamw_view_t {
     bool decays = false;
 };
 
-/// AdamW's constants (MODEL.md).
+/// AdamW's constants (docs/model.md).
 struct adamw_t {
     /// First-moment decay.
     double beta1 = 0.9;

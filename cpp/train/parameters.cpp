@@ -15,7 +15,7 @@
 namespace uform::train {
 namespace {
 
-/// The `trainer.*` scalars' initial values (MODEL.md): InfoNCE ln(1/0.07) and 0, sigmoid ln 10 and -10; the late
+/// The `trainer.*` scalars' initial values (docs/model.md): InfoNCE ln(1/0.07) and 0, sigmoid ln 10 and -10; the late
 /// interaction's ln(1/0.07) either way.
 void scalar_inits(uform_pair_loss_form_t form, float values[3]) noexcept {
     bool const sigmoid = form == uform_pair_loss_form_sigmoid_k;
@@ -43,7 +43,7 @@ void add_tensor(std::vector<tensor_t> &tensors, std::string name, std::size_t ro
     tensors.push_back(std::move(t));
 }
 
-/// Every trained tensor of `g` in MODEL.md's order, zero; the scalars last.
+/// Every trained tensor of `g` in docs/model.md's order, zero; the scalars last.
 std::vector<tensor_t> tensor_list(geometry_t const &g) {
     std::vector<tensor_t> t;
     std::size_t const hidden = g.hidden, attention = g.heads * g.head_dim,
@@ -184,7 +184,7 @@ uform_status_t parameters_load(char const *path, std::size_t path_length, checkp
     }
 }
 
-// Per tensor its stream's normals, scaled in double; the fixed tensors as MODEL.md computes them.
+// Per tensor its stream's normals, scaled in double; the fixed tensors as docs/model.md computes them.
 uform_status_t parameters_seeded(geometry_t const &geometry, std::uint64_t seed, uform_pair_loss_form_t form,
                                  parameters_t &out, char const **message) noexcept {
     try {

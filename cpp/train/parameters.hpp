@@ -1,5 +1,5 @@
-// The trainer's parameters (MODEL.md, "Training", Parameters): every trained tensor as an F32 master, the BF16 copy
-// the forward reads, its gradient and AdamW moments, plus the packed weight panels the trunk multiplies.
+// The trainer's parameters (docs/model.md, "Training", Parameters): every trained tensor as an F32 master, the BF16
+// copy the forward reads, its gradient and AdamW moments, plus the packed weight panels the trunk multiplies.
 #pragma once
 
 #include <cstddef>
@@ -24,7 +24,7 @@ struct tensor_t {
     std::string name;
     std::size_t rank = 1, shape[2] = {0, 1}; // rank 1: shape[1] is 1
     std::vector<float> master, copy, grad, moment1, moment2;
-    bool decays = false;   // MODEL.md: every 2-D tensor but embed.byte.weight
+    bool decays = false;   // docs/model.md: every 2-D tensor but embed.byte.weight
     bool panelled = false; // a product's weight (every 2-D tensor but embed.byte.weight): `parameters_t::panels`
 
     /// Values in the tensor.
@@ -55,7 +55,7 @@ struct parameters_t {
 
 /// Loads a checkpoint file (its header already validated into `checkpoint`; tensors BF16 or F32) into `out`: the
 /// masters are the file's values widened to F32, the moments and gradients zero; `trainer.*` tensors in the file, when
-/// present, give the scalars, else MODEL.md's initial values for `form`. Answers `io`, `corrupt`, `out-of-memory`.
+/// present, give the scalars, else docs/model.md's initial values for `form`. Answers `io`, `corrupt`, `out-of-memory`.
 uform_status_t parameters_load(char const *path, std::size_t path_length, checkpoint_t const &checkpoint,
                                uform_pair_loss_form_t form, parameters_t &out, char const **message) noexcept;
 

@@ -1,4 +1,4 @@
-// The relations of a step's items as the contrastive and late-interaction terms read them (MODEL.md, "Training",
+// The relations of a step's items as the contrastive and late-interaction terms read them (docs/model.md, "Training",
 // Relations; docs/decisions.md, "Relations and the terms"): per anchor its candidates D(i) with weights c_ij and its
 // positives P(i) with weights w_ij, as train_losses.relations builds them.
 #pragma once

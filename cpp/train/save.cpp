@@ -1,4 +1,4 @@
-// Saving a trainer's parameters as MODEL.md's checkpoint.
+// Saving a trainer's parameters as docs/model.md's checkpoint.
 #include "save.hpp"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Saving a trainer: MODEL.md's checkpoint of its parameters (BF16 weights, the F32 mel filters and fitted
+// Saving a trainer: docs/model.md's checkpoint of its parameters (BF16 weights, the F32 mel filters and fitted
 // temperatures, the `trainer.*` scalars as F32 [1]) and the step it reached, written atomically.
 #pragma once
 
@@ -15,9 +15,9 @@ namespace uform::train {
 /// from the checkpoint continues the schedule where it stopped.
 inline constexpr char const step_tensor_name_k[] = "trainer.step";
 
-/// Writes `parameters` as a MODEL.md checkpoint to `path` (the OS's bytes), through a temporary file renamed into
-/// place: the masters rounded to BF16 (nearest even), the mel filters and temperatures in F32, each `trainer.*` scalar
-/// and `steps` (as `trainer.step`) as F32 [1]. Answers `io` when the file cannot be written.
+/// Writes `parameters` as a checkpoint (docs/model.md) to `path` (the OS's bytes), through a temporary file renamed
+/// into place: the masters rounded to BF16 (nearest even), the mel filters and temperatures in F32, each `trainer.*`
+/// scalar and `steps` (as `trainer.step`) as F32 [1]. Answers `io` when the file cannot be written.
 uform_status_t save_checkpoint(parameters_t const &parameters, std::size_t steps, char const *path,
                                std::size_t path_length, char const **message) noexcept;
 

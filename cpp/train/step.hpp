@@ -1,5 +1,5 @@
-// One optimiser step of the CPU trainer (MODEL.md, "Training"): the forward of a batch, every term the objective asks
-// for and the batch has data for, the backward, the gradient norm and clipping, AdamW, and the BF16 copies again.
+// One optimiser step of the CPU trainer (docs/model.md, "Training"): the forward of a batch, every term the objective
+// asks for and the batch has data for, the backward, the gradient norm and clipping, AdamW, and the BF16 copies again.
 #pragma once
 
 #include <cstddef>

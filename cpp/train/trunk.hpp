@@ -1,5 +1,5 @@
-// The trainer's trunk: the forward of MODEL.md on the BF16 copies of the masters, keeping what its backward needs, and
-// the backward of the whole model into the tensors' gradients (docs/decisions.md, "Training").
+// The trainer's trunk: the forward of docs/model.md on the BF16 copies of the masters, keeping what its backward needs,
+// and the backward of the whole model into the tensors' gradients (docs/decisions.md, "Training").
 #pragma once
 
 #include <cstddef>

@@ -558,7 +558,7 @@ typedef struct uform_trainer_calibrate_args_t {
 
 /**
  * @brief Fits each temperature group's `T_g` on held-out choice items, the model frozen (temperature scaling,
- * MODEL.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
+ * docs/model.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
  *
  * Item `i` is the text `texts[i]` followed by CHOOSE, its legal bytes `choices[i]` (at least one, distinct), and its
  * labels `targets[i]`: one finite non-negative F32 per legal byte, summing to one within 1e-5. Any number of items
@@ -585,7 +585,7 @@ uform_status_t uform_trainer_calibrate(uform_trainer_t trainer, uform_executor_t
 /* ---------------------------------------------------------------------------------------------------------- */
 
 /**
- * @brief Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
+ * @brief Writes the trainer's weights as a checkpoint of docs/model.md's format to `path` (the OS's bytes),
  * atomically: to a temporary file renamed into place.
  * @uform verb TrainVerbs
  * @uform path path_length

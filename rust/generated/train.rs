@@ -1700,7 +1700,7 @@ pub trait TrainVerbs: crate::Receiver {
     }
 
     /// Fits each temperature group's `T_g` on held-out choice items, the model frozen (temperature scaling,
-    /// MODEL.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
+    /// docs/model.md's "Choices"); the checkpoints `uform_trainer_save` writes from then on carry the fitted temperatures.
     ///
     /// Item `i` is the text `texts[i]` followed by CHOOSE, its legal bytes `choices[i]` (at least one, distinct), and its
     /// labels `targets[i]`: one finite non-negative F32 per legal byte, summing to one within 1e-5. Any number of items
@@ -1735,7 +1735,7 @@ pub trait TrainVerbs: crate::Receiver {
         })
     }
 
-    /// Writes the trainer's weights as a checkpoint of MODEL.md's format to `path` (the OS's bytes),
+    /// Writes the trainer's weights as a checkpoint of docs/model.md's format to `path` (the OS's bytes),
     /// atomically: to a temporary file renamed into place.
     ///
     /// Calls `uform_trainer_save`.

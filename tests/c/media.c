@@ -179,7 +179,7 @@ static void missing_files(file_verb_t verb, char const *name, char const *existi
     uform_arena_free(arena);
 }
 
-/** The token counts MODEL.md gives the real files (RAM builds), each item a segment of one call. */
+/** The token counts docs/model.md gives the real files (RAM builds), each item a segment of one call. */
 static void real_shapes(void) {
     char const *one[1];
     test_tape_t paths;

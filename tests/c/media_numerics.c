@@ -7,7 +7,7 @@
  * Bounds (issue 5): embeddings within cosine 0.999 of the goldens through the file decoders (lossy codecs
  * differ by decoder, and the reference decoded with FFmpeg 5.1's command-line tools) and 0.9999 from raw
  * pixels and samples. Where the golden stores states (raw inputs and the lossless audio files, whose decoded
- * samples every FFmpeg agrees on), MODEL.md's rules: every row's cosine >= 0.999 and relative Frobenius error
+ * samples every FFmpeg agrees on), docs/model.md's rules: every row's cosine >= 0.999 and relative Frobenius error
  * <= 1e-2. Token counts match exactly, but for the lossy audio items (no stored states), where a decoder that
  * trims encoder delay differently may give one patch more or less.
  *
@@ -97,7 +97,7 @@ static void group_close(group_t *group) {
 }
 
 /** Holds one encoding of a group to the golden: token counts (`lossy_slack` patches of freedom for items
- *  without stored states), embeddings within `min_embedding`, stored states by MODEL.md's rules. */
+ *  without stored states), embeddings within `min_embedding`, stored states by docs/model.md's rules. */
 static void compare(uform_encoded_t const *encoded, group_t const *group, double min_embedding, size_t lossy_slack,
                     worst_t *worst, char const *label) {
     float row[hidden_k];
@@ -195,7 +195,7 @@ static void check_video_files(uform_model_t model, uform_executor_t executor, gr
     if (CHECK_OK(uform_video_encode(model, executor, paths->data, paths->length, paths->offsets, paths->count, wanted,
                                     &args, arena, &encoded, NULL, MSG))) {
         CHECK_SIZE(stats.items, group->items);
-        CHECK_SIZE(stats.frames, frames_taken); /* MODEL.md's sampling: frames at (k + 0.5) / fps */
+        CHECK_SIZE(stats.frames, frames_taken); /* docs/model.md's sampling: frames at (k + 0.5) / fps */
         compare(&encoded, group, 0.999, 0, worst, label);
     }
     uform_arena_free(arena);

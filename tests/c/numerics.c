@@ -1,7 +1,7 @@
 /**
  * @file numerics.c
  * @brief The RAM residency against the PyTorch goldens of tests/data/goldens/, through the public C API alone:
- * `uform_text_encode` (states, token vectors, embeddings) and `uform_text_choose`, held to MODEL.md's
+ * `uform_text_encode` (states, token vectors, embeddings) and `uform_text_choose`, held to docs/model.md's
  * "How agreement is measured": every row's cosine >= 0.999 and relative Frobenius error <= 1e-2 per item for
  * states and token vectors, embedding cosine >= 0.9999 (an empty text's embedding exactly zero), and choice
  * probabilities within 2e-3. Also: the calling thread and a two-thread executor agree, a narrow output scalar is
@@ -134,7 +134,7 @@ static void text_golden_close(text_golden_t *t) {
 static uform_outputs_t const all_outputs =
     (uform_outputs_t)(uform_outputs_embeddings_k | uform_outputs_states_k | uform_outputs_token_vectors_k);
 
-/** The bounds one comparison holds: MODEL.md's for a BF16 model, looser ones for an E4M3 model. */
+/** The bounds one comparison holds: docs/model.md's for a BF16 model, looser ones for an E4M3 model. */
 typedef struct bounds_t {
     double row_cosine, frobenius, embedding_cosine;
 } bounds_t;
@@ -342,7 +342,7 @@ static void compare_media(uform_encoded_t const *encoded, int64_t const *token_o
     compare_embeddings(&encoded->embeddings, embeddings, items, 64, 0.9999, pooled, label);
 }
 
-/** image.safetensors: grayscale replicated to RGB and alpha dropped, as MODEL.md says, then encoded as pixels. */
+/** image.safetensors: grayscale replicated to RGB and alpha dropped, as docs/model.md says, then encoded as pixels. */
 static void check_image(uform_model_t model, uform_executor_t executor, agreement_t *rows, agreement_t *pooled) {
     golden_file_t file;
     unsigned char *pixels = NULL, *rgb = NULL;
@@ -469,7 +469,7 @@ int main(void) {
             args.path_length = strlen(args.path);
             args.quantization = uform_scalar_e4m3_k;
             if (CHECK_OK(uform_model_load_ram(&args, &e4m3, MSG))) {
-                /* E4M3 is held to the BF16 model by cosine alone (MODEL.md): embeddings within 0.99 (issue 4),
+                /* E4M3 is held to the BF16 model by cosine alone (docs/model.md): embeddings within 0.99 (issue 4),
                    rows within a loose 0.9 that only catches a broken forward. */
                 bounds_t const e4m3_bounds = {0.9, 0.5, 0.99};
                 check_text(e4m3, NULL, &text, e4m3_bounds, &e4m3_states, &e4m3_vectors, &e4m3_embeddings, "e4m3");

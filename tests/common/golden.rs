@@ -1,5 +1,5 @@
 //! Reads the PyTorch goldens of `tests/data/goldens/` (safetensors written by `tools/reference/make_goldens.py`)
-//! and holds rows to MODEL.md's "How agreement is measured".
+//! and holds rows to docs/model.md's "How agreement is measured".
 
 use std::collections::HashMap;
 
@@ -88,7 +88,7 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     }
 }
 
-/// MODEL.md's rule for STATES and TOKEN_VECTORS of one item: every row's cosine >= 0.999 and the relative
+/// docs/model.md's rule for STATES and TOKEN_VECTORS of one item: every row's cosine >= 0.999 and the relative
 /// Frobenius error <= 1e-2. Answers the worst row cosine and the relative error, for the test's message.
 pub fn assert_rows_agree(what: &str, ours: &[f32], golden: &[f32], columns: usize) -> (f64, f64) {
     assert_eq!(ours.len(), golden.len(), "{what}: row counts differ");
@@ -115,7 +115,7 @@ pub fn assert_rows_agree(what: &str, ours: &[f32], golden: &[f32], columns: usiz
     (worst, relative)
 }
 
-/// MODEL.md's rule for EMBEDDINGS: cosine >= `bound` per item, an empty item's embedding exactly zero on both sides.
+/// docs/model.md's rule for EMBEDDINGS: cosine >= `bound` per item, an empty item's embedding exactly zero on both sides.
 /// Answers the worst item's cosine, for the test's message.
 pub fn assert_embeddings_agree(
     what: &str,

@@ -12,7 +12,7 @@ use uform::Progress;
 
 pub mod golden;
 
-/// The tiny checkpoint every suite loads (MODEL.md's format, written by tools/checkpoint).
+/// The tiny checkpoint every suite loads (docs/model.md's format, written by tools/checkpoint).
 pub const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/tiny.safetensors");
 
 /// The tiny checkpoint's geometry, as its metadata states it.

@@ -1,6 +1,6 @@
 // Unit tests of the JSON parser and the checkpoint validator (c/json.*, c/checkpoint.*).
 //
-// Builds tiny-geometry headers in memory (MODEL.md, "The tiny geometry"), valid and broken one way at a
+// Builds tiny-geometry headers in memory (docs/model.md, "The tiny geometry"), valid and broken one way at a
 // time, and asserts the exact status of each. Prints "N passed, M failed" and exits nonzero on a failure.
 // Build: clang++-22 -std=c++23 -fsanitize=address,undefined -Iinclude -Ic c/checkpoint.cpp c/json.cpp
 //        tests/unit/checkpoint_test.cpp
@@ -105,7 +105,7 @@ std::uint64_t dtype_bytes(std::string_view dtype) {
     return 2;
 }
 
-/// The tiny geometry of MODEL.md with every modality and head.
+/// The tiny geometry of docs/model.md with every modality and head.
 spec_t tiny() {
     spec_t s;
     s.metadata = {
@@ -973,7 +973,7 @@ void test_files() {
 
 // endregion
 
-/// The trainer's scalars (MODEL.md, "Training"): accepted and left out of the model, each still checked as F32 [1]
+/// The trainer's scalars (docs/model.md, "Training"): accepted and left out of the model, each still checked as F32 [1]
 /// inside the file; any other `trainer.*` name is an unknown tensor.
 void test_trainer_tensors() {
     spec_t base = tiny();

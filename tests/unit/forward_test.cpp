@@ -1,7 +1,7 @@
 // Unit tests of the RAM residency's compute core (cpp/): scalar conversions, E4M3 blocks, the GEMM of every
 // CPU class against a naive loop, and the text forward on tests/data/tiny.safetensors: packed batches against items
 // one by one, the serial class against the dispatched one, E4M3 against BF16, and the PyTorch goldens of
-// tests/data/goldens/ under MODEL.md's "How agreement is measured".
+// tests/data/goldens/ under docs/model.md's "How agreement is measured".
 //
 // Prints "N passed, M failed" and exits nonzero on a failure. Reads $UFORM_TEST_DATA (default tests/data, from the
 // repository root). Build: every .cpp of cpp/ and cpp/kernels/, c/checkpoint.cpp and c/json.cpp, and NumKong's objects
@@ -142,7 +142,7 @@ void test_scalars() {
         if ((byte & 0x7F) == 0x7F) continue; // NaN
         float const value = e4m3_to_f32(static_cast<std::uint8_t>(byte));
         round_trip &= f32_to_e4m3(value) == byte;
-        // Cross-check the decoder: the FP16 bits (b & 0x80) << 8 | (b & 0x7F) << 7, times 256 (MODEL.md's trick).
+        // Cross-check the decoder: the FP16 bits (b & 0x80) << 8 | (b & 0x7F) << 7, times 256 (docs/model.md's trick).
         std::uint16_t const half = static_cast<std::uint16_t>((byte & 0x80) << 8 | (byte & 0x7F) << 7);
         int const exponent = (half >> 10) & 0x1F, mantissa = half & 0x3FF;
         double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
@@ -687,7 +687,7 @@ void test_batch_equals_items(model_weights_t const &weights) {
     CHECK(scratch.allocations() == allocations);
 }
 
-/// Two models agree under MODEL.md's rules: rows' cosine, relative Frobenius, embeddings' cosine.
+/// Two models agree under docs/model.md's rules: rows' cosine, relative Frobenius, embeddings' cosine.
 void check_models_agree(model_weights_t const &a, model_weights_t const &b, double row_cosine, double frobenius,
                         double embedding_cosine, std::string const &label) {
     texts_t const texts = varied_texts();

@@ -1,7 +1,7 @@
 // The CUDA residency through the public C API. Everywhere (CI has no GPU): a CUDA build names itself "ram,cuda",
 // drives no device when none is present, and refuses VRAM executors and loads with `unsupported`; then, without a
 // device, the test says so and exits 77, which ctest reports as skipped. On a GPU (scripts/gpu-check.sh): the VRAM
-// model against the PyTorch goldens and the RAM residency with MODEL.md's bounds (row cosine >= 0.999, relative
+// model against the PyTorch goldens and the RAM residency with docs/model.md's bounds (row cosine >= 0.999, relative
 // Frobenius <= 1e-2, embeddings >= 0.9999, choices within 2e-3; E4M3 embeddings >= 0.99), narrow output scalars, VRAM
 // arenas (device pointers, residency), deferred calls and contention, calls without an executor, a steady loop that
 // allocates no device memory, and image pixels through the host front-end against the RAM residency.

@@ -7,7 +7,7 @@ its own so that its peak RSS is its own.
 
 `step` times the step `uform_train_bench` times: the forward of `texts` texts of `bytes` bytes (byte k of the batch is
 `32 + splitmix64(k) % 95`, as tools/bench/worker.py and text_bench.cpp write it), contrastive InfoNCE over bags of
-two (items 2k and 2k + 1 in bag k, every other item of the batch a negative, MODEL.md "Contrastive, InfoNCE"), the
+two (items 2k and 2k + 1 in bag k, every other item of the batch a negative, docs/model.md "Contrastive, InfoNCE"), the
 backward, the gradient norm and clipping, and AdamW (`torch.optim.AdamW`, betas 0.9 and 0.95) at the trainer's
 default schedule, over every tensor the trainer trains. It prints one JSON object: the median seconds of `steps`
 steps after one warm-up step and their median process CPU time, tokens per second, the losses of every step, the
@@ -19,7 +19,7 @@ weights, gradients and moments stay F32; the similarities and the loss are F32 e
 `check` runs one step of the same module in F32 on a few texts beside tools/reference/train_model.py's
 `TrainableModel` within `uform_reference.exact_arithmetic()` (no BF16 rounding: the same maths in F32) and prints
 the loss difference and, over every trained tensor, the largest gradient and updated-weight differences relative to
-the tensor's largest magnitude, so the baseline is known to compute MODEL.md's step and not a cheaper one.
+the tensor's largest magnitude, so the baseline is known to compute docs/model.md's step and not a cheaper one.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "reference"))
 
 from worker import rss_mib, text_ids  # noqa: E402
 
-# MODEL.md's optimiser: AdamW's betas and epsilon; the schedule is the trainer's default (`uform_schedule_t` zeros).
+# docs/model.md's optimiser: AdamW's betas and epsilon; the schedule is the trainer's default (`uform_schedule_t` zeros).
 BETAS = (0.9, 0.95)
 EPS = 1e-8
-# Tensors the trainer does not train (MODEL.md, "Parameters").
+# Tensors the trainer does not train (docs/model.md, "Parameters").
 FIXED = ("frontend.audio.mel_filters", "head.choice.temperatures")
 
 
@@ -75,7 +75,7 @@ def trainable_model(checkpoint: str, length: int):
     cfg = reference.cfg
 
     class TrainableText(torch.nn.Module):
-        """MODEL.md's trunk in plain torch ops: `F.linear` products, `F.rms_norm`, attention through
+        """docs/model.md's trunk in plain torch ops: `F.linear` products, `F.rms_norm`, attention through
         `scaled_dot_product_attention`, RoPE with every section at the byte's index (a text's positions are
         `(i, i, i)`), the embedding as the normalised head of the mean of the final-normed states."""
 
@@ -83,7 +83,7 @@ def trainable_model(checkpoint: str, length: int):
             super().__init__()
             self.names = [name for name in weights if name not in FIXED]
             self.tensors = torch.nn.ParameterList(torch.nn.Parameter(weights[name].float()) for name in self.names)
-            # MODEL.md's InfoNCE initial values: both scales ln(1 / 0.07), the bias 0.
+            # docs/model.md's InfoNCE initial values: both scales ln(1 / 0.07), the bias 0.
             self.log_scale = torch.nn.Parameter(torch.tensor([math.log(1 / 0.07)]))
             self.scalars = torch.nn.ParameterList(
                 torch.nn.Parameter(torch.tensor([value])) for value in (0.0, math.log(1 / 0.07))
@@ -136,7 +136,7 @@ def trainable_model(checkpoint: str, length: int):
 
 
 def info_nce(z, log_scale):
-    """MODEL.md's contrastive InfoNCE over bags of two with the device's items as negatives: anchor i's positive
+    """docs/model.md's contrastive InfoNCE over bags of two with the device's items as negatives: anchor i's positive
     is i ^ 1, its candidates every j != i (c_ij = 1), scale `min(exp(log_scale), 100)`, the mean over the anchors.
     `z` are unit embeddings; the similarities are F32 products of F32 vectors."""
     import torch
@@ -274,7 +274,7 @@ def check(args) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["step", "check"])
-    parser.add_argument("--checkpoint", required=True, help="a UForm checkpoint of MODEL.md's format")
+    parser.add_argument("--checkpoint", required=True, help="a UForm checkpoint of docs/model.md's format")
     parser.add_argument("--texts", type=int, default=32, help="texts per step, an even count (bags of two)")
     parser.add_argument("--bytes", type=int, default=256, help="bytes per text")
     parser.add_argument("--threads", type=int, default=2)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a reproducible, randomly initialised UForm checkpoint (see MODEL.md, "The checkpoint").
+"""Write a reproducible, randomly initialised UForm checkpoint (see docs/model.md, "The checkpoint").
 
     python3 tools/checkpoint/write_checkpoint.py --out tests/data/tiny.safetensors
     python3 tools/checkpoint/write_checkpoint.py --geometry small --out /tmp/small.safetensors
@@ -28,8 +28,8 @@ every little- or big-endian IEEE-754 machine:
   a float32 array with the triangles, then multiplies it in place by the float64 norms; rounding only
   at the end would differ from Whisper's file in 118 values by one ulp) and its -0.0 at [0, 0].
   The result is bit-identical to `mel_80` in whisper/assets/mel_filters.npz.
-- Layout: `__metadata__` first (the keys in MODEL.md's order, all values strings, floats as `%.9g`),
-  then the tensors in MODEL.md's order, their data contiguous in the same order; the JSON header is
+- Layout: `__metadata__` first (the keys in docs/model.md's order, all values strings, floats as `%.9g`),
+  then the tensors in docs/model.md's order, their data contiguous in the same order; the JSON header is
   compact and padded with spaces to a multiple of 8 bytes.
 
 Generating "tiny" takes well under a second; "small" (about 42 million values) about half a minute.
@@ -75,7 +75,7 @@ def fmt_float(x):
 
 
 def metadata(g):
-    """The `__metadata__` map, keys in MODEL.md's order, every value a string."""
+    """The `__metadata__` map, keys in docs/model.md's order, every value a string."""
     floats = lambda xs: ",".join(fmt_float(x) for x in xs)
     return {
         "format": "uform",

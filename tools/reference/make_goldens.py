@@ -399,7 +399,7 @@ GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden,
 
 def verify(checkpoint: str, folder: str) -> int:
     """Reads the goldens with the `safetensors` package (not our reader), rebuilds every input from the
-    stored tensors alone, recomputes with the F64 variant of the reference, and applies MODEL.md's
+    stored tensors alone, recomputes with the F64 variant of the reference, and applies docs/model.md's
     agreement rules, as a C++ test would."""
     from safetensors.numpy import load_file
 
@@ -497,7 +497,7 @@ def main(argv=None):
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--check", action="store_true", help="regenerate into a temporary folder and compare bytes")
     ap.add_argument("--verify", action="store_true",
-                    help="read the goldens back and hold the F64 variant to MODEL.md's agreement rules")
+                    help="read the goldens back and hold the F64 variant to docs/model.md's agreement rules")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)  # one summation order, so the files are reproducible
     if args.verify:

@@ -1,5 +1,5 @@
 """A training step's batch: its items, bags, edges, late-interaction sides and choices, checked as the
-C++ trainer checks them, and the masking of its texts (MODEL.md, "Training", "Masking").
+C++ trainer checks them, and the masking of its texts (docs/model.md, "Training", "Masking").
 
 Items are decoded already (text bytes, pixels, frames, samples), so the reference needs no FFmpeg; the
 golden writer stores them beside the batch description.
@@ -41,7 +41,7 @@ class Item:
 
     @property
     def is_maskable(self) -> bool:
-        """MODEL.md: every non-empty text is masked, except items with choices."""
+        """docs/model.md: every non-empty text is masked, except items with choices."""
         return self.modality == "text" and not self.is_choice and len(self.text) > 0
 
 
@@ -85,7 +85,7 @@ class Batch:
 
 
 def sample_mask(seed: int, step: int, item: int, text: bytes, ratio: float = 0.15, mean_span: float = 3.0) -> list:
-    """MODEL.md's masking of one text, drawn from the stream (seed, "mask/{step}/{item}"); returns the chosen
+    """docs/model.md's masking of one text, drawn from the stream (seed, "mask/{step}/{item}"); returns the chosen
     positions, ascending, as (position, input token) with the token MASK (256), a byte, or the original byte.
 
     `target = max(1, floor(ratio * n))` chosen bytes (ratio and mean_span are the F32 configuration values,

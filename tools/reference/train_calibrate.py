@@ -1,4 +1,4 @@
-"""Temperature calibration of the choice groups (MODEL.md, "Training", Choices): with the model frozen, each
+"""Temperature calibration of the choice groups (docs/model.md, "Training", Choices): with the model frozen, each
 group's `T_g` minimises the choice cross-entropy of the held-out items of that group; unfitted groups keep 1.
 
 The cross-entropy in `beta = 1 / T`, `sum_items (logsumexp(beta z) - beta <t, z>)`, is convex, so its

@@ -1,4 +1,4 @@
-"""MODEL.md's training terms ("Training": Relations, Contrastive, Late interaction, Masking, Choices, Joint).
+"""docs/model.md's training terms ("Training": Relations, Contrastive, Late interaction, Masking, Choices, Joint).
 
 Each term answers per-unit losses with the item each unit belongs to (an anchor, a query, a masked item, a
 choice item): `(owners, losses)`. A term's value is `losses.sum() / len(losses)`, its count over the whole

@@ -1,4 +1,4 @@
-"""MODEL.md's model as a trainable PyTorch module (MODEL.md, "Training", Parameters and Precision).
+"""docs/model.md's model as a trainable PyTorch module (docs/model.md, "Training", Parameters and Precision).
 
 The forward is `uform_reference.Model`'s, run on BF16 copies of F32 master tensors: every trained tensor
 enters the forward as `bf16(master)` through a straight-through rounding (its gradient reaches the master
@@ -37,12 +37,12 @@ class _StraightThroughBf16(torch.autograd.Function):
 
 
 def decays(name: str, shape) -> bool:
-    """MODEL.md: decoupled weight decay on the 2-D weights other than embed.byte.weight."""
+    """docs/model.md: decoupled weight decay on the 2-D weights other than embed.byte.weight."""
     return len(shape) == 2 and name != "embed.byte.weight"
 
 
 def scalar_inits(form: str) -> dict:
-    """The trainer.* scalars' initial values (MODEL.md): InfoNCE ln(1/0.07) and 0, sigmoid ln 10 and -10."""
+    """The trainer.* scalars' initial values (docs/model.md): InfoNCE ln(1/0.07) and 0, sigmoid ln 10 and -10."""
     sigmoid = form == "sigmoid"
     return {
         "trainer.contrastive.log_scale": math.log(10.0) if sigmoid else math.log(1 / 0.07),

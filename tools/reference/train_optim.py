@@ -1,4 +1,4 @@
-"""MODEL.md's optimiser ("Training", Optimiser): the schedule, the gradient norm and clipping, and
+"""docs/model.md's optimiser ("Training", Optimiser): the schedule, the gradient norm and clipping, and
 PyTorch's own `torch.optim.AdamW` (beta1 0.9, beta2 0.95, eps 1e-8, bias correction, decoupled decay on the
 2-D weights other than embed.byte.weight), stepped with the scheduled rate."""
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""An independent PyTorch reference of the UForm model, version 1 (`shared/MODEL.md`).
+"""An independent PyTorch reference of the UForm model, version 1 (`docs/model.md`).
 
-Written from MODEL.md alone, not from the C++ core, so the two can check each other. CPU, float32
+Written from docs/model.md alone, not from the C++ core, so the two can check each other. CPU, float32
 (or float64 for the self-check variant). Every matrix product of the model (the embedding linears of
 the front-ends, the trunk's linears, q.k^T, softmax.v and the heads) rounds BOTH inputs to BF16 with
 round-to-nearest-even (`x.bfloat16()`), multiplies in the compute precision and keeps the result
@@ -19,7 +19,7 @@ Command line:
 
     python uform_reference.py --selftest [--checkpoint tests/data/tiny.safetensors]
 
-Choices this file makes where MODEL.md leaves room are marked "CHOICE:" and listed in README.md.
+Choices this file makes where docs/model.md leaves room are marked "CHOICE:" and listed in README.md.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class CheckpointError(ValueError):
 
 
 class Unsupported(Exception):
-    """The checkpoint lacks what this call needs (MODEL.md's `unsupported`)."""
+    """The checkpoint lacks what this call needs (docs/model.md's `unsupported`)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -276,7 +276,7 @@ def parse_config(meta: dict, names: set) -> Config:
 
 
 def expected_tensors(cfg: Config, names: set) -> dict:
-    """name -> (dtype, shape, required) for every tensor MODEL.md lists."""
+    """name -> (dtype, shape, required) for every tensor docs/model.md lists."""
     H, hd, nh, ffn = cfg.hidden, cfg.head_dim, cfg.heads, cfg.ffn_hidden
     e = {
         "embed.byte.weight": ("BF16", [258, H], True),
@@ -338,9 +338,9 @@ def bf16_round(x: torch.Tensor) -> torch.Tensor:
 
 
 class _Bf16Product(torch.autograd.Function):
-    """MODEL.md's product and its training rule: the forward rounds both inputs to BF16 and multiplies in
+    """docs/model.md's product and its training rule: the forward rounds both inputs to BF16 and multiplies in
     their precision; the backward's two products (`dA = dC B^T`, `dB = A^T dC`) take the BF16-rounded
-    incoming gradient and the same rounded inputs (MODEL.md, Training: "Backward products also take
+    incoming gradient and the same rounded inputs (docs/model.md, Training: "Backward products also take
     BF16-rounded inputs"). The rounding itself passes gradients unchanged (straight-through)."""
 
     @staticmethod
@@ -357,7 +357,7 @@ class _Bf16Product(torch.autograd.Function):
 
 
 def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """MODEL.md's matrix product: both inputs rounded to BF16, the product in the inputs' precision.
+    """docs/model.md's matrix product: both inputs rounded to BF16, the product in the inputs' precision.
     Differentiable (`_Bf16Product`); 2-D operands or batches of equal shape, no broadcasting."""
     return _Bf16Product.apply(a, b)
 
@@ -382,7 +382,7 @@ def floor_eps(x: float) -> int:
 
 
 def image_grid(height: int, width: int, patch: int, budget: int):
-    """MODEL.md's aspect-preserving grid, in double precision, evaluated left to right as written."""
+    """docs/model.md's aspect-preserving grid, in double precision, evaluated left to right as written."""
     s = math.sqrt(budget / ((height / patch) * (width / patch)))
     gh = max(1, min(floor_eps(height / patch * s), budget))
     gw = max(1, min(floor_eps(width / patch * s), floor_eps(budget / gh)))
@@ -402,9 +402,9 @@ class Segment:
 # decoding and resampling through FFmpeg
 #
 # The library decodes files with FFmpeg's libraries and resamples audio with libswresample at its defaults
-# (MODEL.md). This reference calls the same code through the `ffmpeg` and `ffprobe` command-line tools
+# (docs/model.md). This reference calls the same code through the `ffmpeg` and `ffprobe` command-line tools
 # (Debian 12's FFmpeg 5.1, the libraries the library links), so decoded pixels and samples are FFmpeg's.
-# Only what MODEL.md fixes is done here in numpy/torch: replicating gray, dropping alpha, averaging the
+# Only what docs/model.md fixes is done here in numpy/torch: replicating gray, dropping alpha, averaging the
 # channels, choosing the video frames. `UFORM_FFMPEG` and `UFORM_FFPROBE` name other executables.
 
 FFMPEG = os.environ.get("UFORM_FFMPEG", "ffmpeg")
@@ -838,9 +838,9 @@ class Model:
                 {"log_mel": torch.zeros((0, a["mel_bins"])), "truncated": False},
             )
         if sample_rate != a["sample_rate"]:
-            # MODEL.md: mono, then libswresample at its defaults (the channels are averaged above).
+            # docs/model.md: mono, then libswresample at its defaults (the channels are averaged above).
             x = torch.from_numpy(resample(x.numpy(), sample_rate, a["sample_rate"]))
-        # MODEL.md: samples past max_patches * frames_per_patch * hop are dropped before the log-mel, so its
+        # docs/model.md: samples past max_patches * frames_per_patch * hop are dropped before the log-mel, so its
         # clamp (max - 8) is taken over the kept part. CHOICE (docs/decisions.md): a nonempty clip that
         # resamples to nothing is zero-extended like any short clip, never an empty item.
         budget = a["max_patches"] * a["frames_per_patch"] * a["hop"]
@@ -866,7 +866,7 @@ class Model:
 
 
 # --------------------------------------------------------------------------------------------------
-# agreement as MODEL.md measures it
+# agreement as docs/model.md measures it
 
 
 def row_cosines(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
