@@ -123,7 +123,7 @@ for name, run in (("uform CUDA BF16", ours), ("uform CUDA E4M3", e4m3)):
           f"{run['device_bytes_taken']}")
 print(f"PyTorch CUDA BF16 ({'torch.compile' if theirs.get('compiled') else 'eager'}): {torch_rate:,.0f} tokens/s "
       f"({theirs['seconds'] * 1e3:.3f} ms a call)")
-print("targets (issue 14): >= 1.5x PyTorch, >= 40% of the GPU's BF16 rate")
+print("targets of the GPU text forward: >= 1.5x PyTorch, >= 40% of the GPU's BF16 rate")
 PYTHON
 log "done in $((SECONDS - start)) s"
 exit "$failed"

@@ -1,6 +1,6 @@
 //! The file verbs of the RAM residency through the crate: the JPEG, PNG, WebP, MP4, WebM, WAV, FLAC, MP3 and Opus
-//! files of `tests/data/media/` against `media.safetensors` (embeddings cosine >= 0.999 through the decoders, as the
-//! issue sets it), on every receiver (calling thread, an executor, a deferred call), and a batch with one bad file
+//! files of `tests/data/media/` against `media.safetensors` (embeddings cosine >= 0.999 through the decoders, the
+//! media goldens' bound), on every receiver (calling thread, an executor, a deferred call), and a batch with one bad file
 //! failing whole, naming that item in its stats; E4M3 and int8 models within cosine 0.99 of the BF16 load on them.
 #![cfg(not(feature = "stub"))]
 

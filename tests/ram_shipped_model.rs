@@ -1,8 +1,8 @@
-//! The shipped model's answers mean something (issue 13, item 4), on data it never trained on: it ranks the synonym
+//! The shipped model's answers mean something, on data it never trained on: it ranks the synonym
 //! above the unrelated lemma in at least 70% of 200 test-split synonym probes (chance: 50%; tools/data/synonym_probes.py
 //! drew them by seed), and the folder search over `tests/data/media` (the media goldens' files and one Fashion-MNIST
 //! test image per class) ranks each class's image for its held-out test caption at a mean reciprocal rank of at least
-//! twice chance. Both bars were set before the first shipped model was scored. The issue's own stricter wording is
+//! twice chance. Both bars were set before the first shipped model was scored. The training run's own stricter goals are
 //! asserted as written too: the main job's `"a cat" "a feline" "a truck"` ranks the synonym above the truck, and every
 //! class's image comes first (docs/search.md says what each checkpoint answered).
 //! The folder search is the main job's own module (`examples/encode/folder.rs`: `i8` embeddings in a USearch index).
@@ -43,7 +43,7 @@ const PROBES: &str = include_str!("data/probes/synonyms.tsv");
 
 #[test]
 fn the_main_job_ranks_a_feline_above_a_truck_for_a_cat() -> Result<()> {
-    // The issue's example, encoded as `examples/encode` does: a BF16 load, F32 unit embeddings, dot products.
+    // The training run's example, encoded as `examples/encode` does: a BF16 load, F32 unit embeddings, dot products.
     let model = Model::load_ram(SHIPPED)?;
     let mut arena = Arena::new();
     let texts = ["a cat", "a feline", "a truck"];
@@ -203,7 +203,7 @@ fn the_folder_search_finds_the_image_of_the_queried_class(
         "the class captions' images rank at {reciprocal:.3} mean reciprocal rank, under twice chance ({chance:.3}):\n{}",
         report.join("\n")
     );
-    // The issue's own wording: the search finds the image of the queried class, first, for every class.
+    // The training run's stricter goal: the search finds the image of the queried class, first, for every class.
     assert_eq!(
         first,
         CLASSES.len(),

@@ -1,4 +1,4 @@
-//! The CPU trainer through the crate (issue 11, item 5 and 7): a checkpoint saved mid-run encodes, through the
+//! The CPU trainer through the crate: a checkpoint saved mid-run encodes, through the
 //! inference loader, what the trainer's own forward scored with the same weights (embeddings cosine >= 0.9999, texts,
 //! an image, an audio and a video file); resuming continues the schedule; a cancelled step, a media file that does not
 //! decode and a non-finite step change no weight; calibration fits the temperatures the saved checkpoint carries.

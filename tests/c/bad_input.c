@@ -1,6 +1,6 @@
 /**
  * @file bad_input.c
- * @brief Every class of bad input of issue 2, each asserting the exact status the headers document.
+ * @brief Every class of bad input a caller can pass, each asserting the exact status the headers document.
  *
  * Where the headers leave the status open, these tests choose, and the ABI layer (`c/`) aligns. The rule
  * (the one `c/checks.hpp` states): null handles, pointers and counted arrays, unknown enumerators and single

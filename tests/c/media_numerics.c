@@ -4,7 +4,7 @@
  * `tests/data/media/` through `uform_image_encode`, `uform_video_encode` and `uform_audio_encode`, a raw RGB
  * buffer through `uform_image_encode_pixels`, and raw samples at 44.1 kHz through `uform_audio_encode_samples`.
  *
- * Bounds (issue 5): embeddings within cosine 0.999 of the goldens through the file decoders (lossy codecs
+ * Bounds: embeddings within cosine 0.999 of the goldens through the file decoders (lossy codecs
  * differ by decoder, and the reference decoded with FFmpeg 5.1's command-line tools) and 0.9999 from raw
  * pixels and samples. Where the golden stores states (raw inputs and the lossless audio files, whose decoded
  * samples every FFmpeg agrees on), docs/model.md's rules: every row's cosine >= 0.999 and relative Frobenius error

@@ -469,7 +469,7 @@ int main(void) {
             args.path_length = strlen(args.path);
             args.quantization = uform_scalar_e4m3_k;
             if (CHECK_OK(uform_model_load_ram(&args, &e4m3, MSG))) {
-                /* E4M3 is held to the BF16 model by cosine alone (docs/model.md): embeddings within 0.99 (issue 4),
+                /* E4M3 is held to the BF16 model by cosine alone (docs/model.md): embeddings within 0.99,
                    rows within a loose 0.9 that only catches a broken forward. */
                 bounds_t const e4m3_bounds = {0.9, 0.5, 0.99};
                 check_text(e4m3, NULL, &text, e4m3_bounds, &e4m3_states, &e4m3_vectors, &e4m3_embeddings, "e4m3");

@@ -76,7 +76,9 @@ def abi_seeds():
 
 
 def reentry_seeds():
-    """Programs of the misuses issue 16 names, nested calls on each executor, deep nesting and a cancel."""
+    """Programs of the misuses a progress handler can commit inside a call (drains, frees of the handles running
+    calls hold, waits on, releases and polls of their outcomes), nested calls on each executor, deep nesting and a
+    cancel."""
     misuses = [DRAIN, OUTER_EXECUTOR, FREE_EXECUTOR, OUTER, FREE_ARENA, OUTER, FREE_MODEL, 0,
                WAIT, OUTER, RELEASE, OUTER, POLL, OUTER]
     programs = {

@@ -1,4 +1,4 @@
-// The CPU trainer's step against the PyTorch goldens of tests/data/train/ (issue 11, item 6): the mixed batch of
+// The CPU trainer's step against the PyTorch goldens of tests/data/train/: the mixed batch of
 // batch.json (texts with bags and all three edge kinds, late-interaction sides, choice items, an image, an audio clip,
 // a video clip) with its masks injected, on tiny.safetensors. Step 0: every term within 1e-3 relative, the
 // embeddings, and every parameter's gradient at cosine >= 0.999 and relative error <= 1e-2; then 20 AdamW steps

@@ -1,4 +1,4 @@
-// The RAM mesh's benchmark (issue 12, point 6), two processes on 127.0.0.1 meeting in a scratch directory:
+// The RAM mesh's benchmark, two processes on 127.0.0.1 meeting in a scratch directory:
 //
 // - `allreduce`: the sum of a training step's gradients over the mesh as the trainer runs it (cpp/train/step.cpp,
 //   `sum_gradients`: the checkpoint's tensors packed in order into 4 Mi-float buckets, each bucket summed through the
@@ -8,9 +8,9 @@
 //   median time (for two ranks the bus bandwidth, 2 (n - 1) / n times it, is the same figure).
 // - `step`: a training step of the checkpoint (contrastive InfoNCE, `mesh` negatives, bags of two with global ids) on
 //   `--texts` texts of `--bytes` bytes: one process of two threads over all the texts, then two processes over half of
-//   them each; the throughput ratio is the issue's scaling figure (target >= 0.85). A trainer needs a RAM executor,
+//   them each; the throughput ratio is the mesh's scaling figure (target >= 0.85). A trainer needs a RAM executor,
 //   which owns one thread at least beside the caller, so a rank runs two threads at least (`--rank-threads`);
-//   `--pin 1` pins rank r to CPU r, one core per process as the issue means it. The share of
+//   `--pin 1` pins rank r to CPU r, one core per process as the target means it. The share of
 //   a mesh step spent communicating is estimated as the median gradient sum (the bulk of the step's traffic) over the
 //   median mesh step.
 //

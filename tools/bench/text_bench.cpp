@@ -3,7 +3,7 @@
 // geometry (8 texts x 64 bytes and one 16-byte text) and the small one (32 texts x 256 bytes). Prints medians of
 // wall-clock time, and of the thread's CPU time for one-thread runs (which a busy machine distorts less), and the
 // machine's read bandwidth, against which each forward reports how many times longer it took than streaming its packed
-// weights once (`over_stream`; issue 15 asks one 16-byte query to stay within 1.3). Not a test:
+// weights once (`over_stream`; the target keeps one 16-byte query within 1.3). Not a test:
 // the CMake target `uform_bench` builds it in the RAM configuration, and tools/bench/text_compare.py runs it beside
 // PyTorch and ONNX Runtime.
 //

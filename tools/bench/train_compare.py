@@ -25,7 +25,7 @@ from compare import ROOT, json_lines, load_average, run, write_small_checkpoint
 
 WORKER = os.path.join(ROOT, "tools", "bench", "train_worker.py")
 FRAMEWORKS = ["uform", "torch-f32", "torch-bf16"]
-# Issue 11's targets: tokens/s at least SPEED times the best PyTorch's, peak RSS at most MEMORY times PyTorch's.
+# The trainer's targets: tokens/s at least SPEED times the best PyTorch's, peak RSS at most MEMORY times PyTorch's.
 SPEED, MEMORY = 2.0, 0.5
 # How far PyTorch's F32 step may depart from the reference's unrounded one (loss and gradients, relative), which
 # agree to about 2e-6.
@@ -134,7 +134,7 @@ class Comparison:
         self.targets(values)
 
     def targets(self, values: dict):
-        """Prints issue 11's two targets with what was measured and whether each is met."""
+        """Prints the trainer's two targets with what was measured and whether each is met."""
         speed, rss = values["tokens"], values["rss"]
         others = [f for f in self.args.frameworks if f != "uform" and speed.get(f)]
         if not speed.get("uform") or not others:
@@ -142,7 +142,7 @@ class Comparison:
         best = max(others, key=lambda f: speed[f])
         smallest = min(others, key=lambda f: rss[f])
         ratio, share = speed["uform"] / speed[best], rss["uform"] / rss[smallest]
-        print("\ntargets (issue 11)")
+        print("\ntargets")
         print(
             f"  tokens/s >= {SPEED}x the best PyTorch's ({best}): {ratio:.2f}x, "
             f"{'met' if ratio >= SPEED else 'NOT met'}"

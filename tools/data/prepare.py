@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Prepares the training data of issue 13 from Debian packages alone, into one data directory.
+"""Prepares the training run's data from Debian packages alone, into one data directory.
 
     python3 tools/data/prepare.py                      # everything, into target/data
     python3 tools/data/prepare.py --out DIR --audio 500 --jobs 2
@@ -28,7 +28,7 @@ import zlib
 from concurrent.futures import ThreadPoolExecutor
 
 FORMAT_VERSION = 4
-SEED = 13  # issue 13; every random choice below derives from it (and from the item's key, not from the order)
+SEED = 13  # every random choice below derives from it (and from the item's key, not from the order)
 WORDNET = "/usr/share/wordnet"
 FASHION = "/usr/share/datasets/fashion-mnist"
 PACKAGES = ["wordnet-base", "dataset-fashion-mnist", "espeak-ng", "sox"]
