@@ -4,13 +4,15 @@ independent PyTorch reference (`uform_reference.py`).
 
     /opt/uform-ref/bin/python tools/reference/make_goldens.py            # write
     /opt/uform-ref/bin/python tools/reference/make_goldens.py --check    # regenerate in memory, compare
+    /opt/uform-ref/bin/python tools/reference/make_goldens.py --only video_sampling   # one golden alone
 
 Every golden is a safetensors file of little-endian U8 / I64 / F32 / F64 tensors (inputs beside the
 outputs), readable without Python or JSON libraries beyond a safetensors header reader. The layout of
 each file is in tools/reference/README.md and in each file's `__metadata__["layout"]`.
 All inputs are generated here deterministically (a 64-bit LCG, no numpy random streams), but for
-`media.safetensors`, whose inputs are the checked-in files of `tests/data/media/` decoded by FFmpeg's
-command-line tools (`ffmpeg` and `ffprobe` must be on the path).
+`media.safetensors` and `video-sampling.safetensors`, whose inputs are the checked-in files of
+`tests/data/media/` and `tests/data/video-sampling/` decoded by FFmpeg's command-line tools (`ffmpeg` and
+`ffprobe` must be on the path).
 """
 
 from __future__ import annotations
@@ -394,7 +396,51 @@ def media_golden(m: ref.Model):
     return "media.safetensors", tensors, meta
 
 
-GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden, media_golden]
+SAMPLING = os.path.join(ROOT, "tests", "data", "video-sampling")
+SAMPLING_CLIPS = ["frames-10fps.mp4", "frames-15fps.webm"]  # frame i a solid gray of level 8 * i (make_media.py)
+SAMPLING_CASES = [  # (clip, fps, max_frames): sampling times that land exactly on frames, and at the clip's end
+    (0, 2.5, 5),  # 0.2, 0.6, ... 1.8 s at 10 fps, 1/10240: frames 2 6 10 14 18
+    (1, 2.5, 5),  # the same times at 15 fps, 1/1000 (frames at 0, 67, 133, 200 ms ...): frames 3 9 15 21 27
+    (0, 2.5, 10),  # the eighth time is 3.0 s = D, outside: seven frames
+    (0, 0.5, 5),  # 1.0 s, then 3.0 s = D, outside: one frame
+    (0, 1 / 6, 5),  # the first time is 3.0 s = D: no time inside, so the first frame
+    (1, 1.25, 5),  # 0.4, 1.2 s, then 2.0 s > D = 1.999 s (the last frame at 1.933 s lasts 66 ms)
+]
+
+
+def video_sampling_golden(m: ref.Model):
+    clips = [ref.decode_video(os.path.join(SAMPLING, n)) for n in SAMPLING_CLIPS]
+    for name, (frames, _, _) in zip(SAMPLING_CLIPS, clips):  # the clips are what make_media.py says they are
+        levels = [int(f.mean() / 8 + 0.5) for f in frames]
+        if levels != list(range(len(frames))) or any(int(f.max()) - int(f.min()) > 2 for f in frames):
+            raise RuntimeError(f"{name}: frame i is not a solid gray of level 8 * i")
+    taken = [ref.sample_frames(clips[c][1], clips[c][2], fps, n) for c, fps, n in SAMPLING_CASES]
+    layout = (
+        "files U8 (clip names under tests/data/video-sampling/, concatenated), file_offsets I64[c+1]; "
+        "timestamps F64 (every decoded frame's time in seconds after the first frame's) with timestamp_offsets "
+        "I64[c+1]; durations F64[c] (D: the last frame's time plus its duration); cases: case.clip I64[n], "
+        "case.fps F64[n], case.max_frames I64[n]; taken I64 with taken_offsets I64[n+1]: the indices of the "
+        "frames each case samples (frame i of a clip is a solid gray of level 8 * i)"
+    )
+    files, file_offsets = _names(SAMPLING_CLIPS)
+    tensors = [
+        ("files", files), ("file_offsets", file_offsets),
+        ("timestamps", np.concatenate([np.array(c[1], np.float64) for c in clips])),
+        ("timestamp_offsets", offsets([len(c[1]) for c in clips])),
+        ("durations", np.array([c[2] for c in clips], np.float64)),
+        ("case.clip", np.array([c for c, _, _ in SAMPLING_CASES], np.int64)),
+        ("case.fps", np.array([fps for _, fps, _ in SAMPLING_CASES], np.float64)),
+        ("case.max_frames", np.array([n for _, _, n in SAMPLING_CASES], np.int64)),
+        ("taken", np.concatenate([np.array(t, np.int64) for t in taken])),
+        ("taken_offsets", offsets([len(t) for t in taken])),
+    ]
+    meta = common_metadata(m, "video sampling (decoded by FFmpeg)", layout)
+    meta["ffmpeg"] = ref.ffmpeg_version()
+    meta["media.sha256"] = ",".join(n + ":" + _sha256(os.path.join(SAMPLING, n)) for n in SAMPLING_CLIPS)
+    return "video-sampling.safetensors", tensors, meta
+
+
+GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden, media_golden, video_sampling_golden]
 
 
 def verify(checkpoint: str, folder: str) -> int:
@@ -457,6 +503,13 @@ def verify(checkpoint: str, folder: str) -> int:
     rows("video states", g["states"], out["states"], g["token_offsets"])
     report("video embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
 
+    g = load_file(os.path.join(folder, "video-sampling.safetensors"))
+    to = g["timestamp_offsets"]
+    taken = [list(map(int, x)) for x in split(g["taken"], g["taken_offsets"])]
+    again = [ref.sample_frames(list(g["timestamps"][to[c] : to[c + 1]]), float(g["durations"][c]), float(fps), int(n))
+             for c, fps, n in zip(g["case.clip"], g["case.fps"], g["case.max_frames"])]
+    report("video sampling from the stored times", again == taken, str(taken))
+
     g = load_file(os.path.join(folder, "audio.safetensors"))
     clips = list(zip(split(g["samples"], g["sample_offsets"]), map(int, g["sample_rates"])))
     out = m.encode_audio(clips)
@@ -496,6 +549,8 @@ def main(argv=None):
     ap.add_argument("--checkpoint", default=CHECKPOINT)
     ap.add_argument("--out", default=OUT)
     ap.add_argument("--check", action="store_true", help="regenerate into a temporary folder and compare bytes")
+    ap.add_argument("--only", action="append", choices=[g.__name__.removesuffix("_golden") for g in GOLDENS],
+                    help="write (or check) this golden alone; may be repeated")
     ap.add_argument("--verify", action="store_true",
                     help="read the goldens back and hold the F64 variant to docs/model.md's agreement rules")
     args = ap.parse_args(argv)
@@ -505,11 +560,13 @@ def main(argv=None):
     m = ref.Model(args.checkpoint)
     target = tempfile.mkdtemp() if args.check else args.out
     os.makedirs(target, exist_ok=True)
-    total, differ = 0, []
+    written, differ = {}, []
     for make in GOLDENS:
+        if args.only and make.__name__.removesuffix("_golden") not in args.only:
+            continue
         name, tensors, meta = make(m)
         size = ref.write_safetensors(os.path.join(target, name), tensors, meta)
-        total += size
+        written[name] = size
         desc = ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in tensors)
         print(f"{name}: {size} bytes: {desc}")
         if args.check:
@@ -518,7 +575,11 @@ def main(argv=None):
             if a != b:
                 differ.append(name)
                 print(f"  differs from {args.out}/{name} (sha256 {hashlib.sha256(a).hexdigest()[:12]} vs {hashlib.sha256(b).hexdigest()[:12]})")
+    # The size limit covers every golden: those not regenerated (--only) count as they are in --out.
+    kept = [n for n in (os.listdir(args.out) if os.path.isdir(args.out) else []) if n.endswith(".safetensors")]
+    total = sum(written.values()) + sum(os.path.getsize(os.path.join(args.out, n)) for n in kept if n not in written)
     media = sum(os.path.getsize(os.path.join(MEDIA, n)) for n in MEDIA_IMAGES + MEDIA_VIDEOS + MEDIA_AUDIO)
+    media += sum(os.path.getsize(os.path.join(SAMPLING, n)) for n in SAMPLING_CLIPS)
     print(f"total {total} bytes of goldens and {media} of media ({(total + media) / 2**20:.3f} MiB)")
     if total + media >= 2**20:
         print("goldens and media exceed 1 MiB", file=sys.stderr)

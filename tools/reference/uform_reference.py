@@ -463,25 +463,86 @@ def decode_image(path: str) -> np.ndarray:
     return np.frombuffer(raw, np.uint8).reshape(h, w, c).copy()
 
 
-def decode_video(path: str):
-    """An MP4 or WebM file's frames in presentation order: (frames uint8 [H, W, 3] each, their presentation
-    times in seconds, the clip's duration in seconds). Every decoded frame is kept (`-fps_mode
-    passthrough`), converted to RGB24 by libswscale with SWS_FLAGS; times are ffprobe's best-effort
-    timestamps in the stream's time base, the duration the container's."""
+def frame_times(stamps: list, durations: list, time_base, average_rate=None):
+    """docs/model.md's video times from a stream's integer ticks: each frame's presentation time in seconds after
+    the first frame's, and the clip's end D (the last frame's time plus its duration), each the exact rational
+    `ticks * time_base` rounded once to a double (Python's float of a Fraction), never a sum of rounded
+    seconds. `stamps` are the frames' best-effort timestamps (None: unknown, the frame then starts where the
+    previous one ended); `durations` their durations in ticks (None or <= 0: unknown, then the stream's average
+    frame interval 1 / average_rate rounded to the nearest tick, as libavutil's av_rescale_q rounds, or 0)."""
     from fractions import Fraction
 
-    info = _probe(path, "v", "width,height,time_base")
+    tb = Fraction(time_base)
+    interval = 0
+    if average_rate is not None and Fraction(average_rate) > 0:
+        exact = 1 / (Fraction(average_rate) * tb)
+        interval = math.floor(exact + Fraction(1, 2))  # to nearest, halves away from zero (it is positive)
+    origin = next((p for p in stamps[:1] if p is not None), 0)
+    offsets, end = [], 0
+    for pts, duration in zip(stamps, durations):
+        offset = end if pts is None else pts - origin
+        offsets.append(offset)
+        end = offset + (duration if duration is not None and duration > 0 else interval)
+    return [float(o * tb) for o in offsets], float(end * tb)
+
+
+def sample_frames(timestamps: list, duration: float, fps: float, max_frames: int) -> list:
+    """docs/model.md's video sampling: indices of the frames taken at t = (k + 0.5) / fps for k = 0, 1, ...
+    while t < duration (the end D itself is outside), at most max_frames; the frame taken at t is the last one
+    whose timestamp is <= t. Timestamps count from the first frame and, like D, are doubles from exact ticks
+    (`frame_times`); t is computed in double and compared with them directly, so a t that equals a frame's
+    time takes that frame. CHOICE: when no sampling time falls inside the clip, or no frame is at or before
+    a time, the first frame is taken."""
+    if len(timestamps) == 0:
+        raise ValueError("a video needs at least one frame")
+    order = sorted(range(len(timestamps)), key=lambda i: (timestamps[i], i))
+    taken = []
+    k = 0
+    while len(taken) < max_frames:
+        t = (k + 0.5) / fps
+        if not t < duration:
+            break
+        best = order[0]
+        for i in order:
+            if timestamps[i] <= t:
+                best = i
+        taken.append(best)
+        k += 1
+    if not taken:
+        taken = [order[0]]
+    return taken
+
+
+def decode_video(path: str):
+    """An MP4 or WebM file's frames in presentation order: (frames uint8 [H, W, 3] each, their presentation
+    times in seconds after the first frame's, the clip's end D in seconds). Every decoded frame is kept
+    (`-fps_mode passthrough`), converted to RGB24 by libswscale with SWS_FLAGS; times and D come from
+    ffprobe's per-frame `best_effort_timestamp` and duration in the stream's time base (`frame_times`), not
+    from the container's duration."""
+    info = _probe(path, "v", "width,height,time_base,avg_frame_rate")
     h, w = int(info["height"]), int(info["width"])
     raw = _run([FFMPEG, "-v", "error", "-i", path, "-map", "0:v:0", "-fps_mode", "passthrough",
                 "-sws_flags", SWS_FLAGS, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
     frames = np.frombuffer(raw, np.uint8).reshape(-1, h, w, 3)
-    out = _run([FFPROBE, "-v", "error", "-select_streams", "v:0", "-show_entries", "frame=best_effort_timestamp",
-                "-of", "json", path])
-    tb = Fraction(info["time_base"])
-    times = [float(int(f["best_effort_timestamp"]) * tb) for f in json.loads(out)["frames"]]
-    if len(times) != frames.shape[0]:
-        raise RuntimeError(f"{path}: {frames.shape[0]} frames decoded but {len(times)} timestamps")
-    return [f.copy() for f in frames], times, info["format_duration"]
+    out = _run([FFPROBE, "-v", "error", "-select_streams", "v:0", "-show_entries",
+                "frame=best_effort_timestamp,duration,pkt_duration", "-of", "json", path])
+
+    def ticks(frame: dict, *keys):
+        # FFmpeg 5.1's ffprobe names a frame's duration pkt_duration; later ones, duration. Unknown: None.
+        for key in keys:
+            value = frame.get(key)
+            if value not in (None, "", "N/A"):
+                return int(value)
+        return None
+
+    listed = json.loads(out)["frames"]
+    stamps = [ticks(f, "best_effort_timestamp") for f in listed]
+    durations = [ticks(f, "duration", "pkt_duration") for f in listed]
+    if len(stamps) != frames.shape[0]:
+        raise RuntimeError(f"{path}: {frames.shape[0]} frames decoded but {len(stamps)} timestamps")
+    rate = info.get("avg_frame_rate", "0/0")
+    times, end = frame_times(stamps, durations, info["time_base"], None if rate.endswith("/0") else rate)
+    return [f.copy() for f in frames], times, end
 
 
 def decode_audio(path: str):
@@ -755,29 +816,8 @@ class Model:
     # ---------------------------------------------------------------------------- video
 
     def sample_video_frames(self, timestamps: list, duration: float) -> list:
-        """Indices of the frames taken: at (k + 0.5) / fps for k = 0, 1, ... while t < duration, at
-        most max_frames; the frame taken at t is the last one whose timestamp is <= t.
-        CHOICE: when no sampling time falls inside the clip, or no frame is at or before a time,
-        the first frame is taken."""
-        fps, max_frames = self.cfg.video["fps"], self.cfg.video["max_frames"]
-        if len(timestamps) == 0:
-            raise ValueError("a video needs at least one frame")
-        order = sorted(range(len(timestamps)), key=lambda i: (timestamps[i], i))
-        taken = []
-        k = 0
-        while len(taken) < max_frames:
-            t = (k + 0.5) / fps
-            if not t < duration:
-                break
-            best = order[0]
-            for i in order:
-                if timestamps[i] <= t:
-                    best = i
-            taken.append(best)
-            k += 1
-        if not taken:
-            taken = [order[0]]
-        return taken
+        """Indices of the frames taken at the checkpoint's fps and max_frames (`sample_frames`)."""
+        return sample_frames(timestamps, duration, self.cfg.video["fps"], self.cfg.video["max_frames"])
 
     def video_segment(self, frames: list, timestamps: list, duration: float) -> Segment:
         """frames: decoded frames as uint8 [H, W, C] arrays in presentation order; timestamps: their
@@ -1109,6 +1149,29 @@ def selftest(checkpoint: str) -> int:
            m32.sample_video_frames(stamps, 3.0) == [1, 3, 5])
     _check(results, "video sampling stops at max_frames", m32.sample_video_frames([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], 6.0) == [0, 1, 2, 3])
     _check(results, "a clip shorter than the first time gives its first frame", m32.sample_video_frames([0.0, 0.1], 0.3) == [0])
+    # Exact hits and the end (docs/model.md, "Video geometry"): times from ticks rounded once, D from the last frame.
+    mp4_times, mp4_end = frame_times([1024 * i for i in range(30)], [1024] * 30, "1/10240")
+    _check(results, "10 fps at 1/10240: 6144 ticks are 0.6 s exactly (6144 * (1 / 10240) would be 0.6000000000000001)",
+           mp4_times[6] == 0.6 and 6144 * (1 / 10240) != 0.6 and mp4_end == 3.0, f"{mp4_times[6]!r}, D {mp4_end!r}")
+    _check(results, "fps 2.5 on the 10 fps clip takes the frames its sampling times hit: 2 6 10 14 18",
+           sample_frames(mp4_times, mp4_end, 2.5, 5) == [2, 6, 10, 14, 18], str(sample_frames(mp4_times, mp4_end, 2.5, 5)))
+    webm_stamps = [round(i * 1000 / 15) for i in range(30)]  # 0, 67, 133, 200, ... 1933 ms
+    webm_times, webm_end = frame_times(webm_stamps, [66] * 30, "1/1000")
+    _check(results, "fps 2.5 on the 15 fps clip at 1/1000: 3 9 15 21 27, D = 1.999 s",
+           sample_frames(webm_times, webm_end, 2.5, 5) == [3, 9, 15, 21, 27] and webm_end == 1.999,
+           f"{sample_frames(webm_times, webm_end, 2.5, 5)}, D {webm_end!r}")
+    _check(results, "the end is not sampled: fps 0.5 on 3.0 s takes one frame (t = 1.0; t = 3.0 = D is outside)",
+           sample_frames(mp4_times, mp4_end, 0.5, 5) == [10])
+    _check(results, "fps 2.5 on 3.0 s stops before t = 3.0: seven frames",
+           sample_frames(mp4_times, mp4_end, 2.5, 10) == [2, 6, 10, 14, 18, 22, 26])
+    _check(results, "a first sampling time equal to D gives the first frame (fps 1/6 on 3.0 s)",
+           sample_frames(mp4_times, mp4_end, 1 / 6, 5) == [0])
+    shifted = frame_times([512 + 1024 * i for i in range(30)], [1024] * 30, "1/10240")
+    _check(results, "times count from the first frame, not the stream's zero", shifted == (mp4_times, mp4_end))
+    _check(results, "a frame without a duration lasts the average interval, rounded to a tick (15 fps at 1 ms: 67)",
+           frame_times(webm_stamps, [66] * 29 + [None], "1/1000", "15/1")[1] == 2.0)
+    _check(results, "a frame without a time starts where the previous one ended",
+           frame_times([0, None, 2048], [1024, 1024, 1024], "1/10240")[0] == [0.0, 0.1, 0.2])
     v32 = m32.encode_videos([(frames, stamps, 3.0)])
     v64 = m64.encode_videos([(frames, stamps, 3.0)])
     seg = v32["segments"][0]
