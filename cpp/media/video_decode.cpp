@@ -1,8 +1,13 @@
 // Video through libavformat, libavcodec and libswscale, streamed: the decoder's latest frame is held (by reference)
 // until a later one passes the next sampling time, and only sampled frames are converted and kept.
+//
+// Times follow docs/model.md's video geometry to the bit: a frame's time is its distance from the first decoded
+// frame, an exact difference of ticks, converted to seconds with one rounding (`ticks * num / den`), and the clip's
+// end `D` likewise from the last frame's ticks plus its duration; sampling times are compared with those doubles
+// directly, so a sampling time that falls exactly on a frame takes that frame, and one at `D` is outside the clip.
 #include "video_decode.hpp"
 
-#include <cmath>
+#include <cstdint>
 
 #include "ffmpeg.hpp"
 
@@ -16,6 +21,14 @@ std::int64_t frame_ticks(AVFrame const *frame) noexcept {
 #else
     return frame->pkt_duration;
 #endif
+}
+
+/// The stream's average frame interval in its time base, rounded to the nearest tick (0 when unknown): the duration
+/// of a frame that does not state its own.
+std::int64_t average_interval(AVStream const *stream) noexcept {
+    AVRational const rate = stream->avg_frame_rate;
+    if (rate.num <= 0 || rate.den <= 0 || stream->time_base.num <= 0 || stream->time_base.den <= 0) return 0;
+    return av_rescale_q(1, av_inv_q(rate), stream->time_base);
 }
 
 } // namespace
@@ -33,6 +46,8 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
     if (parameters->width > 0 && parameters->height > 0 &&
         std::size_t(parameters->height) > max_pixels / std::size_t(parameters->width))
         return fail(message, uform_status_limit_exceeded_k, "a video frame has more pixels than allowed");
+    if (stream->time_base.num <= 0 || stream->time_base.den <= 0)
+        return fail(message, uform_status_corrupt_k, "a video stream has no time base");
     owned_t<AVCodecContext> decoder;
     if (uform_status_t status = open_decoder(parameters, max_pixels, decoder, message)) return status;
     owned_t<AVPacket> packet(av_packet_alloc());
@@ -40,11 +55,14 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
     if (!packet || !incoming || !held || !first)
         return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
 
-    double const unit = av_q2d(stream->time_base);
-    std::int64_t const start = stream->start_time != AV_NOPTS_VALUE ? stream->start_time : 0;
-    double end = 0;    // the clip's end in seconds: the latest frame's time plus its duration
-    bool any = false;  // whether `held` holds a frame
-    std::size_t k = 0; // frames kept
+    // Seconds in `ticks` of the time base: the product is exact (below 2^53), the division rounds once.
+    double const num = stream->time_base.num, den = stream->time_base.den;
+    auto seconds = [num, den](std::int64_t ticks) noexcept { return double(ticks) * num / den; };
+    std::int64_t const interval = average_interval(stream);
+    std::int64_t origin = 0; // the first decoded frame's presentation time, in ticks
+    std::int64_t end = 0;    // D in ticks after `origin`: the last decoded frame's time plus its duration
+    bool any = false;        // whether `held` holds a frame
+    std::size_t k = 0;       // frames kept
     auto sample_time = [&]() noexcept { return (double(k) + 0.5) / fps; };
     rgb_image_t image; // the frame being handed on, its bytes reused
     // Keeps `held` as the frame for time k.
@@ -64,16 +82,20 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
             if (error < 0) return decode_failure(error, message);
             if (incoming->decode_error_flags != 0 || (incoming->flags & AV_FRAME_FLAG_CORRUPT) != 0)
                 return fail(message, uform_status_corrupt_k, "a media file is truncated or corrupt");
+            // The frame's ticks after the first frame (a frame without a time starts where the previous one ended),
+            // and where it ends: exact integers, refused where they would overflow.
             std::int64_t const pts = incoming->best_effort_timestamp;
-            double const time = pts == AV_NOPTS_VALUE ? end : double(pts - start) * unit;
+            if (!any && pts != AV_NOPTS_VALUE) origin = pts;
+            std::int64_t offset = end, ends = 0;
             std::int64_t const ticks = frame_ticks(incoming.get());
-            double const duration = ticks > 0                        ? double(ticks) * unit
-                                    : stream->avg_frame_rate.num > 0 ? 1 / av_q2d(stream->avg_frame_rate)
-                                                                     : 0.0;
+            if ((pts != AV_NOPTS_VALUE && __builtin_sub_overflow(pts, origin, &offset)) ||
+                __builtin_add_overflow(offset, ticks > 0 ? ticks : interval, &ends))
+                return fail(message, uform_status_corrupt_k, "a video frame's time is out of range");
+            double const time = seconds(offset);
             // The held frame serves every sampling time before this one's.
             while (any && k != max_frames && sample_time() < time)
                 if (uform_status_t status = keep()) return status;
-            end = std::max(end, time + duration);
+            end = ends;
             if (!any)
                 if (int error = av_frame_ref(first.get(), incoming.get()); error < 0)
                     return decode_failure(error, message);
@@ -98,13 +120,13 @@ uform_status_t decode_video_file(char const *path, double fps, std::size_t max_f
             if (int error = avcodec_send_packet(decoder.get(), nullptr); error < 0)
                 return decode_failure(error, message);
             if (uform_status_t status = drain()) return status;
-            if (cut_short(container.get(), stream, end))
+            if (cut_short(container.get(), stream, seconds(end)))
                 return fail(message, uform_status_corrupt_k, "a clip is shorter than its header says");
         }
         if (!any) return fail(message, uform_status_corrupt_k, "a video stream decodes to no frames");
-        // The last frame serves the sampling times left inside the clip; a clip shorter than one interval gives its
-        // first frame.
-        while (k != max_frames && sample_time() < end)
+        // The last frame serves the sampling times left inside the clip (`t < D`); a clip shorter than one interval
+        // gives its first frame.
+        while (k != max_frames && sample_time() < seconds(end))
             if (uform_status_t status = keep()) return status;
         if (k == 0) {
             av_frame_unref(held.get());

@@ -16,10 +16,12 @@ struct frame_sink_t {
 };
 
 /// Decodes the best video stream of the file at `path` (NUL-terminated) and hands `sink` the frames at
-/// `(k + 0.5) / fps` seconds from its start while inside the clip, at most `max_frames`: each the last decoded frame
-/// whose presentation time is at most that time; a clip shorter than one interval gives its first frame. Only one
-/// frame is held as RGB at a time. Frames of more than `max_pixels` pixels answer `limit-exceeded`; a file without
-/// video, `unsupported`.
+/// `t = (k + 0.5) / fps` seconds after its first decoded frame while `t < D`, the last frame's time plus its duration,
+/// at most `max_frames`: each the last decoded frame whose time is at most `t`; a clip shorter than one interval gives
+/// its first frame. Frame times and `D` are exact tick counts converted to seconds with one rounding and compared
+/// with `t` directly (docs/model.md, "Video geometry"). Only one frame is held as RGB at a time. Frames of more than
+/// `max_pixels` pixels answer `limit-exceeded`; a file without video, `unsupported`; timestamps whose differences
+/// overflow, `corrupt`.
 uform_status_t decode_video_file(char const *path, double fps, std::size_t max_frames, std::size_t max_pixels,
                                  frame_sink_t sink, char const **message) noexcept;
 
