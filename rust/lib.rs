@@ -94,3 +94,16 @@ pub const HEADER_VERSION: (u32, u32, u32) = (
     sys::UFORM_VERSION_MINOR,
     sys::UFORM_VERSION_PATCH,
 );
+
+/// Every `rust` block of the repository's README.md runs as a doc-test of this item, in every build, and its `c`
+/// block must be `tests/c/readme_quickstart.c` word for word, which ctest compiles and runs:
+///
+/// ```
+/// let readme = std::fs::read_to_string("README.md").unwrap();
+/// let program = std::fs::read_to_string("tests/c/readme_quickstart.c").unwrap();
+/// let block = format!("```c\n{program}```\n");
+/// assert!(readme.contains(&block), "README.md's C quickstart is not tests/c/readme_quickstart.c");
+/// ```
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
