@@ -91,15 +91,18 @@ pub fn format(source: &str) -> Result<String, String> {
     Ok(rustfmt(&pretty).unwrap_or(pretty))
 }
 
-/// Formats Rust source with prettyplease alone, which depends on nothing installed.
+/// Formats Rust source with prettyplease alone, which depends on nothing installed, and writes the
+/// `// SAFETY:` comment each marker stands for (`emit::safety`).
 pub fn pretty(source: &str) -> Result<String, String> {
     let file = syn::parse_file(source)
         .map_err(|e| format!("uform-gen: generated code does not parse: {e}"))?;
-    Ok(space_items(&prettyplease::unparse(&file)))
+    let source = emit::safety::join_markers(&prettyplease::unparse(&file));
+    Ok(emit::safety::comments(&space_items(&source)))
 }
 
 /// Puts a blank line between consecutive items (and between the members of an `impl` or `trait`), which
-/// prettyplease leaves out.
+/// prettyplease leaves out. A safety marker belongs to the line after it: the blank line goes above the
+/// marker, never below.
 fn space_items(source: &str) -> String {
     const STARTS: &[&str] = &[
         "///",
@@ -122,11 +125,18 @@ fn space_items(source: &str) -> String {
     ];
     let mut out = String::with_capacity(source.len() + source.len() / 16);
     let mut previous: Option<&str> = None;
-    for line in source.lines() {
-        if let Some(prev) = previous {
+    let lines: Vec<&str> = source.lines().collect();
+    for (at, &line) in lines.iter().enumerate() {
+        if let Some(prev) = previous.filter(|prev| emit::safety::marker(prev).is_none()) {
+            // A marker is spaced as the line it stands above.
+            let under = lines[at..]
+                .iter()
+                .find(|line| emit::safety::marker(line).is_none())
+                .copied()
+                .unwrap_or(line);
             let indent = line.len() - line.trim_start().len();
             let prev_indent = prev.len() - prev.trim_start().len();
-            let body = line.trim_start();
+            let body = under.trim_start();
             let prev_body = prev.trim_start();
             let ends_item = prev_body == "}"
                 || prev_body.ends_with(" {}")
@@ -206,9 +216,13 @@ pub fn generate(include: &Path) -> Result<Vec<File>, String> {
     Ok(files)
 }
 
-/// Whether two versions of a generated file say the same, whatever their formatting: the same tokens, and
-/// for `sys.rs` the same headers' chunks.
+/// Whether two versions of a generated file say the same, whatever their formatting: the same tokens, the
+/// same `//` comments (such as the `// SAFETY:` ones, which are no tokens), and for `sys.rs` the same
+/// headers' chunks.
 pub fn same(a: &str, b: &str) -> bool {
+    if comments(a) != comments(b) {
+        return false;
+    }
     let (chunks_a, chunks_b) = (ir::split_sys(a), ir::split_sys(b));
     if chunks_a.is_empty() && chunks_b.is_empty() {
         return same_tokens(a, b);
@@ -218,6 +232,29 @@ pub fn same(a: &str, b: &str) -> bool {
             .iter()
             .zip(&chunks_b)
             .all(|((ha, ta), (hb, tb))| ha == hb && same_tokens(ta, tb))
+}
+
+/// The `//` comments of Rust source (doc comments are tokens, so they are left out), each run of comment
+/// lines joined into one text, so that where the lines wrap does not matter.
+pub fn comments(source: &str) -> Vec<String> {
+    let mut comments = Vec::new();
+    let mut run: Option<String> = None;
+    for line in source.lines() {
+        let body = line.trim_start();
+        let text = body
+            .strip_prefix("//")
+            .filter(|rest| !rest.starts_with('/') && !rest.starts_with('!'));
+        match (text, run.as_mut()) {
+            (Some(text), Some(run)) => {
+                run.push(' ');
+                run.push_str(text.trim());
+            }
+            (Some(text), None) => run = Some(text.trim().to_string()),
+            (None, _) => comments.extend(run.take()),
+        }
+    }
+    comments.extend(run);
+    comments
 }
 
 /// Whether two Rust sources hold the same tokens, whatever their formatting.

@@ -160,10 +160,26 @@ fn check_fails_on_stale_output_and_passes_on_fresh() {
     assert!(!run(&["--check"]).success(), "an edited enum is stale");
     assert!(run(&[]).success());
     let text = std::fs::read_to_string(&types).unwrap();
-    std::fs::write(&types, format!("{text}\n// a comment changes no tokens\n")).unwrap();
+    std::fs::write(&types, text.replace("\n\n", "\n\n\n")).unwrap();
+    assert!(run(&["--check"]).success(), "formatting is not staleness");
+    std::fs::write(
+        &types,
+        format!("{text}\n// a comment the generator does not write\n"),
+    )
+    .unwrap();
     assert!(
-        run(&["--check"]).success(),
-        "formatting and comments are not staleness"
+        !run(&["--check"]).success(),
+        "a comment the generator does not write is stale"
+    );
+    assert!(run(&[]).success());
+    let safety = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("// SAFETY: "))
+        .expect("the generated layer documents its unsafe blocks");
+    std::fs::write(&types, text.replacen(&format!("{safety}\n"), "", 1)).unwrap();
+    assert!(
+        !run(&["--check"]).success(),
+        "a missing `// SAFETY:` line is stale"
     );
 }
 

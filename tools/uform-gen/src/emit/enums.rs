@@ -6,6 +6,7 @@ use quote::{format_ident, quote};
 use crate::ir::{Enum, Variant};
 use crate::names::{base, camel, clean_doc, ident, type_name};
 
+use super::safety::Unsafe;
 use super::{doc, maybe, Cx, Result};
 
 /// The suffix of an enumerator: `fast` for `uform_mood_fast_k`.
@@ -104,12 +105,15 @@ impl Cx<'_> {
                     "The name the C table owns, such as {example}.\n\nCalls `{name_fn}`."
                 ));
                 let alias = &name_fn;
+                let safety = Unsafe::Name { function: &name_fn }.comment();
                 let name_fn = ident(&name_fn);
                 quote! {
                     #name_doc
                     #[doc(alias = #alias)]
                     pub fn name(self) -> &'static str {
-                        crate::raw::static_str(unsafe { sys::#name_fn(self.to_raw()) }).unwrap_or("")
+                        #safety
+                        let name = unsafe { crate::marshal::static_str(sys::#name_fn(self.to_raw())) };
+                        name.unwrap_or("")
                     }
                 }
             }
@@ -130,6 +134,10 @@ impl Cx<'_> {
                 "Parses a name the C table owns; an unknown name is `Status::InvalidArgument`.\n\nCalls `{parse_fn}`."
             ));
             let alias = &parse_fn;
+            let safety = Unsafe::Parse {
+                function: &parse_fn,
+            }
+            .comment();
             let parse_fn = ident(&parse_fn);
             quote! {
                 impl core::str::FromStr for #name {
@@ -138,7 +146,10 @@ impl Cx<'_> {
                     #[doc(alias = #alias)]
                     fn from_str(text: &str) -> crate::Result<Self> {
                         let mut raw = sys::#c_ty(0);
-                        crate::raw::parse(text, |name| unsafe { sys::#parse_fn(name, &mut raw) })?;
+                        crate::marshal::parse(text, |name| {
+                            #safety
+                            unsafe { sys::#parse_fn(name, &mut raw) }
+                        })?;
                         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
                     }
                 }

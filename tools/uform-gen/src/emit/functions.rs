@@ -8,6 +8,7 @@ use crate::ir::{CType, Function};
 use crate::names::{base, clean_doc, ident};
 
 use super::fields::Kind;
+use super::safety::Unsafe;
 use super::{doc, handle_info, maybe, prim, Cx, Result};
 
 impl Cx<'_> {
@@ -79,6 +80,16 @@ impl Cx<'_> {
             }
             _ => return Ok(None),
         };
+        let out_type = match &**to {
+            CType::Enum(c) | CType::Struct(c) => format!("sys::{c}"),
+            number => prim(number)?.to_string(),
+        };
+        let call_safety = Unsafe::Get { function: &f.name }.comment();
+        let read_safety = Unsafe::Got {
+            function: &f.name,
+            ty: &out_type,
+        }
+        .comment();
         let owner = format_ident!("{}", info.rust);
         let owner = if info.lifetime {
             quote!(crate::#owner<'_>)
@@ -96,8 +107,10 @@ impl Cx<'_> {
                 pub fn #method(&self) -> crate::Result<#ty> {
                     let mut out = #init;
                     let mut message = core::ptr::null();
-                    let status = unsafe { sys::#c_fn(crate::raw::Handle::raw(self), out.as_mut_ptr(), &mut message) };
+                    #call_safety
+                    let status = unsafe { sys::#c_fn(crate::marshal::Handle::raw(self), out.as_mut_ptr(), &mut message) };
                     crate::error::check(status, message)?;
+                    #read_safety
                     let out = unsafe { out.assume_init() };
                     #convert
                 }
@@ -141,7 +154,7 @@ impl Cx<'_> {
                     let rust =
                         format_ident!("{}", handle_info(h).map(|h| h.rust).unwrap_or_default());
                     params.push(quote!(#pident: &crate::#rust));
-                    args.push(quote!(crate::raw::Handle::raw(#pident)));
+                    args.push(quote!(crate::marshal::Handle::raw(#pident)));
                 }
                 CType::Ptr { mutable: false, to }
                     if matches!(&**to, CType::Void)
@@ -204,10 +217,12 @@ impl Cx<'_> {
         }
         text.push_str(&format!("\n\nCalls `{}`.", f.name));
         let docs = doc(&text);
+        let resurface_safety = Unsafe::Resurface { function: &f.name }.comment();
         let resurface = maybe(
-            quote!(unsafe { crate::call::HandlerSlot::resurface(slot) };),
+            quote!(#resurface_safety unsafe { crate::call::HandlerSlot::resurface(slot) };),
             has_progress,
         );
+        let call_safety = Unsafe::Construct { function: &f.name }.comment();
         let slot = if has_progress {
             quote!(let mut slot = crate::call::HandlerSlot::new(); let slot: *mut crate::call::HandlerSlot = &mut slot;)
         } else if has_config {
@@ -224,6 +239,7 @@ impl Cx<'_> {
                     #lets
                     let mut handle = core::ptr::null_mut();
                     let mut message = core::ptr::null();
+                    #call_safety
                     let status = unsafe { sys::#c_fn(#(#args,)* &mut handle, &mut message) };
                     #resurface
                     crate::error::check(status, message)?;
@@ -281,6 +297,16 @@ impl Cx<'_> {
         let rust = self.struct_ident(&elem);
         let name = ident(base(&f.name));
         let pname = ident(pointer);
+        let zeroed_safety = Unsafe::Zeroed {
+            ty: &format!("sys::{elem}"),
+        }
+        .comment();
+        let call_safety = Unsafe::Fill {
+            function: &f.name,
+            pointer,
+            capacity,
+        }
+        .comment();
         let c_fn = ident(&f.name);
         let alias = &f.name;
         let docs = doc(&format!(
@@ -292,9 +318,15 @@ impl Cx<'_> {
             #docs
             #[doc(alias = #alias)]
             pub fn #name(#pname: &mut [crate::#rust]) -> crate::Result<usize> {
-                let mut raw: Vec<sys::#c_ty> = (0..#pname.len()).map(|_| unsafe { core::mem::zeroed() }).collect();
+                let mut raw: Vec<sys::#c_ty> = (0..#pname.len())
+                    .map(|_| {
+                        #zeroed_safety
+                        unsafe { core::mem::zeroed() }
+                    })
+                    .collect();
                 let mut count = 0usize;
                 let mut message = core::ptr::null();
+                #call_safety
                 let status = unsafe { sys::#c_fn(#(#call_args),*) };
                 crate::error::check(status, message)?;
                 for (out, raw) in #pname.iter_mut().zip(&raw).take(count) {

@@ -3,12 +3,13 @@
 //! The walks read the IR into what the Rust layer needs (`fields`: a struct's fields as the Rust layer
 //! groups them; `params`: a verb's parameters; `uses`: which conversions anything calls), and the
 //! emitters turn that into tokens, one module per kind of item: `enums`, `structs`, `functions` and
-//! `verbs`.
+//! `verbs`; `safety` words the comment above each `unsafe` block they emit.
 
 mod enums;
 mod fields;
 mod functions;
 mod params;
+pub(crate) mod safety;
 mod structs;
 mod uses;
 mod verbs;

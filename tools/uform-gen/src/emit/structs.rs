@@ -472,25 +472,31 @@ impl Cx<'_> {
                 return Err("uform-gen: a string field cannot be handed to the library".into())
             }
             Kind::Slice { count, .. } => vec![
-                (name.clone(), quote!(crate::raw::slice(self.#name).cast())),
+                (
+                    name.clone(),
+                    quote!(crate::marshal::slice(self.#name).cast()),
+                ),
                 (ident(count), quote!(self.#name.len())),
             ],
             Kind::Path { length } => {
-                lets = quote!(let #name = crate::raw::path(self.#name)?;);
+                lets = quote!(let #name = crate::marshal::path(self.#name)?;);
                 vec![
                     (name.clone(), quote!(#name.0)),
                     (ident(length), quote!(#name.1)),
                 ]
             }
             Kind::Str { length } => {
-                lets = quote!(let #name = crate::raw::str(self.#name););
+                lets = quote!(let #name = crate::marshal::str(self.#name););
                 vec![
                     (name.clone(), quote!(#name.0)),
                     (ident(length), quote!(#name.1)),
                 ]
             }
             Kind::Bytes { length } => vec![
-                (name.clone(), quote!(crate::raw::slice(self.#name).cast())),
+                (
+                    name.clone(),
+                    quote!(crate::marshal::slice(self.#name).cast()),
+                ),
                 (ident(length), quote!(self.#name.len())),
             ],
             Kind::Tape { .. } => {
@@ -508,13 +514,13 @@ impl Cx<'_> {
                 ]
             }
             Kind::Handle(handle) if is_mutable_handle(handle) => {
-                vec![(name.clone(), quote!(crate::raw::handle_mut(self.#name)))]
+                vec![(name.clone(), quote!(crate::marshal::handle_mut(self.#name)))]
             }
-            Kind::Handle(_) => vec![(name.clone(), quote!(crate::raw::handle(self.#name)))],
-            Kind::Out(_) => vec![(name.clone(), quote!(crate::raw::out(self.#name)))],
+            Kind::Handle(_) => vec![(name.clone(), quote!(crate::marshal::handle(self.#name)))],
+            Kind::Out(_) => vec![(name.clone(), quote!(crate::marshal::out(self.#name)))],
             Kind::Progress { context } => {
                 let context = ident(context);
-                lets = quote!(let (#name, #context) = crate::handler::arm(slot, self.#name););
+                lets = quote!(let (#name, #context) = crate::progress::arm(slot, self.#name););
                 vec![
                     (name.clone(), quote!(#name)),
                     (context.clone(), quote!(#context)),
@@ -533,7 +539,7 @@ impl Cx<'_> {
                 let message = format!("the library answered a `{e}` this binding does not know");
                 quote!(#ty::from_raw(raw.#name).ok_or(crate::error::unknown(#message))?)
             }
-            Kind::Chars => quote!(crate::raw::string(&raw.#name)),
+            Kind::Chars => quote!(crate::marshal::string(&raw.#name)),
             Kind::Nested(c) => {
                 let name_ty = self.struct_ident(c);
                 quote!(crate::#name_ty::from_raw(&raw.#name)?)

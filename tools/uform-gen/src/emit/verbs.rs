@@ -10,6 +10,7 @@ use crate::names::{camel, clean_doc, ident};
 
 use super::fields::Kind;
 use super::params::{Input, Param, Shape};
+use super::safety::Unsafe;
 use super::structs::tape_names;
 use super::{doc, handle_info, is_mutable_handle, maybe, prim, view, Cx, Result};
 
@@ -246,7 +247,7 @@ impl Cx<'_> {
                     held: Some((
                         pid.clone(),
                         quote!(sys::uform_arena_t),
-                        quote!(crate::raw::Handle::raw(&*self.#pid)),
+                        quote!(crate::marshal::Handle::raw(&*self.#pid)),
                     )),
                     args: quote!(*#pid,),
                     ..Piece::default()
@@ -435,6 +436,14 @@ impl Verb<'_> {
             }
             None => (quote!(()), quote!(let _ = raw;)),
         };
+        let function = self.f.name.as_str();
+        let verb_safety = Unsafe::Verb {
+            function,
+            result: self.shape.result(),
+        }
+        .comment();
+        let held_safety = Unsafe::Held { function }.comment();
+        let call_safety = Unsafe::Call { function }.comment();
         let c_fn = ident(&self.f.name);
         let call_doc = doc(&format!("One call of `{}`.", self.f.name));
         let (output, finish, struct_name) = (&self.output, &self.finish, &self.struct_name);
@@ -444,6 +453,7 @@ impl Verb<'_> {
                 #(#fields,)*
             }
 
+            #verb_safety
             unsafe impl<#(#lifetimes,)* R, #(#generics),*> crate::call::Verb<R> for #struct_name<#(#lifetimes,)* #(#generics),*>
             where
                 R: crate::Receiver,
@@ -472,9 +482,11 @@ impl Verb<'_> {
                     outcome: *mut sys::uform_outcome_t,
                     message: *mut *const core::ffi::c_char,
                 ) -> sys::uform_status_t {
+                    #held_safety
                     let (#(#held_names,)*) = unsafe { &*held };
                     #(#tapes)*
                     #raw_unused
+                    #call_safety
                     unsafe { sys::#c_fn(target.cast(), executor, #(#args)* outcome, message) }
                 }
 
