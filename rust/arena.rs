@@ -6,7 +6,7 @@ use core::ptr;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
 use crate::error::{check, unknown};
-use crate::raw::Handle;
+use crate::marshal::Handle;
 use crate::{sys, Executor, Result};
 
 /// The memory outputs land in, rewound by each call, so a steady loop allocates once.
@@ -39,11 +39,10 @@ impl Arena {
     fn init(executor: sys::uform_executor_t) -> Result<sys::uform_arena_t> {
         let mut raw = ptr::null_mut();
         let mut message = ptr::null();
-        // SAFETY: the out-pointers are valid; the executor is live or null.
-        check(
-            unsafe { sys::uform_arena_init(executor, &mut raw, &mut message) },
-            message,
-        )?;
+        // SAFETY: the executor is live or `NULL`, and the library writes only through `raw` and `message`, locals
+        // that outlive the call.
+        let status = unsafe { sys::uform_arena_init(executor, &mut raw, &mut message) };
+        check(status, message)?;
         if raw.is_null() {
             return Err(unknown("the library answered a null arena"));
         }

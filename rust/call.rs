@@ -1,12 +1,43 @@
-//! The machinery a verb runs through, unnameable outside the crate: the generated verbs describe a call
-//! as a [`Verb`], and a receiver runs it blocking or deferred.
+//! The machinery a verb runs through: the generated verbs describe a call as a [`Verb`], unnameable outside
+//! the crate, and a [`Receiver`] runs it blocking ([`On`](crate::On), `crate::blocking`) or deferred
+//! ([`DeferredOn`](crate::DeferredOn), `crate::deferred`).
 
 use core::ffi::{c_char, c_void};
 
 use crate::sys;
 use crate::Result;
 
-pub use crate::handler::HandlerSlot;
+pub use crate::progress::HandlerSlot;
+
+/// The supertrait that seals [`Receiver`]: public, so the receivers implement it, in a module no other crate names.
+pub mod sealed {
+    /// Implemented by the crate's receivers alone.
+    pub trait Sealed {}
+}
+
+/// Where and how a verb runs: `&Model` on the calling thread, [`On`](crate::On) blocking on an executor, and
+/// [`DeferredOn`](crate::DeferredOn) submitted to an executor, answering a [`Deferred`](crate::Deferred).
+///
+/// The verb traits ([`EncodeVerbs`](crate::EncodeVerbs), [`ModelVerbs`](crate::ModelVerbs),
+/// [`TrainVerbs`](crate::TrainVerbs)) write every verb once for all receivers; this trait is sealed.
+pub trait Receiver: Sized + sealed::Sealed {
+    /// How the receiver takes inputs: [`Lent`](crate::inputs::Lent) for the blocking ones,
+    /// [`Owned`](crate::inputs::Owned) for the deferred one.
+    type Mode;
+    /// What the receiver's verbs name.
+    #[doc(hidden)]
+    type Of;
+    /// What a verb answers: `Result<T>` when blocking, `Result<Deferred<'a, T>>` when deferred.
+    type Answer<'a, T: 'a>
+    where
+        Self: 'a;
+    /// Runs a verb.
+    #[doc(hidden)]
+    fn dispatch<'a, V: Verb<Self>>(self, verb: V) -> Self::Answer<'a, V::Output>
+    where
+        Self: 'a,
+        V::Output: 'a;
+}
 
 /// What an input needs and holds: `words` of scratch to gather into, and `count` items.
 #[derive(Clone, Copy, Debug)]

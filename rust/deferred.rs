@@ -1,6 +1,6 @@
-//! Receivers and deferred calls: `&Model` and [`On`] run a verb blocking, [`DeferredOn`] submits it and
-//! answers a [`Deferred`], which owns the one box holding the call's outcome, argument struct, result
-//! struct and inputs until the call is final.
+//! Deferred calls: [`DeferredOn`] submits a verb to an executor and answers a [`Deferred`], which owns the one
+//! box holding the call's outcome, argument struct, result struct and inputs until the call is final, and
+//! which `wait`, `.await` ([`DeferredFuture`]) or its drop retires.
 
 use core::alloc::Layout;
 use core::ffi::c_void;
@@ -14,47 +14,11 @@ use core::task::{Context, Poll};
 use std::alloc;
 use std::panic;
 
-use crate::call::{HandlerSlot, OfModel, Target, Verb};
+use crate::call::{sealed, HandlerSlot, Receiver, Target, Verb};
 use crate::error::{check, failure};
-use crate::inputs::{Lent, Owned};
-use crate::raw::Handle;
+use crate::inputs::Owned;
+use crate::marshal::Handle;
 use crate::{sys, Executor, Model, Result, Status};
-
-mod sealed {
-    pub trait Sealed {}
-}
-
-/// Where and how a verb runs: `&Model` on the calling thread, [`On`] blocking on an executor, and
-/// [`DeferredOn`] submitted to an executor, answering a [`Deferred`].
-///
-/// The verb traits ([`EncodeVerbs`](crate::EncodeVerbs), [`ModelVerbs`](crate::ModelVerbs),
-/// [`TrainVerbs`](crate::TrainVerbs)) write every verb once for all receivers; this trait is sealed.
-pub trait Receiver: Sized + sealed::Sealed {
-    /// How the receiver takes inputs: [`Lent`] for the blocking ones, [`Owned`] for the deferred one.
-    type Mode;
-    /// What the receiver's verbs name.
-    #[doc(hidden)]
-    type Of;
-    /// What a verb answers: `Result<T>` when blocking, `Result<Deferred<'a, T>>` when deferred.
-    type Answer<'a, T: 'a>
-    where
-        Self: 'a;
-    /// Runs a verb.
-    #[doc(hidden)]
-    fn dispatch<'a, V: Verb<Self>>(self, verb: V) -> Self::Answer<'a, V::Output>
-    where
-        Self: 'a,
-        V::Output: 'a;
-}
-
-/// A receiver that blocks on an executor: `model.on(&executor)` or `trainer.on(&executor)`.
-///
-/// A call finding another one holding the executor fails at once with [`Status::Contended`]. It borrows its
-/// target and the executor, so neither it nor what it answers can outlive them.
-pub struct On<'r, T: ?Sized = Model> {
-    pub(crate) target: &'r T,
-    pub(crate) executor: &'r Executor,
-}
 
 /// A receiver that submits verbs to an executor and answers [`Deferred`] calls: `model.deferred(&executor)`
 /// or `trainer.deferred(&executor)`.
@@ -67,56 +31,23 @@ pub struct DeferredOn<'r, T: ?Sized = Model> {
     pub(crate) executor: &'r Executor,
 }
 
-macro_rules! receiver_traits {
-    ($($name:ident),+) => {$(
-        impl<T: ?Sized> Clone for $name<'_, T> {
-            fn clone(&self) -> Self {
-                *self
-            }
-        }
-        impl<T: ?Sized> Copy for $name<'_, T> {}
-        impl<T: ?Sized> fmt::Debug for $name<'_, T> {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.debug_struct(stringify!($name)).field("executor", self.executor).finish_non_exhaustive()
-            }
-        }
-    )+};
+impl<T: ?Sized> Clone for DeferredOn<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
 }
-receiver_traits!(On, DeferredOn);
 
-impl sealed::Sealed for &Model {}
-impl<T: ?Sized> sealed::Sealed for On<'_, T> {}
+impl<T: ?Sized> Copy for DeferredOn<'_, T> {}
+
+impl<T: ?Sized> fmt::Debug for DeferredOn<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeferredOn")
+            .field("executor", self.executor)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: ?Sized> sealed::Sealed for DeferredOn<'_, T> {}
-
-impl Receiver for &Model {
-    type Mode = Lent;
-    type Of = OfModel;
-    type Answer<'a, T: 'a>
-        = Result<T>
-    where
-        Self: 'a;
-    fn dispatch<'a, V: Verb<Self>>(self, verb: V) -> Result<V::Output>
-    where
-        Self: 'a,
-    {
-        blocking::<Self, V>(self.target(), ptr::null_mut(), verb)
-    }
-}
-
-impl<T: Target + ?Sized> Receiver for On<'_, T> {
-    type Mode = Lent;
-    type Of = T::Of;
-    type Answer<'a, U: 'a>
-        = Result<U>
-    where
-        Self: 'a;
-    fn dispatch<'a, V: Verb<Self>>(self, verb: V) -> Result<V::Output>
-    where
-        Self: 'a,
-    {
-        blocking::<Self, V>(self.target.target(), self.executor.raw(), verb)
-    }
-}
 
 impl<T: Target + ?Sized> Receiver for DeferredOn<'_, T> {
     type Mode = Owned;
@@ -132,38 +63,6 @@ impl<T: Target + ?Sized> Receiver for DeferredOn<'_, T> {
     {
         submit::<Self, V>(self.target.target(), self.executor.raw(), verb)
     }
-}
-
-/// Runs a verb blocking: the inputs gather into one scratch allocation (none for lent tapes), the handler
-/// slot and the argument struct live on this stack, and a handler's panic resurfaces once the call returns.
-fn blocking<R: Receiver, V: Verb<R>>(
-    target: *mut c_void,
-    executor: sys::uform_executor_t,
-    verb: V,
-) -> Result<V::Output> {
-    let words = verb.measure()?;
-    let mut scratch: Vec<usize> = vec![0; words];
-    let mut slot = HandlerSlot::new();
-    let slot: *mut HandlerSlot = &mut slot;
-    let held = verb.hold(&mut scratch.as_mut_slice(), slot)?;
-    let mut raw = MaybeUninit::<V::Raw>::zeroed();
-    let mut message = ptr::null();
-    // SAFETY: `held`, the scratch and the slot stay in place until the blocking call returns.
-    let status = unsafe {
-        V::call(
-            &held,
-            target,
-            executor,
-            raw.as_mut_ptr(),
-            ptr::null_mut(),
-            &mut message,
-        )
-    };
-    // SAFETY: the call returned, so it is final and no handler runs any more.
-    unsafe { HandlerSlot::resurface(slot) };
-    check(status, message)?;
-    // SAFETY: the call succeeded, and `Raw` is valid zeroed.
-    unsafe { V::finish(raw.assume_init_ref()) }
 }
 
 /// What every deferred call's box starts with.
@@ -200,14 +99,14 @@ fn submit<'a, R: Receiver, V: Verb<R>>(
         .map_err(|_| too_large)?;
     let layout = layout.pad_to_align();
     // SAFETY: the layout is not zero-sized, since it holds a `Head`.
-    let memory = unsafe { alloc::alloc(layout) };
-    if memory.is_null() {
+    let Some(block) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
         alloc::handle_alloc_error(layout);
-    }
+    };
+    let memory = block.as_ptr();
     let boxed = memory.cast::<Boxed<V::Held, V::Raw>>();
-    // SAFETY: `boxed` points to fresh memory of the right layout, which stays in place until released;
-    // the fields are written before anything reads them.
-    unsafe {
+    // SAFETY: `memory` is a fresh allocation of `layout`: a `Boxed` at its start, `words` words at `tail`. The
+    // writes go through raw pointers to its fields, so nothing uninitialised is read or referenced.
+    let (slot, mut tail) = unsafe {
         ptr::addr_of_mut!((*boxed).head).write(Head {
             outcome: ptr::null_mut(),
             slot: HandlerSlot::new(),
@@ -216,56 +115,80 @@ fn submit<'a, R: Receiver, V: Verb<R>>(
         ptr::addr_of_mut!((*boxed).raw).write(MaybeUninit::zeroed());
         let tail = memory.add(tail).cast::<usize>();
         tail.write_bytes(0, words);
-        let mut tail = core::slice::from_raw_parts_mut(tail, words);
-        let slot = ptr::addr_of_mut!((*boxed).head.slot);
-        match verb.hold(&mut tail, slot) {
-            Ok(held) => ptr::addr_of_mut!((*boxed).held).write(MaybeUninit::new(held)),
-            Err(error) => {
-                alloc::dealloc(memory, layout);
-                return Err(error);
-            }
+        (
+            ptr::addr_of_mut!((*boxed).head.slot),
+            core::slice::from_raw_parts_mut(tail, words),
+        )
+    };
+    let held = match verb.hold(&mut tail, slot) {
+        Ok(held) => held,
+        Err(error) => {
+            // SAFETY: `memory` came from `alloc::alloc(layout)`, nothing was handed to the library, and the head
+            // and result struct written so far own nothing: the slot's panic is empty.
+            unsafe { alloc::dealloc(memory, layout) };
+            return Err(error);
         }
-        let call = Deferred {
-            head: NonNull::new_unchecked(boxed.cast::<Head>()),
-            finish: finish::<R, V>,
-            release: release::<V::Held, V::Raw>,
-            _call: PhantomData,
-        };
-        let mut message = ptr::null();
-        let status = V::call(
+    };
+    // SAFETY: `boxed` is live and its `held` field is uninitialised until this write.
+    unsafe { ptr::addr_of_mut!((*boxed).held).write(MaybeUninit::new(held)) };
+    let call = Deferred {
+        head: block.cast::<Head>(), // `Boxed` is `repr(C)` and starts with its head
+        finish: finish::<R, V>,
+        release: release::<V::Held, V::Raw>,
+        _call: PhantomData,
+    };
+    let mut message = ptr::null();
+    // SAFETY: every field of the box is initialised, and the box stays in place and unchanged until `release`
+    // frees it, which `wait`, the drop and the refusal below reach only once the call is final: what
+    // `Verb::call` and types.h ask of a deferred call. The receiver borrows the target and the executor for
+    // `'a`, which the `Deferred` carries; `outcome` points into the box and `message` to a local.
+    let status = unsafe {
+        V::call(
             (*boxed).held.as_ptr(),
             target,
             executor,
             (*boxed).raw.as_mut_ptr(),
             ptr::addr_of_mut!((*boxed).head.outcome),
             &mut message,
-        );
-        if status == sys::uform_status_t::uform_status_deferred_k
-            || status == sys::uform_status_t::uform_status_ok_k
-        {
-            return Ok(call);
-        }
-        // Refused before it started: no outcome was taken and no handler ran.
-        let call = ManuallyDrop::new(call);
-        if !call.outcome().is_null() {
-            sys::uform_outcome_release(call.outcome());
-        }
-        (call.release)(call.head);
-        Err(failure(status, message))
+        )
+    };
+    if status == sys::uform_status_t::uform_status_deferred_k
+        || status == sys::uform_status_t::uform_status_ok_k
+    {
+        return Ok(call);
     }
+    // Refused before it started: no outcome was taken and no handler ran.
+    let call = ManuallyDrop::new(call);
+    if !call.outcome().is_null() {
+        // SAFETY: an outcome the library wrote is live until released, which happens once, here.
+        unsafe { sys::uform_outcome_release(call.outcome()) };
+    }
+    // SAFETY: the call was refused before it started, so the library holds no pointer into the box, and
+    // `release` runs once: `call` is never dropped.
+    unsafe { (call.release)(call.head) };
+    Err(failure(status, message))
 }
 
 /// Converts a finished call's result struct.
+///
+/// # Safety
+/// `head` starts the box `submit` made for `V`, whose call succeeded and is final.
 unsafe fn finish<R: Receiver, V: Verb<R>>(head: NonNull<Head>) -> Result<V::Output> {
     let boxed = head.as_ptr().cast::<Boxed<V::Held, V::Raw>>();
-    // SAFETY: the call succeeded, so the library published the result struct.
+    // SAFETY: the result struct was zeroed, a valid `V::Raw` (`Verb`'s contract), and the call succeeded, so the
+    // library published its views into it and writes it no more.
     unsafe { V::finish((*boxed).raw.assume_init_ref()) }
 }
 
 /// Drops what a final call held and frees its box.
+///
+/// # Safety
+/// `head` starts a box `submit` made for `H` and `R`, with `held` written, whose call is final or was refused;
+/// nothing uses the box afterwards.
 unsafe fn release<H, R>(head: NonNull<Head>) {
     let boxed = head.as_ptr().cast::<Boxed<H, R>>();
-    // SAFETY: the call is final, so the library no longer reads the box, which `submit` initialised.
+    // SAFETY: the call is final (or refused), so the library no longer reads the box, whose head and `held`
+    // `submit` initialised; the result struct owns nothing, and the layout is the one it was allocated with.
     unsafe {
         let layout = (*boxed).head.layout;
         ptr::drop_in_place((*boxed).held.as_mut_ptr());
@@ -306,7 +229,8 @@ unsafe impl<T: Send> Send for Deferred<'_, T> {}
 
 impl<T> Deferred<'_, T> {
     fn outcome(&self) -> sys::uform_outcome_t {
-        // SAFETY: the head lives until release; the library wrote `outcome` before the verb returned.
+        // SAFETY: the head is initialised and lives until `release`; the library wrote `outcome`, if at all,
+        // before the verb returned, and never writes it again.
         unsafe { (*self.head.as_ptr()).outcome }
     }
 
@@ -320,7 +244,7 @@ impl<T> Deferred<'_, T> {
         if outcome.is_null() {
             return Ok(());
         }
-        // SAFETY: the outcome is live until this `Deferred` releases it.
+        // SAFETY: the outcome is live until this `Deferred` releases it; the message out-pointer may be `NULL`.
         let status = unsafe { sys::uform_outcome_status(outcome, ptr::null_mut()) };
         if status == sys::uform_status_t::uform_status_ok_k {
             Ok(())
@@ -341,18 +265,20 @@ impl<T> Deferred<'_, T> {
         let status = if outcome.is_null() {
             sys::uform_status_t::uform_status_ok_k
         } else {
-            // SAFETY: the outcome is live until released below.
+            // SAFETY: the outcome is live until released below, and `message` is a local.
             unsafe { sys::uform_outcome_wait(outcome, &mut message) }
         };
-        // SAFETY: the call is final, so the slot is ours again.
+        // SAFETY: `uform_outcome_wait` returned, or the call finished before the verb did (no outcome), so the
+        // call is final and no trampoline touches the slot in the live box any more.
         let panicked =
             unsafe { HandlerSlot::take_panic(ptr::addr_of_mut!((*call.head.as_ptr()).slot)) };
         let answer = match panicked {
-            // SAFETY: the call succeeded.
+            // SAFETY: the box is `finish`'s, and the call is final and succeeded, which `check` just saw.
             None => check(status, message).and_then(|()| unsafe { (call.finish)(call.head) }),
             Some(_) => Err(crate::error::unknown("a progress handler panicked")),
         };
-        // SAFETY: the call is final; nothing reads the outcome or the box after this.
+        // SAFETY: the call is final; the outcome is released once, here, and the box freed once, since `call` is
+        // never dropped; nothing reads either afterwards.
         unsafe {
             if !outcome.is_null() {
                 sys::uform_outcome_release(outcome);
@@ -372,7 +298,8 @@ impl<T> Drop for Deferred<'_, T> {
     #[doc(alias = "uform_outcome_release")]
     fn drop(&mut self) {
         let outcome = self.outcome();
-        // SAFETY: releasing waits until the call is final; then the slot and the box are ours.
+        // SAFETY: `uform_outcome_release` waits until the call is final (types.h), after which the slot and the
+        // box are this `Deferred`'s alone; `release` frees the box once, in this drop.
         let panicked = unsafe {
             if !outcome.is_null() {
                 sys::uform_outcome_release(outcome);

@@ -39,7 +39,8 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// Turns a C status and message into a `Result`: zero is success.
+/// Turns a C status and message into a `Result`: zero is success. `message` is `NULL`, what the library wrote
+/// through a `message` out-pointer, or a C string literal of the binding's: static strings all.
 pub(crate) fn check(status: sys::uform_status_t, message: *const c_char) -> Result<()> {
     if status == sys::uform_status_t::uform_status_ok_k {
         return Ok(());
@@ -47,7 +48,7 @@ pub(crate) fn check(status: sys::uform_status_t, message: *const c_char) -> Resu
     Err(failure(status, message))
 }
 
-/// The `Error` for a nonzero C status and its message.
+/// The `Error` for a nonzero C status and its message, which is static as [`check`]'s is.
 pub(crate) fn failure(status: sys::uform_status_t, message: *const c_char) -> Error {
     let Some(known) = Status::from_raw(status) else {
         return Error::new(
@@ -60,7 +61,9 @@ pub(crate) fn failure(status: sys::uform_status_t, message: *const c_char) -> Er
     } else {
         known
     };
-    let message = crate::raw::static_str(message).unwrap_or_else(|| status.name());
+    // SAFETY: every caller passes `NULL`, a message the library wrote through a `message` out-pointer (static,
+    // never freed nor overwritten: types.h) or a C string literal of the binding's.
+    let message = unsafe { crate::marshal::static_str(message) }.unwrap_or_else(|| status.name());
     Error { status, message }
 }
 

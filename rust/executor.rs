@@ -7,7 +7,7 @@ use core::marker::PhantomData;
 use core::ptr::{self, NonNull};
 
 use crate::error::{check, unknown};
-use crate::raw::{self, Handle};
+use crate::marshal::{self, Handle};
 use crate::{sys, CPUClass, GPUClass, Mood, Result};
 
 /// The host threads or device streams calls run on, the activation scratch, and the pinned buffers staging
@@ -65,7 +65,7 @@ impl Executor {
         // SAFETY: the slice and the out-pointers are valid for the call.
         let status = unsafe {
             sys::uform_executor_init_ram(
-                raw::slice(numa_nodes),
+                marshal::slice(numa_nodes),
                 numa_nodes.len(),
                 self::cpu_class(cpu_class),
                 threads,
@@ -106,13 +106,13 @@ impl Executor {
         // SAFETY: the slices and the out-pointers are valid for the call; the caller vouches for the streams.
         let status = unsafe {
             sys::uform_executor_init_vram(
-                raw::slice(devices),
+                marshal::slice(devices),
                 devices.len(),
                 gpu_class.unwrap_or(GPUClass::Auto).to_raw(),
-                raw::slice(streams),
+                marshal::slice(streams),
                 streams.len(),
                 memory_pool.map_or(ptr::null_mut(), NonNull::as_ptr),
-                raw::slice(scratch_bytes),
+                marshal::slice(scratch_bytes),
                 scratch_bytes.len(),
                 pinned_bytes,
                 &mut executor,
@@ -144,7 +144,7 @@ impl Executor {
         // SAFETY: the slice and the out-pointers are valid for the call; the caller vouches for the pool.
         let status = unsafe {
             sys::uform_executor_init_pool(
-                raw::slice(numa_nodes),
+                marshal::slice(numa_nodes),
                 numa_nodes.len(),
                 self::cpu_class(cpu_class),
                 pool,

@@ -140,7 +140,7 @@ items!(
 items!(
     Paths,
     u8,
-    |item| crate::raw::path_bytes(AsRef::<Path>::as_ref(item)),
+    |item| crate::marshal::path_bytes(AsRef::<Path>::as_ref(item)),
     Path,
     PathBuf,
     OsStr,
@@ -339,9 +339,9 @@ pub(crate) fn check_tape(
 /// The tape a checked `(data, offsets)` pair lends, `NULL` offsets for an empty one.
 pub(crate) fn lend<E>(data: &[E], offsets: &[usize]) -> RawTape<E> {
     RawTape {
-        data: crate::raw::slice(data),
+        data: crate::marshal::slice(data),
         length: data.len(),
-        offsets: crate::raw::slice(offsets),
+        offsets: crate::marshal::slice(offsets),
         count: offsets.len().saturating_sub(1),
     }
 }
@@ -358,7 +358,7 @@ pub(crate) fn per_item(values: usize, items: usize, names: &'static TapeNames) -
 /// The scratch-free tape of a per-item array.
 fn values<E>(values: &[E]) -> RawTape<E> {
     RawTape {
-        data: crate::raw::slice(values),
+        data: crate::marshal::slice(values),
         length: values.len(),
         offsets: core::ptr::null(),
         count: values.len(),
@@ -497,14 +497,14 @@ owned_values!([E; N], const N; Vec<E>; Box<[E]>);
 impl<P: AsRef<Path>> Batch<P, OnePath> for Lend {
     type Kept = P;
     fn measure(input: &P, _: &'static TapeNames) -> Result<Measure> {
-        crate::raw::path_bytes(input.as_ref())?;
+        crate::marshal::path_bytes(input.as_ref())?;
         Ok(Measure { words: 0, count: 1 })
     }
     fn keep(input: P, _: &mut &mut [usize]) -> Self::Kept {
         input
     }
     fn tape(kept: &Self::Kept) -> RawTape<u8> {
-        values(crate::raw::path_bytes(kept.as_ref()).unwrap_or(&[]))
+        values(crate::marshal::path_bytes(kept.as_ref()).unwrap_or(&[]))
     }
 }
 
@@ -513,11 +513,11 @@ macro_rules! owned_paths {
         impl Accepts<Owned, OnePath> for $ty {
             type Kept = RawTape<u8>;
             fn measure(&self, _: &'static TapeNames) -> Result<Measure> {
-                let bytes = crate::raw::path_bytes(AsRef::<Path>::as_ref(self))?;
+                let bytes = crate::marshal::path_bytes(AsRef::<Path>::as_ref(self))?;
                 Ok(Measure { words: words_of::<u8>(bytes.len())?, count: 1 })
             }
             fn keep(self, tail: &mut &mut [usize]) -> Self::Kept {
-                gather_values(crate::raw::path_bytes(AsRef::<Path>::as_ref(&self)).unwrap_or(&[]), tail)
+                gather_values(crate::marshal::path_bytes(AsRef::<Path>::as_ref(&self)).unwrap_or(&[]), tail)
             }
             fn tape(kept: &Self::Kept) -> RawTape<u8> { *kept }
         }

@@ -31,51 +31,57 @@
 //! ```
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod sys;
 
 mod arena;
+mod blocking;
 mod call;
 mod deferred;
 mod error;
 mod executor;
-mod handler;
-mod handles;
 pub mod inputs;
-mod raw;
+mod marshal;
+mod model;
+mod progress;
 mod rows;
 #[cfg(test)]
 mod tests;
+mod training;
 
-#[path = "generated/encode.rs"]
-mod encode;
-#[path = "generated/model.rs"]
-mod model;
-#[path = "generated/train.rs"]
-mod train;
-#[path = "generated/types.rs"]
-mod types;
+/// The safe layer `tools/uform-gen` writes from the headers' annotations, one module per header.
+mod generated {
+    pub mod encode;
+    pub mod model;
+    pub mod train;
+    pub mod types;
+}
 
 pub use crate::arena::Arena;
-pub use crate::deferred::{Deferred, DeferredFuture, DeferredOn, On, Receiver};
-pub use crate::encode::*;
+pub use crate::blocking::On;
+pub use crate::call::Receiver;
+pub use crate::deferred::{Deferred, DeferredFuture, DeferredOn};
 pub use crate::error::{Error, Result};
 pub use crate::executor::Executor;
-pub use crate::handler::Progress;
-pub use crate::handles::{Mesh, Model, Trainer};
+pub use crate::generated::encode::*;
+pub use crate::generated::model::*;
+pub use crate::generated::train::*;
+pub use crate::generated::types::*;
 pub use crate::inputs::Accepts;
-pub use crate::model::*;
+pub use crate::model::Model;
+pub use crate::progress::Progress;
 pub use crate::rows::{Encoded, Rows, RowsTape, Tape, Value};
-pub use crate::train::*;
-pub use crate::types::*;
+pub use crate::training::{Mesh, Trainer};
 
 /// The library's version as `"MAJOR.MINOR.PATCH"`, which may differ from the headers' macros.
 ///
 /// Calls `uform_version`.
 #[doc(alias = "uform_version")]
 pub fn version() -> &'static str {
-    // SAFETY: the library answers a static, NUL-terminated string.
-    raw::static_str(unsafe { sys::uform_version() }).unwrap_or("")
+    // SAFETY: `uform_version` takes nothing and answers a NUL-terminated string literal of the library, valid for
+    // the life of the process.
+    unsafe { marshal::static_str(sys::uform_version()) }.unwrap_or("")
 }
 
 /// The residencies this build carries, such as `"ram"`, `"ram,cuda"` or `"stub"`.
@@ -83,8 +89,9 @@ pub fn version() -> &'static str {
 /// Calls `uform_build_flavor`.
 #[doc(alias = "uform_build_flavor")]
 pub fn build_flavor() -> &'static str {
-    // SAFETY: the library answers a static, NUL-terminated string.
-    raw::static_str(unsafe { sys::uform_build_flavor() }).unwrap_or("")
+    // SAFETY: `uform_build_flavor` takes nothing and answers a NUL-terminated string literal of the library, valid
+    // for the life of the process.
+    unsafe { marshal::static_str(sys::uform_build_flavor()) }.unwrap_or("")
 }
 
 /// The version of the C ABI the bindings were generated from, as the headers' `UFORM_VERSION_*` macros say.

@@ -26,11 +26,18 @@ fn gather<M, K: inputs::Kind, I: Accepts<M, K>>(input: I) -> (Measure, Vec<usize
     (measure, scratch, kept)
 }
 
+/// Copies a tape's elements and offsets out.
+///
+/// # Safety
+/// `tape.data` points to `tape.length` elements and `tape.offsets` is `NULL` or points to `tape.count + 1`
+/// offsets, all alive for the call: the scratch or the input the tape was gathered from or lent by.
 unsafe fn read<E: Copy>(tape: RawTape<E>) -> (Vec<E>, Vec<usize>) {
+    // SAFETY: the caller promises `length` elements at `data`.
     let data = unsafe { core::slice::from_raw_parts(tape.data, tape.length) }.to_vec();
     let offsets = if tape.offsets.is_null() {
         Vec::new()
     } else {
+        // SAFETY: the offsets are not `NULL`, so the caller promises `count + 1` of them.
         unsafe { core::slice::from_raw_parts(tape.offsets, tape.count + 1) }.to_vec()
     };
     (data, offsets)
@@ -42,17 +49,20 @@ fn items_gather_into_one_tape() {
     let (measure, _scratch, kept) = gather::<Lent, Bytes, _>(&texts);
     assert_eq!(measure.count, 3);
     let tape = <&[&str; 3] as Accepts<Lent, Bytes>>::tape(&kept);
+    // SAFETY: the tape points into the scratch or the input `gather` kept, both still alive.
     let (data, offsets) = unsafe { read(tape) };
     assert_eq!(data, b"a cata dog in the fog");
     assert_eq!(offsets, [0, 5, 5, 21]);
 
     let owned = vec![String::from("xy"), String::from("z")];
     let (_, _scratch, kept) = gather::<Owned, Bytes, _>(owned);
+    // SAFETY: the tape points into the scratch or the input `gather` kept, both still alive.
     let (data, offsets) = unsafe { read(<Vec<String> as Accepts<Owned, Bytes>>::tape(&kept)) };
     assert_eq!((data, offsets), (b"xyz".to_vec(), vec![0, 2, 3]));
 
     let samples = vec![vec![1.0f32, 2.0], vec![3.0]];
     let (_, _scratch, kept) = gather::<Lent, Samples, _>(&samples);
+    // SAFETY: the tape points into the scratch or the input `gather` kept, both still alive.
     let (data, offsets) = unsafe { read(<&Vec<Vec<f32>> as Accepts<Lent, Samples>>::tape(&kept)) };
     assert_eq!((data, offsets), (vec![1.0, 2.0, 3.0], vec![0, 2, 3]));
 }
@@ -102,6 +112,7 @@ fn per_item_values_are_lent_or_copied() {
 
     let (measure, _scratch, kept) = gather::<Owned, Each<usize>, _>(vec![4usize, 5, 6]);
     assert_eq!((measure.count, measure.words), (3, 3));
+    // SAFETY: the tape points into the scratch or the input `gather` kept, both still alive.
     let (data, _) = unsafe { read(<Vec<usize> as Accepts<Owned, Each<usize>>>::tape(&kept)) };
     assert_eq!(data, [4, 5, 6]);
 
@@ -115,9 +126,11 @@ fn per_item_values_are_lent_or_copied() {
 #[test]
 fn single_paths() {
     let (_, _, kept) = gather::<Lent, OnePath, _>("checkpoint.safetensors");
+    // SAFETY: the tape points into the scratch or the input `gather` kept, both still alive.
     let (data, _) = unsafe { read(<&str as Accepts<Lent, OnePath>>::tape(&kept)) };
     assert_eq!(data, b"checkpoint.safetensors");
     let (_, _scratch, kept) = gather::<Owned, OnePath, _>(std::path::PathBuf::from("a/b"));
+    // SAFETY: the tape points into the scratch or the input `gather` kept, both still alive.
     let (data, _) = unsafe { read(<std::path::PathBuf as Accepts<Owned, OnePath>>::tape(&kept)) };
     assert_eq!(data, b"a/b");
 }
@@ -186,26 +199,31 @@ fn handlers_stop_on_break_and_catch_panics() {
     };
     let mut slot = HandlerSlot::new();
     let slot: *mut HandlerSlot = &mut slot;
-    let (progress, context) = crate::handler::arm(slot, Some(&mut handler));
+    let (progress, context) = crate::progress::arm(slot, Some(&mut handler));
     let progress = progress.expect("a trampoline for a handler");
+    // SAFETY: `context` is the slot `arm` armed, live on this stack, and the handler it stores is alive.
     assert!(!unsafe { progress(context, 1, 2) }, "Continue continues");
+    // SAFETY: `context` is the slot `arm` armed, live on this stack, and the handler it stores is alive.
     assert!(unsafe { progress(context, 2, 2) }, "Break stops");
+    // SAFETY: the slot lives on this stack and no trampoline runs on it any more.
     assert!(unsafe { HandlerSlot::take_panic(slot) }.is_none());
     assert_eq!(calls, [(1, 2), (2, 2)]);
 
     let mut panicking = |_: usize, _: usize| -> ControlFlow<()> { panic!("from a handler") };
     let mut slot = HandlerSlot::new();
     let slot: *mut HandlerSlot = &mut slot;
-    let (progress, context) = crate::handler::arm(slot, Some(&mut panicking));
+    let (progress, context) = crate::progress::arm(slot, Some(&mut panicking));
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(|_| {}));
+    // SAFETY: `context` is the slot `arm` armed, live on this stack, and the handler it stores is alive.
     let stopped = unsafe { progress.unwrap()(context, 0, 1) };
     std::panic::set_hook(hook);
     assert!(stopped, "a panic stops the call");
+    // SAFETY: the slot lives on this stack and no trampoline runs on it any more.
     let payload = unsafe { HandlerSlot::take_panic(slot) }.expect("the panic is stashed");
     assert_eq!(payload.downcast_ref::<&str>(), Some(&"from a handler"));
 
-    let (progress, context) = crate::handler::arm(slot, None);
+    let (progress, context) = crate::progress::arm(slot, None);
     assert!(
         progress.is_none() && context.is_null(),
         "no handler, no trampoline"

@@ -76,10 +76,10 @@ impl<'a> TextEncodeConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_text_encode_args_t> {
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_text_encode_args_t {
             scalar: self.scalar.to_raw(),
-            stats: crate::raw::out(self.stats),
+            stats: crate::marshal::out(self.stats),
             progress,
             progress_context,
             max_bytes: self.max_bytes,
@@ -185,12 +185,12 @@ impl<'a> ImageEncodeConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_image_encode_args_t> {
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_image_encode_args_t {
             scalar: self.scalar.to_raw(),
             max_patches: self.max_patches,
             max_pixels: self.max_pixels,
-            stats: crate::raw::out(self.stats),
+            stats: crate::marshal::out(self.stats),
             progress,
             progress_context,
         })
@@ -293,12 +293,12 @@ impl<'a> VideoEncodeConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_video_encode_args_t> {
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_video_encode_args_t {
             scalar: self.scalar.to_raw(),
             max_frames: self.max_frames,
             max_patches_per_frame: self.max_patches_per_frame,
-            stats: crate::raw::out(self.stats),
+            stats: crate::marshal::out(self.stats),
             progress,
             progress_context,
         })
@@ -405,11 +405,11 @@ impl<'a> AudioEncodeConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_audio_encode_args_t> {
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_audio_encode_args_t {
             scalar: self.scalar.to_raw(),
             max_patches: self.max_patches,
-            stats: crate::raw::out(self.stats),
+            stats: crate::marshal::out(self.stats),
             progress,
             progress_context,
         })
@@ -505,11 +505,11 @@ impl<'a> TextChooseConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_text_choose_args_t> {
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_text_choose_args_t {
-            temperature_groups: crate::raw::slice(self.temperature_groups).cast(),
+            temperature_groups: crate::marshal::slice(self.temperature_groups).cast(),
             temperature_groups_count: self.temperature_groups.len(),
-            stats: crate::raw::out(self.stats),
+            stats: crate::marshal::out(self.stats),
             progress,
             progress_context,
             max_bytes: self.max_bytes,
@@ -705,6 +705,9 @@ struct TextEncodeCall<'a, 'c, Texts> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_encoded_t`, a `#[repr(C)]` struct of pointers and integers valid as zero
+// bytes; `call` hands `uform_text_encode` only pointers into `held` and its scratch besides the receiver's
+// own, and `finish` reads only the views `uform_text_encode` published into `raw` on success.
 unsafe impl<'a, 'c, R, Texts> crate::call::Verb<R> for TextEncodeCall<'a, 'c, Texts>
 where
     R: crate::Receiver,
@@ -743,7 +746,7 @@ where
             <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::keep(self.texts, tail),
             self.outputs.to_raw(),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -755,8 +758,16 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_text_encode`, initialised, in place and unchanged until the call is final.
         let (texts, outputs, config, arena) = unsafe { &*held };
         let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(texts);
+        // SAFETY: `uform_text_encode` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_text_encode(
                 target.cast(),
@@ -788,6 +799,9 @@ struct ImageEncodeCall<'a, 'c, Files> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_encoded_t`, a `#[repr(C)]` struct of pointers and integers valid as zero
+// bytes; `call` hands `uform_image_encode` only pointers into `held` and its scratch besides the receiver's
+// own, and `finish` reads only the views `uform_image_encode` published into `raw` on success.
 unsafe impl<'a, 'c, R, Files> crate::call::Verb<R> for ImageEncodeCall<'a, 'c, Files>
 where
     R: crate::Receiver,
@@ -826,7 +840,7 @@ where
             <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::keep(self.files, tail),
             self.outputs.to_raw(),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -838,8 +852,16 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_image_encode`, initialised, in place and unchanged until the call is final.
         let (files, outputs, config, arena) = unsafe { &*held };
         let files = <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::tape(files);
+        // SAFETY: `uform_image_encode` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_image_encode(
                 target.cast(),
@@ -873,6 +895,10 @@ struct ImageEncodePixelsCall<'a, 'c, Pixels, Heights, Widths> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_encoded_t`, a `#[repr(C)]` struct of pointers and integers valid as zero
+// bytes; `call` hands `uform_image_encode_pixels` only pointers into `held` and its scratch besides the
+// receiver's own, and `finish` reads only the views `uform_image_encode_pixels` published into `raw` on
+// success.
 unsafe impl<'a, 'c, R, Pixels, Heights, Widths> crate::call::Verb<R>
     for ImageEncodePixelsCall<'a, 'c, Pixels, Heights, Widths>
 where
@@ -958,7 +984,7 @@ where
             ),
             self.outputs.to_raw(),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -970,11 +996,19 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_image_encode_pixels`, initialised, in place and unchanged until the call is final.
         let (pixels, heights, widths, outputs, config, arena) = unsafe { &*held };
         let pixels = <Pixels as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(pixels);
         let heights =
             <Heights as crate::Accepts<R::Mode, crate::inputs::Each<usize>>>::tape(heights);
         let widths = <Widths as crate::Accepts<R::Mode, crate::inputs::Each<usize>>>::tape(widths);
+        // SAFETY: `uform_image_encode_pixels` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_image_encode_pixels(
                 target.cast(),
@@ -1008,6 +1042,9 @@ struct VideoEncodeCall<'a, 'c, Files> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_encoded_t`, a `#[repr(C)]` struct of pointers and integers valid as zero
+// bytes; `call` hands `uform_video_encode` only pointers into `held` and its scratch besides the receiver's
+// own, and `finish` reads only the views `uform_video_encode` published into `raw` on success.
 unsafe impl<'a, 'c, R, Files> crate::call::Verb<R> for VideoEncodeCall<'a, 'c, Files>
 where
     R: crate::Receiver,
@@ -1046,7 +1083,7 @@ where
             <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::keep(self.files, tail),
             self.outputs.to_raw(),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -1058,8 +1095,16 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_video_encode`, initialised, in place and unchanged until the call is final.
         let (files, outputs, config, arena) = unsafe { &*held };
         let files = <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::tape(files);
+        // SAFETY: `uform_video_encode` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_video_encode(
                 target.cast(),
@@ -1091,6 +1136,9 @@ struct AudioEncodeCall<'a, 'c, Files> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_encoded_t`, a `#[repr(C)]` struct of pointers and integers valid as zero
+// bytes; `call` hands `uform_audio_encode` only pointers into `held` and its scratch besides the receiver's
+// own, and `finish` reads only the views `uform_audio_encode` published into `raw` on success.
 unsafe impl<'a, 'c, R, Files> crate::call::Verb<R> for AudioEncodeCall<'a, 'c, Files>
 where
     R: crate::Receiver,
@@ -1129,7 +1177,7 @@ where
             <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::keep(self.files, tail),
             self.outputs.to_raw(),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -1141,8 +1189,16 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_audio_encode`, initialised, in place and unchanged until the call is final.
         let (files, outputs, config, arena) = unsafe { &*held };
         let files = <Files as crate::Accepts<R::Mode, crate::inputs::Paths>>::tape(files);
+        // SAFETY: `uform_audio_encode` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_audio_encode(
                 target.cast(),
@@ -1175,6 +1231,10 @@ struct AudioEncodeSamplesCall<'a, 'c, SamplesIn> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_encoded_t`, a `#[repr(C)]` struct of pointers and integers valid as zero
+// bytes; `call` hands `uform_audio_encode_samples` only pointers into `held` and its scratch besides the
+// receiver's own, and `finish` reads only the views `uform_audio_encode_samples` published into `raw` on
+// success.
 unsafe impl<'a, 'c, R, SamplesIn> crate::call::Verb<R> for AudioEncodeSamplesCall<'a, 'c, SamplesIn>
 where
     R: crate::Receiver,
@@ -1218,7 +1278,7 @@ where
             self.sample_rate,
             self.outputs.to_raw(),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -1230,8 +1290,16 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_audio_encode_samples`, initialised, in place and unchanged until the call is final.
         let (samples, sample_rate, outputs, config, arena) = unsafe { &*held };
         let samples = <SamplesIn as crate::Accepts<R::Mode, crate::inputs::Samples>>::tape(samples);
+        // SAFETY: `uform_audio_encode_samples` reads what `held` holds (any tapes, which point into it and
+        // its scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_audio_encode_samples(
                 target.cast(),
@@ -1303,6 +1371,9 @@ struct TextChooseCall<'a, 'c, Texts, Choices> {
     arena: &'a mut crate::Arena,
 }
 
+// SAFETY: `Raw` is `sys::uform_tape_t`, a `#[repr(C)]` struct of pointers and integers valid as zero bytes;
+// `call` hands `uform_text_choose` only pointers into `held` and its scratch besides the receiver's own, and
+// `finish` reads only the views `uform_text_choose` published into `raw` on success.
 unsafe impl<'a, 'c, R, Texts, Choices> crate::call::Verb<R>
     for TextChooseCall<'a, 'c, Texts, Choices>
 where
@@ -1351,7 +1422,7 @@ where
             <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::keep(self.texts, tail),
             <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::keep(self.choices, tail),
             config,
-            crate::raw::Handle::raw(&*self.arena),
+            crate::marshal::Handle::raw(&*self.arena),
         ))
     }
 
@@ -1363,9 +1434,17 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_text_choose`, initialised, in place and unchanged until the call is final.
         let (texts, choices, config, arena) = unsafe { &*held };
         let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(texts);
         let choices = <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(choices);
+        // SAFETY: `uform_text_choose` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_text_choose(
                 target.cast(),

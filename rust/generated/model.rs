@@ -63,15 +63,15 @@ impl<'a> ModelLoadRamConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_model_load_ram_args_t> {
-        let path = crate::raw::path(self.path)?;
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let path = crate::marshal::path(self.path)?;
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_model_load_ram_args_t {
             path: path.0,
             path_length: path.1,
-            buffer: crate::raw::slice(self.buffer).cast(),
+            buffer: crate::marshal::slice(self.buffer).cast(),
             buffer_length: self.buffer.len(),
-            executor: crate::raw::handle(self.executor),
-            numa_nodes: crate::raw::slice(self.numa_nodes).cast(),
+            executor: crate::marshal::handle(self.executor),
+            numa_nodes: crate::marshal::slice(self.numa_nodes).cast(),
             numa_nodes_count: self.numa_nodes.len(),
             cpu_class: self.cpu_class.to_raw(),
             quantization: self.quantization.to_raw(),
@@ -218,15 +218,15 @@ impl<'a> ModelLoadVramConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_model_load_vram_args_t> {
-        let path = crate::raw::path(self.path)?;
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let path = crate::marshal::path(self.path)?;
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_model_load_vram_args_t {
             path: path.0,
             path_length: path.1,
-            buffer: crate::raw::slice(self.buffer).cast(),
+            buffer: crate::marshal::slice(self.buffer).cast(),
             buffer_length: self.buffer.len(),
-            executor: crate::raw::handle(self.executor),
-            devices: crate::raw::slice(self.devices).cast(),
+            executor: crate::marshal::handle(self.executor),
+            devices: crate::marshal::slice(self.devices).cast(),
             devices_count: self.devices.len(),
             gpu_class: self.gpu_class.to_raw(),
             quantization: self.quantization.to_raw(),
@@ -450,7 +450,12 @@ impl crate::Model {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_model_load_ram` runs to its end before returning, reading the argument struct and
+        // what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile, all of
+        // which outlive this statement, and writes only through `handle` and `message`, locals (types.h).
         let status = unsafe { sys::uform_model_load_ram(&args, &mut handle, &mut message) };
+        // SAFETY: `uform_model_load_ram` returned, so the call is final and no trampoline runs on the slot,
+        // which lives on this stack, any more.
         unsafe { crate::call::HandlerSlot::resurface(slot) };
         crate::error::check(status, message)?;
         Self::from_raw(handle)
@@ -476,7 +481,12 @@ impl crate::Model {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_model_load_ram_buffer` runs to its end before returning, reading the argument struct
+        // and what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile, all of
+        // which outlive this statement, and writes only through `handle` and `message`, locals (types.h).
         let status = unsafe { sys::uform_model_load_ram_buffer(&args, &mut handle, &mut message) };
+        // SAFETY: `uform_model_load_ram_buffer` returned, so the call is final and no trampoline runs on the
+        // slot, which lives on this stack, any more.
         unsafe { crate::call::HandlerSlot::resurface(slot) };
         crate::error::check(status, message)?;
         Self::from_raw(handle)
@@ -497,7 +507,12 @@ impl crate::Model {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_model_load_vram` runs to its end before returning, reading the argument struct and
+        // what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile, all of
+        // which outlive this statement, and writes only through `handle` and `message`, locals (types.h).
         let status = unsafe { sys::uform_model_load_vram(&args, &mut handle, &mut message) };
+        // SAFETY: `uform_model_load_vram` returned, so the call is final and no trampoline runs on the slot,
+        // which lives on this stack, any more.
         unsafe { crate::call::HandlerSlot::resurface(slot) };
         crate::error::check(status, message)?;
         Self::from_raw(handle)
@@ -520,7 +535,13 @@ impl crate::Model {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_model_load_vram_buffer` runs to its end before returning, reading the argument
+        // struct and what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile,
+        // all of which outlive this statement, and writes only through `handle` and `message`, locals
+        // (types.h).
         let status = unsafe { sys::uform_model_load_vram_buffer(&args, &mut handle, &mut message) };
+        // SAFETY: `uform_model_load_vram_buffer` returned, so the call is final and no trampoline runs on the
+        // slot, which lives on this stack, any more.
         unsafe { crate::call::HandlerSlot::resurface(slot) };
         crate::error::check(status, message)?;
         Self::from_raw(handle)
@@ -535,14 +556,18 @@ impl crate::Model {
     pub fn describe(&self) -> crate::Result<crate::ModelDescription> {
         let mut out = core::mem::MaybeUninit::<sys::uform_model_description_t>::zeroed();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_model_describe` reads the handle `self` owns, live for this borrow, and writes only
+        // through `out` and `message`, locals that outlive the call; a message it writes is static (types.h).
         let status = unsafe {
             sys::uform_model_describe(
-                crate::raw::Handle::raw(self),
+                crate::marshal::Handle::raw(self),
                 out.as_mut_ptr(),
                 &mut message,
             )
         };
         crate::error::check(status, message)?;
+        // SAFETY: `out` started as zero bytes, a valid `sys::uform_model_description_t`, and
+        // `uform_model_describe` answered `ok`, so `out` holds the value it wrote.
         let out = unsafe { out.assume_init() };
         crate::ModelDescription::from_raw(&out)
     }

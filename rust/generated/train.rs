@@ -47,7 +47,10 @@ impl Objective {
     /// Calls `uform_objective_name`.
     #[doc(alias = "uform_objective_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_objective_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_objective_name` takes the enumerator by value and answers a static, NUL-terminated
+        // name the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_objective_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -83,8 +86,11 @@ impl core::str::FromStr for Objective {
     #[doc(alias = "uform_objective_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_objective_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_objective_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_objective_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_objective_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -125,7 +131,10 @@ impl Negatives {
     /// Calls `uform_negatives_name`.
     #[doc(alias = "uform_negatives_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_negatives_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_negatives_name` takes the enumerator by value and answers a static, NUL-terminated
+        // name the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_negatives_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -160,8 +169,11 @@ impl core::str::FromStr for Negatives {
     #[doc(alias = "uform_negatives_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_negatives_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_negatives_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_negatives_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_negatives_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -197,8 +209,12 @@ impl PairLossForm {
     /// Calls `uform_pair_loss_form_name`.
     #[doc(alias = "uform_pair_loss_form_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_pair_loss_form_name(self.to_raw()) })
-            .unwrap_or("")
+        // SAFETY: `uform_pair_loss_form_name` takes the enumerator by value and answers a static,
+        // NUL-terminated name the library never frees, or `NULL` for a value it does not know: what
+        // `static_str` requires.
+        let name =
+            unsafe { crate::marshal::static_str(sys::uform_pair_loss_form_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -231,8 +247,11 @@ impl core::str::FromStr for PairLossForm {
     #[doc(alias = "uform_pair_loss_form_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_pair_loss_form_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_pair_loss_form_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_pair_loss_form_parse` reads `name`, a NUL-terminated copy `marshal::parse`
+            // keeps alive until this closure returns, and writes at most the enumerator, through `&mut
+            // raw`, a local.
+            unsafe { sys::uform_pair_loss_form_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -272,8 +291,13 @@ impl LateInteractionSide {
     /// Calls `uform_late_interaction_side_name`.
     #[doc(alias = "uform_late_interaction_side_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_late_interaction_side_name(self.to_raw()) })
-            .unwrap_or("")
+        // SAFETY: `uform_late_interaction_side_name` takes the enumerator by value and answers a static,
+        // NUL-terminated name the library never frees, or `NULL` for a value it does not know: what
+        // `static_str` requires.
+        let name = unsafe {
+            crate::marshal::static_str(sys::uform_late_interaction_side_name(self.to_raw()))
+        };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -307,8 +331,11 @@ impl core::str::FromStr for LateInteractionSide {
     #[doc(alias = "uform_late_interaction_side_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_late_interaction_side_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_late_interaction_side_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_late_interaction_side_parse` reads `name`, a NUL-terminated copy
+            // `marshal::parse` keeps alive until this closure returns, and writes at most the enumerator,
+            // through `&mut raw`, a local.
+            unsafe { sys::uform_late_interaction_side_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -350,8 +377,12 @@ impl MultimemTier {
     /// Calls `uform_multimem_tier_name`.
     #[doc(alias = "uform_multimem_tier_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_multimem_tier_name(self.to_raw()) })
-            .unwrap_or("")
+        // SAFETY: `uform_multimem_tier_name` takes the enumerator by value and answers a static,
+        // NUL-terminated name the library never frees, or `NULL` for a value it does not know: what
+        // `static_str` requires.
+        let name =
+            unsafe { crate::marshal::static_str(sys::uform_multimem_tier_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -416,9 +447,9 @@ impl Default for MeshOptions<'_> {
 impl<'a> MeshOptions<'a> {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_mesh_options_t> {
-        let directory = crate::raw::path(self.directory)?;
-        let job = crate::raw::str(self.job);
-        let hostname = crate::raw::str(self.hostname);
+        let directory = crate::marshal::path(self.directory)?;
+        let job = crate::marshal::str(self.job);
+        let hostname = crate::marshal::str(self.hostname);
         Ok(sys::uform_mesh_options_t {
             host_domain_index: self.host_domain_index,
             host_domain_count: self.host_domain_count,
@@ -971,9 +1002,9 @@ impl<'a> TrainerInitVramConfig<'a> {
         self,
         _slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_trainer_init_vram_args_t> {
-        let checkpoint = crate::raw::path(self.checkpoint)?;
+        let checkpoint = crate::marshal::path(self.checkpoint)?;
         Ok(sys::uform_trainer_init_vram_args_t {
-            mesh: crate::raw::handle(self.mesh),
+            mesh: crate::marshal::handle(self.mesh),
             checkpoint: checkpoint.0,
             checkpoint_length: checkpoint.1,
             depth: self.depth,
@@ -1131,9 +1162,9 @@ impl<'a> TrainerInitRamConfig<'a> {
         self,
         _slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_trainer_init_ram_args_t> {
-        let checkpoint = crate::raw::path(self.checkpoint)?;
+        let checkpoint = crate::marshal::path(self.checkpoint)?;
         Ok(sys::uform_trainer_init_ram_args_t {
-            mesh: crate::raw::handle(self.mesh),
+            mesh: crate::marshal::handle(self.mesh),
             checkpoint: checkpoint.0,
             checkpoint_length: checkpoint.1,
             depth: self.depth,
@@ -1222,11 +1253,11 @@ impl<'a> Edges<'a> {
     /// The C struct.
     pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_edges_t> {
         Ok(sys::uform_edges_t {
-            offsets: crate::raw::slice(self.offsets).cast(),
+            offsets: crate::marshal::slice(self.offsets).cast(),
             offsets_count: self.offsets.len(),
-            ids: crate::raw::slice(self.ids).cast(),
+            ids: crate::marshal::slice(self.ids).cast(),
             ids_count: self.ids.len(),
-            weights: crate::raw::slice(self.weights).cast(),
+            weights: crate::marshal::slice(self.weights).cast(),
             weights_count: self.weights.len(),
         })
     }
@@ -1412,12 +1443,12 @@ impl<'a> TrainerStepConfig<'a> {
     ) -> crate::Result<sys::uform_trainer_step_args_t> {
         let choices = crate::inputs::lend(self.choices.0, self.choices.1);
         let choice_targets = crate::inputs::lend(self.choice_targets.0, self.choice_targets.1);
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_trainer_step_args_t {
-            bags: crate::raw::slice(self.bags).cast(),
+            bags: crate::marshal::slice(self.bags).cast(),
             bags_count: self.bags.len(),
             relations: self.relations.as_raw()?,
-            sides: crate::raw::slice(self.sides).cast(),
+            sides: crate::marshal::slice(self.sides).cast(),
             sides_count: self.sides.len(),
             choices: choices.data.cast(),
             choices_length: choices.length,
@@ -1427,8 +1458,8 @@ impl<'a> TrainerStepConfig<'a> {
             choice_targets_length: choice_targets.length,
             choice_targets_offsets: choice_targets.offsets,
             choice_targets_count: choice_targets.count,
-            stats: crate::raw::out(self.stats),
-            arena: crate::raw::handle_mut(self.arena),
+            stats: crate::marshal::out(self.stats),
+            arena: crate::marshal::handle_mut(self.arena),
             progress,
             progress_context,
         })
@@ -1546,11 +1577,11 @@ impl<'a> TrainerCalibrateConfig<'a> {
         self,
         slot: *mut crate::call::HandlerSlot,
     ) -> crate::Result<sys::uform_trainer_calibrate_args_t> {
-        let (progress, progress_context) = crate::handler::arm(slot, self.progress);
+        let (progress, progress_context) = crate::progress::arm(slot, self.progress);
         Ok(sys::uform_trainer_calibrate_args_t {
-            temperature_groups: crate::raw::slice(self.temperature_groups).cast(),
+            temperature_groups: crate::marshal::slice(self.temperature_groups).cast(),
             temperature_groups_count: self.temperature_groups.len(),
-            stats: crate::raw::out(self.stats),
+            stats: crate::marshal::out(self.stats),
             progress,
             progress_context,
         })
@@ -1579,9 +1610,12 @@ impl crate::Mesh {
         let options = options.as_raw()?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_mesh_bootstrap` runs to its end before returning, reading the argument struct and
+        // what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile, all of
+        // which outlive this statement, and writes only through `handle` and `message`, locals (types.h).
         let status = unsafe {
             sys::uform_mesh_bootstrap(
-                crate::raw::Handle::raw(executor),
+                crate::marshal::Handle::raw(executor),
                 &options,
                 &mut handle,
                 &mut message,
@@ -1600,14 +1634,18 @@ impl crate::Mesh {
     pub fn describe(&self) -> crate::Result<crate::MeshDescription> {
         let mut out = core::mem::MaybeUninit::<sys::uform_mesh_description_t>::zeroed();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_mesh_describe` reads the handle `self` owns, live for this borrow, and writes only
+        // through `out` and `message`, locals that outlive the call; a message it writes is static (types.h).
         let status = unsafe {
             sys::uform_mesh_describe(
-                crate::raw::Handle::raw(self),
+                crate::marshal::Handle::raw(self),
                 out.as_mut_ptr(),
                 &mut message,
             )
         };
         crate::error::check(status, message)?;
+        // SAFETY: `out` started as zero bytes, a valid `sys::uform_mesh_description_t`, and
+        // `uform_mesh_describe` answered `ok`, so `out` holds the value it wrote.
         let out = unsafe { out.assume_init() };
         crate::MeshDescription::from_raw(&out)
     }
@@ -1629,9 +1667,12 @@ impl<'a> crate::Trainer<'a> {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_trainer_init_vram` runs to its end before returning, reading the argument struct and
+        // what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile, all of
+        // which outlive this statement, and writes only through `handle` and `message`, locals (types.h).
         let status = unsafe {
             sys::uform_trainer_init_vram(
-                crate::raw::Handle::raw(executor),
+                crate::marshal::Handle::raw(executor),
                 &args,
                 &mut handle,
                 &mut message,
@@ -1656,9 +1697,12 @@ impl<'a> crate::Trainer<'a> {
         let args = args.into().into_raw(slot)?;
         let mut handle = core::ptr::null_mut();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_trainer_init_ram` runs to its end before returning, reading the argument struct and
+        // what it names (bytes, borrowed handles, the progress slot on this stack) only meanwhile, all of
+        // which outlive this statement, and writes only through `handle` and `message`, locals (types.h).
         let status = unsafe {
             sys::uform_trainer_init_ram(
-                crate::raw::Handle::raw(executor),
+                crate::marshal::Handle::raw(executor),
                 &args,
                 &mut handle,
                 &mut message,
@@ -1759,6 +1803,9 @@ struct StepCall<'c, Modalities, Contents> {
     config: crate::TrainerStepConfig<'c>,
 }
 
+// SAFETY: `Raw` is `sys::uform_rows_t`, a `#[repr(C)]` struct of pointers and integers valid as zero bytes;
+// `call` hands `uform_trainer_step` only pointers into `held` and its scratch besides the receiver's own, and
+// `finish` reads only the views `uform_trainer_step` published into `raw` on success.
 unsafe impl<'c, R, Modalities, Contents> crate::call::Verb<R> for StepCall<'c, Modalities, Contents>
 where
     R: crate::Receiver,
@@ -1830,12 +1877,20 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_trainer_step`, initialised, in place and unchanged until the call is final.
         let (modalities, contents, config) = unsafe { &*held };
         let modalities = <Modalities as crate::Accepts<
             R::Mode,
             crate::inputs::Each<crate::Modality>,
         >>::tape(modalities);
         let contents = <Contents as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(contents);
+        // SAFETY: `uform_trainer_step` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_trainer_step(
                 target.cast(),
@@ -1866,6 +1921,8 @@ struct CalibrateCall<'c, Texts, Choices, Targets> {
     config: crate::TrainerCalibrateConfig<'c>,
 }
 
+// SAFETY: `Raw` is `()`, since `uform_trainer_calibrate` answers no result struct; `call` hands it only
+// pointers into `held` and its scratch besides the receiver's own, and `finish` reads nothing.
 unsafe impl<'c, R, Texts, Choices, Targets> crate::call::Verb<R>
     for CalibrateCall<'c, Texts, Choices, Targets>
 where
@@ -1935,11 +1992,19 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_trainer_calibrate`, initialised, in place and unchanged until the call is final.
         let (texts, choices, targets, config) = unsafe { &*held };
         let texts = <Texts as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(texts);
         let choices = <Choices as crate::Accepts<R::Mode, crate::inputs::Bytes>>::tape(choices);
         let targets = <Targets as crate::Accepts<R::Mode, crate::inputs::Samples>>::tape(targets);
         let _ = raw;
+        // SAFETY: `uform_trainer_calibrate` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_trainer_calibrate(
                 target.cast(),
@@ -1976,6 +2041,8 @@ struct SaveCall<Path> {
     path: Path,
 }
 
+// SAFETY: `Raw` is `()`, since `uform_trainer_save` answers no result struct; `call` hands it only pointers
+// into `held` and its scratch besides the receiver's own, and `finish` reads nothing.
 unsafe impl<R, Path> crate::call::Verb<R> for SaveCall<Path>
 where
     R: crate::Receiver,
@@ -2016,9 +2083,17 @@ where
         outcome: *mut sys::uform_outcome_t,
         message: *mut *const core::ffi::c_char,
     ) -> sys::uform_status_t {
+        // SAFETY: by `Verb::call`'s contract, `held` points to the tuple `hold` answered for this call of
+        // `uform_trainer_save`, initialised, in place and unchanged until the call is final.
         let (path,) = unsafe { &*held };
         let path = <Path as crate::Accepts<R::Mode, crate::inputs::OnePath>>::tape(path);
         let _ = raw;
+        // SAFETY: `uform_trainer_save` reads what `held` holds (any tapes, which point into it and its
+        // scratch, argument struct and arena) and calls any handler through the slot `hold` armed;
+        // `Verb::call`'s contract keeps them in place until the call is final, which types.h asks of a
+        // blocking call (a `NULL` outcome) until it returns and of a deferred one until its outcome is final.
+        // The receiver borrows the target and the executor for as long, `raw` points to a zeroed result
+        // struct, and `outcome` and `message` to slots valid meanwhile.
         unsafe {
             sys::uform_trainer_save(
                 target.cast(),

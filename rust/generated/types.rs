@@ -82,7 +82,10 @@ impl Status {
     /// Calls `uform_status_name`.
     #[doc(alias = "uform_status_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_status_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_status_name` takes the enumerator by value and answers a static, NUL-terminated name
+        // the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_status_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -127,8 +130,11 @@ impl core::str::FromStr for Status {
     #[doc(alias = "uform_status_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_status_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_status_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_status_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_status_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -190,7 +196,10 @@ impl Scalar {
     /// Calls `uform_scalar_name`.
     #[doc(alias = "uform_scalar_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_scalar_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_scalar_name` takes the enumerator by value and answers a static, NUL-terminated name
+        // the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_scalar_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -229,8 +238,11 @@ impl core::str::FromStr for Scalar {
     #[doc(alias = "uform_scalar_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_scalar_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_scalar_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_scalar_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_scalar_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -264,7 +276,10 @@ impl Mood {
     /// Calls `uform_mood_name`.
     #[doc(alias = "uform_mood_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_mood_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_mood_name` takes the enumerator by value and answers a static, NUL-terminated name
+        // the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_mood_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -297,8 +312,10 @@ impl core::str::FromStr for Mood {
     #[doc(alias = "uform_mood_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_mood_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_mood_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_mood_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps alive
+            // until this closure returns, and writes at most the enumerator, through `&mut raw`, a local.
+            unsafe { sys::uform_mood_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -380,7 +397,10 @@ impl CPUClass {
     /// Calls `uform_cpu_class_name`.
     #[doc(alias = "uform_cpu_class_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_cpu_class_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_cpu_class_name` takes the enumerator by value and answers a static, NUL-terminated
+        // name the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_cpu_class_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -424,8 +444,11 @@ impl core::str::FromStr for CPUClass {
     #[doc(alias = "uform_cpu_class_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_cpu_class_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_cpu_class_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_cpu_class_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_cpu_class_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -479,7 +502,10 @@ impl GPUClass {
     /// Calls `uform_gpu_class_name`.
     #[doc(alias = "uform_gpu_class_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_gpu_class_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_gpu_class_name` takes the enumerator by value and answers a static, NUL-terminated
+        // name the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_gpu_class_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -516,8 +542,11 @@ impl core::str::FromStr for GPUClass {
     #[doc(alias = "uform_gpu_class_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_gpu_class_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_gpu_class_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_gpu_class_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_gpu_class_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -552,7 +581,10 @@ impl Residency {
     /// Calls `uform_residency_name`.
     #[doc(alias = "uform_residency_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_residency_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_residency_name` takes the enumerator by value and answers a static, NUL-terminated
+        // name the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_residency_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -585,8 +617,11 @@ impl core::str::FromStr for Residency {
     #[doc(alias = "uform_residency_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_residency_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_residency_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_residency_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_residency_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -627,7 +662,10 @@ impl Modality {
     /// Calls `uform_modality_name`.
     #[doc(alias = "uform_modality_name")]
     pub fn name(self) -> &'static str {
-        crate::raw::static_str(unsafe { sys::uform_modality_name(self.to_raw()) }).unwrap_or("")
+        // SAFETY: `uform_modality_name` takes the enumerator by value and answers a static, NUL-terminated
+        // name the library never frees, or `NULL` for a value it does not know: what `static_str` requires.
+        let name = unsafe { crate::marshal::static_str(sys::uform_modality_name(self.to_raw())) };
+        name.unwrap_or("")
     }
 
     /// The enumerator of a C value; `None` for a value this binding does not know.
@@ -662,8 +700,11 @@ impl core::str::FromStr for Modality {
     #[doc(alias = "uform_modality_parse")]
     fn from_str(text: &str) -> crate::Result<Self> {
         let mut raw = sys::uform_modality_t(0);
-        crate::raw::parse(text, |name| unsafe {
-            sys::uform_modality_parse(name, &mut raw)
+        crate::marshal::parse(text, |name| {
+            // SAFETY: `uform_modality_parse` reads `name`, a NUL-terminated copy `marshal::parse` keeps
+            // alive until this closure returns, and writes at most the enumerator, through `&mut raw`, a
+            // local.
+            unsafe { sys::uform_modality_parse(name, &mut raw) }
         })?;
         Self::from_raw(raw).ok_or(crate::error::invalid("the name is not one this type holds"))
     }
@@ -787,13 +828,13 @@ impl GPUDevice {
     /// The struct the library filled.
     pub(crate) fn from_raw(raw: &sys::uform_gpu_device_t) -> crate::Result<Self> {
         Ok(Self {
-            name: crate::raw::string(&raw.name),
+            name: crate::marshal::string(&raw.name),
             gpu_class: crate::GPUClass::from_raw(raw.gpu_class).ok_or(crate::error::unknown(
                 "the library answered a `uform_gpu_class_t` this binding does not know",
             ))?,
             memory_bytes: raw.memory_bytes,
             multiprocessors: raw.multiprocessors,
-            pci_bus_id: crate::raw::string(&raw.pci_bus_id),
+            pci_bus_id: crate::marshal::string(&raw.pci_bus_id),
         })
     }
 }
@@ -806,14 +847,19 @@ impl crate::Executor {
     pub fn residency(&self) -> crate::Result<crate::Residency> {
         let mut out = core::mem::MaybeUninit::<sys::uform_residency_t>::zeroed();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_executor_residency` reads the handle `self` owns, live for this borrow, and writes
+        // only through `out` and `message`, locals that outlive the call; a message it writes is static
+        // (types.h).
         let status = unsafe {
             sys::uform_executor_residency(
-                crate::raw::Handle::raw(self),
+                crate::marshal::Handle::raw(self),
                 out.as_mut_ptr(),
                 &mut message,
             )
         };
         crate::error::check(status, message)?;
+        // SAFETY: `out` started as zero bytes, a valid `sys::uform_residency_t`, and
+        // `uform_executor_residency` answered `ok`, so `out` holds the value it wrote.
         let out = unsafe { out.assume_init() };
         crate::Residency::from_raw(out).ok_or(crate::error::unknown(
             "the library answered a `uform_residency_t` this binding does not know",
@@ -829,14 +875,18 @@ impl crate::Executor {
     pub fn width(&self) -> crate::Result<usize> {
         let mut out = core::mem::MaybeUninit::<usize>::zeroed();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_executor_width` reads the handle `self` owns, live for this borrow, and writes only
+        // through `out` and `message`, locals that outlive the call; a message it writes is static (types.h).
         let status = unsafe {
             sys::uform_executor_width(
-                crate::raw::Handle::raw(self),
+                crate::marshal::Handle::raw(self),
                 out.as_mut_ptr(),
                 &mut message,
             )
         };
         crate::error::check(status, message)?;
+        // SAFETY: `out` started as zero bytes, a valid `usize`, and `uform_executor_width` answered `ok`, so
+        // `out` holds the value it wrote.
         let out = unsafe { out.assume_init() };
         Ok(out)
     }
@@ -852,10 +902,18 @@ impl crate::Executor {
 #[doc(alias = "uform_gpu_devices")]
 pub fn gpu_devices(devices: &mut [crate::GPUDevice]) -> crate::Result<usize> {
     let mut raw: Vec<sys::uform_gpu_device_t> = (0..devices.len())
-        .map(|_| unsafe { core::mem::zeroed() })
+        .map(|_| {
+            // SAFETY: bindgen writes `sys::uform_gpu_device_t` as a `#[repr(C)]` struct of integers,
+            // enumerator newtypes, pointers, optional function pointers and arrays of them, each of which is
+            // valid as zero bytes.
+            unsafe { core::mem::zeroed() }
+        })
         .collect();
     let mut count = 0usize;
     let mut message = core::ptr::null();
+    // SAFETY: `uform_gpu_devices` writes at most `capacity` entries through `devices`, here the buffer of
+    // `raw`'s `raw.len()` entries (`NULL` only when empty), then only `count` and `message`, locals, and
+    // keeps no pointer once it returns.
     let status = unsafe {
         sys::uform_gpu_devices(
             if raw.is_empty() {
@@ -883,14 +941,18 @@ impl crate::Arena {
     pub fn residency(&self) -> crate::Result<crate::Residency> {
         let mut out = core::mem::MaybeUninit::<sys::uform_residency_t>::zeroed();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_arena_residency` reads the handle `self` owns, live for this borrow, and writes only
+        // through `out` and `message`, locals that outlive the call; a message it writes is static (types.h).
         let status = unsafe {
             sys::uform_arena_residency(
-                crate::raw::Handle::raw(self),
+                crate::marshal::Handle::raw(self),
                 out.as_mut_ptr(),
                 &mut message,
             )
         };
         crate::error::check(status, message)?;
+        // SAFETY: `out` started as zero bytes, a valid `sys::uform_residency_t`, and `uform_arena_residency`
+        // answered `ok`, so `out` holds the value it wrote.
         let out = unsafe { out.assume_init() };
         crate::Residency::from_raw(out).ok_or(crate::error::unknown(
             "the library answered a `uform_residency_t` this binding does not know",
@@ -906,14 +968,18 @@ impl crate::Arena {
     pub fn capacity(&self) -> crate::Result<usize> {
         let mut out = core::mem::MaybeUninit::<usize>::zeroed();
         let mut message = core::ptr::null();
+        // SAFETY: `uform_arena_capacity` reads the handle `self` owns, live for this borrow, and writes only
+        // through `out` and `message`, locals that outlive the call; a message it writes is static (types.h).
         let status = unsafe {
             sys::uform_arena_capacity(
-                crate::raw::Handle::raw(self),
+                crate::marshal::Handle::raw(self),
                 out.as_mut_ptr(),
                 &mut message,
             )
         };
         crate::error::check(status, message)?;
+        // SAFETY: `out` started as zero bytes, a valid `usize`, and `uform_arena_capacity` answered `ok`, so
+        // `out` holds the value it wrote.
         let out = unsafe { out.assume_init() };
         Ok(out)
     }

@@ -1,4 +1,5 @@
-//! Progress handlers: the panic-catching `extern "C"` trampoline a config's handler is called through.
+//! Progress handlers: the [`Progress`] type a config takes, the [`HandlerSlot`] a call keeps its handler and
+//! the handler's panic in, and the panic-catching `extern "C"` trampoline the library calls the handler through.
 
 use core::ffi::c_void;
 use core::ops::ControlFlow;
@@ -45,7 +46,7 @@ impl HandlerSlot {
     /// # Safety
     /// `slot` is valid and the call it served is final, so no trampoline runs on it.
     pub unsafe fn take_panic(slot: *mut HandlerSlot) -> Option<Box<dyn Any + Send + 'static>> {
-        // SAFETY: the caller guarantees the slot is valid and no longer shared with the library.
+        // SAFETY: the caller promises a live slot whose call is final, so no trampoline writes it meanwhile.
         unsafe { (*slot).panic.take() }
     }
 
@@ -54,7 +55,7 @@ impl HandlerSlot {
     /// # Safety
     /// As for [`HandlerSlot::take_panic`].
     pub unsafe fn resurface(slot: *mut HandlerSlot) {
-        // SAFETY: forwarded.
+        // SAFETY: the caller's promise is the one `take_panic` asks for.
         if let Some(payload) = unsafe { Self::take_panic(slot) } {
             panic::resume_unwind(payload);
         }
@@ -64,8 +65,10 @@ impl HandlerSlot {
 /// Stores `handler` in `slot` and answers the `progress` and `progress_context` pair of a C argument struct:
 /// the trampoline and the slot's address, or `NULL`s without a handler.
 ///
-/// The caller keeps the handler's borrow alive until the call is final: a blocking call holds it for its
-/// duration, and a deferred receiver admits only `'static` handlers.
+/// `slot` points to a live slot that nothing else touches until the call starts, and the caller keeps the
+/// handler's borrow alive until the call is final: a blocking call holds it for its duration, and a deferred
+/// receiver admits only `'static` handlers. Every caller in the crate passes the slot of the call being armed,
+/// on its stack or in its box.
 pub(crate) fn arm(
     slot: *mut HandlerSlot,
     handler: Option<Progress<'_>>,
@@ -74,19 +77,25 @@ pub(crate) fn arm(
         return (None, ptr::null_mut());
     };
     let handler: *mut (dyn FnMut(usize, usize) -> ControlFlow<()> + Send + '_) = handler;
-    // SAFETY: only the lifetime bound of the trait object changes; see above for why it stays valid.
+    // SAFETY: the two pointer types differ only in the trait object's lifetime bound, so they share a layout and
+    // a vtable; the trampoline calls the handler only while the call runs, which the caller keeps it alive for.
     let handler: *mut Erased = unsafe { core::mem::transmute(handler) };
-    // SAFETY: `slot` points to a live slot that nothing else touches until the call starts.
+    // SAFETY: `slot` points to a live slot that nothing else touches until the call starts (see above).
     unsafe { (*slot).handler = NonNull::new(handler) };
     (Some(trampoline), slot.cast())
 }
 
 /// The `uform_progress_t` every handler is called through: it catches a panic, stashes it in the slot and
 /// answers `true` to stop the call.
+///
+/// # Safety
+/// `context` is the slot [`arm`] armed, for a call that is not final yet; the library calls this on one thread
+/// at a time for one call (encode.h's handlers).
 unsafe extern "C" fn trampoline(context: *mut c_void, completed: usize, total: usize) -> bool {
     let slot = context.cast::<HandlerSlot>();
-    // SAFETY: the library passes back the slot `arm` handed it; it calls the handler on one thread at a
-    // time, and the slot's owner reads it only once the call is final.
+    // SAFETY: the library passes back, untouched, the `progress_context` `arm` answered: the slot, live until the
+    // call is final. It calls the handler on one thread at a time, the slot's owner reads it only once the call
+    // is final, and the handler `arm` stored outlives the call.
     unsafe {
         if (*slot).panic.is_some() {
             return true;

@@ -1,4 +1,5 @@
-//! Small conversions between the safe types and the C ABI's raw ones, shared by the generated layer.
+//! Marshalling between the safe types and the C ABI's raw ones, shared by the hand-written and generated
+//! layers: handles, slices, paths and strings as the pointers and lengths C takes, and C strings back.
 
 use core::ffi::{c_char, CStr};
 use core::ptr;
@@ -8,11 +9,15 @@ use crate::error::invalid;
 use crate::Result;
 
 /// A static, NUL-terminated C string as `&'static str`; `None` for `NULL` or text that is not UTF-8.
-pub(crate) fn static_str(text: *const c_char) -> Option<&'static str> {
+///
+/// # Safety
+/// `text` is `NULL` or a NUL-terminated string that stays valid and unchanged for the rest of the process, as
+/// the library's names and messages are (types.h).
+pub(crate) unsafe fn static_str(text: *const c_char) -> Option<&'static str> {
     if text.is_null() {
         return None;
     }
-    // SAFETY: the library's names and messages are static, NUL-terminated and never freed.
+    // SAFETY: `text` is not `NULL`, so by the caller's promise it is NUL-terminated and lives for `'static`.
     unsafe { CStr::from_ptr(text) }.to_str().ok()
 }
 
