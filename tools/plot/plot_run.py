@@ -3,9 +3,9 @@
 
     python3 tools/plot/plot_run.py --run target/wordnet-long [--evaluation DIR/evaluation.tsv] [--out DIR]
 
-Reads `<run>/log.tsv` (docs/training-run.md: a row per training step and per validation) and, when given, the
-`evaluation.tsv` that `wordnet evaluate` writes. Writes `loss.svg` (one panel per term: the training loss as means over
-buckets of steps, the validation loss as points) and `evaluation.svg` (per figure of the table: the model, the
+Reads `<run>/log.tsv` (docs/training/README.md: a row per training step and per validation) and, when given, the
+`evaluation.tsv` that `uform-train evaluate` writes. Writes `loss.svg` (one panel per term: the training loss as means
+over buckets of steps, the validation loss as points) and `evaluation.svg` (per figure of the table: the model, the
 baseline and chance as bars). A resumed run repeats the steps after its last checkpoint; the later rows win.
 """
 
@@ -217,7 +217,7 @@ def write(path, text):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--run", required=True, help="the run directory holding log.tsv")
-    parser.add_argument("--evaluation", help="an evaluation.tsv that `wordnet evaluate` wrote")
+    parser.add_argument("--evaluation", help="an evaluation.tsv that `uform-train evaluate` wrote")
     parser.add_argument("--out", help="where the SVG files go (default: the run directory)")
     parser.add_argument("--bucket", type=int, default=0,
                         help="training steps per plotted mean (default: about 100 points in all)")
