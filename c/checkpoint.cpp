@@ -9,8 +9,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <new>
 #include <system_error>
@@ -18,6 +16,7 @@
 
 #include "json.hpp"
 #include "media_geometry.hpp"
+#include "regular_file.hpp"
 
 namespace uform {
 
@@ -710,30 +709,21 @@ uform_status_t checkpoint_read_file(char const *path, std::size_t path_length, c
         if (!path || path_length == 0) return {invalid, "checkpoint: the path is NULL or empty"};
         std::string const path_bytes(path, path_length);
         if (path_bytes.find('\0') != std::string::npos) return {invalid, "checkpoint: the path contains a NUL byte"};
-        std::filesystem::path const fs_path(path_bytes);
-
-        std::error_code error;
-        std::filesystem::file_status const status = std::filesystem::status(fs_path, error);
-        if (error == std::errc::no_such_file_or_directory ||
-            (!error && status.type() == std::filesystem::file_type::not_found))
-            return {uform_status_not_found_k, "checkpoint: no such file"};
-        if (error) return {uform_status_io_k, "checkpoint: the file cannot be examined"}; // ENOTDIR, EACCES, ...
-        if (std::filesystem::is_directory(status)) return {uform_status_io_k, "checkpoint: the path is a directory"};
-        if (!std::filesystem::is_regular_file(status))
-            return {uform_status_io_k, "checkpoint: the path is not a regular file"};
-        std::uintmax_t const file_size = std::filesystem::file_size(fs_path, error);
-        if (error) return {uform_status_io_k, "checkpoint: the file's size cannot be read"};
-
-        std::ifstream file(fs_path, std::ios::binary);
-        if (!file) return {uform_status_io_k, "checkpoint: the file cannot be opened"};
+        regular_file_t file;
+        switch (file.open(path_bytes.c_str(), true)) {
+        case file_open_t::ok: break;
+        case file_open_t::missing: return {uform_status_not_found_k, "checkpoint: no such file"};
+        case file_open_t::not_regular: return {uform_status_io_k, "checkpoint: the path is not a regular file"};
+        default: return {uform_status_io_k, "checkpoint: the file cannot be opened"};
+        }
+        std::uint64_t const file_size = file.size();
         if (file_size < 8) return corrupt("checkpoint: shorter than the 8-byte header length");
         unsigned char prefix[8] = {};
-        if (!file.read(reinterpret_cast<char *>(prefix), 8))
-            return {uform_status_io_k, "checkpoint: reading the file failed"};
+        if (file.read_at(prefix, 8, 0) != 8) return {uform_status_io_k, "checkpoint: reading the file failed"};
         std::uint64_t const header_length = read_u64_le(prefix);
         if (verdict_t v = check_header_length(header_length, file_size)) return v;
         std::string header(std::size_t(header_length), '\0');
-        if (!file.read(header.data(), std::streamsize(header_length)))
+        if (file.read_at(header.data(), header.size(), 8) != std::int64_t(header.size()))
             return {uform_status_io_k, "checkpoint: reading the file failed"};
         checkpoint_t c{};
         if (verdict_t v = parse(header, file_size, c)) return v;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../c/fail.hpp"
+#include "../c/regular_file.hpp"
 
 namespace uform::ram {
 
@@ -39,20 +40,17 @@ uform_status_t mapped_file_t::open(char const *path, std::size_t path_length, ch
     } catch (...) {
         return fail(message, uform_status_out_of_memory_k, "out of memory while copying the checkpoint's path");
     }
-    int const descriptor = ::open(terminated.c_str(), O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0)
-        return errno == ENOENT ? fail(message, uform_status_not_found_k, "the checkpoint file does not exist")
-                               : fail(message, uform_status_io_k, "the checkpoint file cannot be opened");
-    struct stat status{};
-    if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode)) {
-        ::close(descriptor);
+    regular_file_t file;
+    switch (file.open(terminated.c_str(), true)) {
+    case file_open_t::ok: break;
+    case file_open_t::missing: return fail(message, uform_status_not_found_k, "the checkpoint file does not exist");
+    case file_open_t::not_regular:
         return fail(message, uform_status_io_k, "the checkpoint is not a readable regular file");
+    default: return fail(message, uform_status_io_k, "the checkpoint file cannot be opened");
     }
-    std::size_t const size = static_cast<std::size_t>(status.st_size);
-    if (size == 0) {
-        ::close(descriptor);
-        return uform_status_ok_k;
-    }
+    std::size_t const size = static_cast<std::size_t>(file.size());
+    if (size == 0) return uform_status_ok_k;
+    int const descriptor = file.release();
     void *mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapping == MAP_FAILED) {
         ::close(descriptor);

@@ -12,6 +12,8 @@
 
 #include <uform/uform.h>
 
+#include "../c/regular_file.hpp"
+
 namespace uform::stub {
 
 inline constexpr std::uint64_t fnv_offset_k = 0xCBF29CE484222325ull;
@@ -86,19 +88,22 @@ struct file_digest_t {
 
 /// Hashes a whole file (NUL-terminated path) into `seed`: `not-found`, `io`, or `corrupt` when empty.
 inline file_digest_t digest_file(char const *path, std::uint64_t seed) noexcept {
-    std::FILE *file = std::fopen(path, "rb");
-    if (!file) return {errno == ENOENT || errno == ENOTDIR ? uform_status_not_found_k : uform_status_io_k, 0, 0};
+    uform::regular_file_t file;
+    switch (file.open(path, true)) {
+    case uform::file_open_t::ok: break;
+    case uform::file_open_t::missing:
+    case uform::file_open_t::not_folder: return {uform_status_not_found_k, 0, 0};
+    default: return {uform_status_io_k, 0, 0}; // a FIFO, device or directory answers at once, never blocks
+    }
     unsigned char buffer[16384];
     std::uint64_t length = 0;
     for (;;) {
-        std::size_t const got = std::fread(buffer, 1, sizeof(buffer), file);
-        seed = fnv1a(seed, buffer, got);
-        length += got;
-        if (got < sizeof(buffer)) break;
+        std::int64_t const got = file.read_at(buffer, sizeof(buffer), length);
+        if (got < 0) return {uform_status_io_k, 0, 0};
+        seed = fnv1a(seed, buffer, std::size_t(got));
+        length += std::uint64_t(got);
+        if (std::size_t(got) < sizeof(buffer)) break;
     }
-    bool const failed = std::ferror(file) != 0;
-    std::fclose(file);
-    if (failed) return {uform_status_io_k, 0, 0};
     if (length == 0) return {uform_status_corrupt_k, 0, 0};
     return {uform_status_ok_k, seed, length};
 }

@@ -50,19 +50,24 @@ uform_status_t open_failure(int error, char const **message) noexcept {
     return fail(message, uform_status_corrupt_k, "a media file is not in a format FFmpeg recognises");
 }
 
-uform_status_t check_media_file(char const *path, char const **message) noexcept {
-    struct stat status{};
-    if (::stat(path, &status) != 0) return open_failure(AVERROR(errno), message);
-    if (!S_ISREG(status.st_mode))
+uform_status_t open_media_file(char const *path, regular_file_t &file, char const **message) noexcept {
+    switch (file.open(path, true)) {
+    case file_open_t::ok: break;
+    case file_open_t::missing:
+    case file_open_t::not_folder: return fail(message, uform_status_not_found_k, "a media file does not exist");
+    case file_open_t::not_regular:
         return fail(message, uform_status_io_k, "a media file is not a readable regular file");
-    if (status.st_size == 0) return fail(message, uform_status_corrupt_k, "a media file is empty");
-    if (::access(path, R_OK) != 0) return open_failure(AVERROR(errno), message);
+    case file_open_t::denied:
+    case file_open_t::failed: return fail(message, uform_status_io_k, "a media file could not be opened or read");
+    }
+    if (file.size() == 0) return fail(message, uform_status_corrupt_k, "a media file is empty");
     return uform_status_ok_k;
 }
 
 uform_status_t open_stream(char const *path, AVMediaType type, owned_t<AVFormatContext> &container, int &stream,
                            char const **message) noexcept {
-    if (uform_status_t status = check_media_file(path, message)) return status;
+    regular_file_t checked; // held open while FFmpeg opens the same path, so a regular file is what it meets
+    if (uform_status_t status = open_media_file(path, checked, message)) return status;
     // `file:` keeps FFmpeg from reading a protocol out of the path; the whitelists hold for nested opens too.
     owned_t<char> url{av_asprintf("file:%s", path)};
     AVDictionary *options = nullptr;

@@ -14,6 +14,7 @@ extern "C" {
 #include "uform/types.h"
 
 #include "../../c/fail.hpp"
+#include "../../c/regular_file.hpp"
 
 namespace uform::media {
 
@@ -45,8 +46,10 @@ class quiet_t {
 /// Maps the error of opening a file (the OS's or FFmpeg's) onto `not-found`, `io`, `out-of-memory` or `corrupt`.
 uform_status_t open_failure(int error, char const **message) noexcept;
 
-/// Checks that `path` (NUL-terminated) names a nonempty regular file: `not-found`, `io` or `corrupt` (empty) if not.
-uform_status_t check_media_file(char const *path, char const **message) noexcept;
+/// Opens `path` (NUL-terminated) as a nonempty regular file without ever blocking (a FIFO, a device or a socket is
+/// refused at once, before anything reads it): `not-found`, `io` or `corrupt` (empty) if not. Every decoder opens its
+/// file through here.
+uform_status_t open_media_file(char const *path, regular_file_t &file, char const **message) noexcept;
 
 /// Opens the container at `path` through the `file` protocol alone and finds its best stream of `type`: `not-found`
 /// and `io` as the file is, `corrupt` for a container FFmpeg cannot read or one the verb does not take (audio: WAV,

@@ -147,29 +147,17 @@ uform_status_t decode_image_bytes(std::uint8_t const *bytes, std::size_t length,
 uform_status_t decode_image_file(char const *path, std::size_t max_pixels, rgb_image_t &image,
                                  char const **message) noexcept {
     quiet_t const quiet;
-    int const descriptor = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (descriptor < 0) return open_failure(AVERROR(errno), message);
-    struct closer_t {
-        int descriptor;
-        ~closer_t() { ::close(descriptor); }
-    } const closer{descriptor};
-    struct stat status{};
-    if (::fstat(descriptor, &status) != 0 || !S_ISREG(status.st_mode))
-        return fail(message, uform_status_io_k, "a media file is not a readable regular file");
-    auto const length = std::size_t(status.st_size);
-    if (length == 0) return fail(message, uform_status_corrupt_k, "a media file is empty");
+    regular_file_t file;
+    if (uform_status_t status = open_media_file(path, file, message)) return status;
+    auto const length = std::size_t(file.size());
     if (length > std::size_t(INT_MAX) - AV_INPUT_BUFFER_PADDING_SIZE)
         return fail(message, uform_status_limit_exceeded_k, "an image file is larger than 2 GiB");
     owned_t<AVPacket> packet(av_packet_alloc());
     if (!packet || av_new_packet(packet.get(), int(length)) < 0)
         return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
-    for (std::size_t done = 0; done != length;) {
-        ssize_t const got = ::read(descriptor, packet->data + done, length - done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) return fail(message, uform_status_io_k, "a media file could not be read");
-        if (got == 0) return fail(message, uform_status_io_k, "a media file shrank while it was read");
-        done += std::size_t(got);
-    }
+    std::int64_t const got = file.read_at(packet->data, length, 0);
+    if (got < 0) return fail(message, uform_status_io_k, "a media file could not be read");
+    if (std::size_t(got) != length) return fail(message, uform_status_io_k, "a media file shrank while it was read");
     return decode_packet(packet.get(), max_pixels, image, message);
 }
 

@@ -3,7 +3,9 @@
  * @brief Media a hostile or careless caller sends costs what the model's budgets allow and no more: a tall image's
  * grid stays within `max_patches`; audio past the patch budget is never read and changes nothing; sample rates and
  * magnitudes out of range are refused; a nonempty clip at another rate is never an empty item; the demuxers the
- * spec does not name are refused; FFmpeg writes nothing to stderr; and the peak RSS of it all stays under 300 MiB.
+ * spec does not name are refused; a FIFO (or another file that is not a regular one) named as a media file or a
+ * checkpoint answers `io` at once, never waiting for a writer; FFmpeg writes nothing to stderr; and the peak RSS of it
+ * all stays under 300 MiB.
  * The parts that decode or compare rows run in the RAM build only (the stub hashes files instead of decoding them).
  */
 #define _XOPEN_SOURCE 700 /* realpath */
@@ -12,7 +14,10 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Whether AddressSanitizer is built in, whose shadow memory and quarantine inflate the peak RSS. */
@@ -205,6 +210,74 @@ static uform_status_t one_file(int video, char const *path) {
                               arena, &encoded, NULL, MSG);
 }
 
+/** Seconds of the monotonic clock. */
+static double now_seconds(void) {
+    struct timespec time;
+    clock_gettime(CLOCK_MONOTONIC, &time);
+    return (double)time.tv_sec + (double)time.tv_nsec * 1e-9;
+}
+
+/** Whether `status` is `io` and came within a second of `start`. */
+static int refused_at_once(uform_status_t status, double start) {
+    double const seconds = now_seconds() - start;
+    if (seconds >= 1.0) fprintf(stderr, "a FIFO took %.2f s to refuse\n", seconds);
+    return CHECK_STATUS(status, uform_status_io_k) && CHECK(seconds < 1.0);
+}
+
+/** Counts calls of a progress handler. */
+static bool count_progress(void *context, size_t completed, size_t total) {
+    (void)completed, (void)total;
+    ++*(size_t *)context;
+    return false;
+}
+
+/**
+ * A FIFO as an image, video or audio path, and as a checkpoint path: `io` at once in every build, the image's batch
+ * refused before any item completes. Opening a FIFO for reading blocks until a writer comes, so a library that opened
+ * it plainly would hang here: an alarm turns that into a failure.
+ */
+static void fifo_paths(void) {
+    char fifo[4200];
+    int modality;
+    snprintf(fifo, sizeof(fifo), "%s", joined_path(scratch, "fifo"));
+    if (!CHECK(mkfifo(fifo, 0600) == 0)) return;
+    alarm(60);
+    for (modality = 0; modality != 3; ++modality) {
+        test_tape_t paths;
+        uform_encoded_t encoded;
+        char const *list[1];
+        size_t progress_calls = 0;
+        double const start = now_seconds();
+        uform_status_t status;
+        list[0] = fifo;
+        tape_of(&paths, list, 1);
+        if (modality == 0) {
+            uform_image_encode_args_t args;
+            memset(&args, 0, sizeof(args));
+            args.progress = count_progress;
+            args.progress_context = &progress_calls;
+            status = uform_image_encode(model, ram, paths.data, paths.length, paths.offsets, 1,
+                                        uform_outputs_embeddings_k, &args, arena, &encoded, NULL, MSG);
+        } else {
+            status = one_file(modality == 1, fifo);
+        }
+        refused_at_once(status, start);
+        CHECK_SIZE(progress_calls, 0);
+    }
+    {
+        uform_model_load_ram_args_t args;
+        uform_model_t loaded = NULL;
+        double const start = now_seconds();
+        memset(&args, 0, sizeof(args));
+        args.path = fifo;
+        args.path_length = strlen(fifo);
+        refused_at_once(uform_model_load_ram(&args, &loaded, MSG), start);
+        CHECK(loaded == NULL);
+    }
+    alarm(0);
+    unlink(fifo);
+}
+
 /** An image one pixel wide and `height` tall (or the transpose) keeps to the budget: a 64 x 1 grid, 64 tokens. */
 static void tall_images(void) {
     static size_t const sides[] = {1000000, 10000000};
@@ -360,6 +433,7 @@ int main(void) {
     CHECK(make_temp_directory(scratch, sizeof(scratch), "hostile"));
     tall_images();
     short_clips();
+    fifo_paths();
     if (!build_is_stub()) {
         audio_past_the_budget();
         file_rates();
