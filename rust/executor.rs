@@ -179,11 +179,10 @@ impl Executor {
     #[doc(alias = "uform_executor_drain")]
     pub fn drain(&self, mood: Mood) -> Result<()> {
         let mut message = ptr::null();
-        // SAFETY: the executor is live.
-        check(
-            unsafe { sys::uform_executor_drain(self.raw.as_ptr(), mood.to_raw(), &mut message) },
-            message,
-        )
+        // SAFETY: the executor is live for this borrow, and `message` is a local.
+        let status =
+            unsafe { sys::uform_executor_drain(self.raw.as_ptr(), mood.to_raw(), &mut message) };
+        check(status, message)
     }
 
     /// The C handle (`uform_executor_t`), for calling the C ABI directly; it stays owned by this `Executor`.

@@ -263,8 +263,9 @@ impl<'a> RowsTape<'a> {
             return Err(unknown("the library published offsets outside its rows"));
         }
         Ok(Rows {
-            // SAFETY: row `begin` lies within the published rows.
-            data: unsafe { self.rows.data.add(begin * self.rows.stride) },
+            // Not `add`: an empty last item starts past the last row, maybe past the arena's bytes (or in device
+            // memory), which its view never reads, since it has no rows.
+            data: self.rows.data.wrapping_add(begin * self.rows.stride),
             count: end - begin,
             ..self.rows
         })
@@ -442,7 +443,7 @@ impl Scalar {
     /// Calls `uform_scalar_bytes`.
     #[doc(alias = "uform_scalar_bytes")]
     pub fn bytes(self, columns: usize) -> usize {
-        // SAFETY: a pure function of its arguments.
+        // SAFETY: `uform_scalar_bytes` takes two values and reads no memory.
         unsafe { sys::uform_scalar_bytes(self.to_raw(), columns) }
     }
 }
