@@ -116,44 +116,106 @@ const SAMPLE_STREAM: u64 = 0xE7A1_0A7E;
 impl Tasks {
     /// Builds the test split's tasks and samples them down to `limits` with `seed`.
     pub fn new(data: &Data, limits: &Limits, seed: u64) -> Result<Self, Box<dyn Error>> {
-        // The test synsets' canonical lemmas (distinct texts: the lemma candidates), glosses, synonyms and clips.
-        let mut lemma_texts: Vec<String> = Vec::new();
-        let mut lemma_index: HashMap<String, usize> = HashMap::new();
-        let mut glosses = Vec::new();
-        let mut glosses_of: HashMap<usize, Vec<usize>> = HashMap::new();
-        let mut synonyms = Vec::new();
-        let mut clips = Vec::new();
+        let words = Words::new(data)?;
+        let mut random = Random::new(seed, SAMPLE_STREAM);
+        let [synonyms, glosses, spoken] = words.retrievals(limits.queries, &mut random);
+        let zero_shot = ZeroShot::new(data, limits.images, &mut random)?;
+        let items: Vec<_> = data.choice_items(Split::Test).collect();
+        let kept = sample_indices(items.len(), limits.choices, &mut random);
+        let choices = Choices {
+            texts: kept.iter().map(|&i| items[i].0.to_owned()).collect(),
+            legal: kept.iter().map(|&i| items[i].1.to_owned()).collect(),
+            answers: kept.iter().map(|&i| metrics::argmax(items[i].2)).collect(),
+            available: items.len(),
+        };
+        Ok(Self {
+            synonyms,
+            glosses,
+            spoken,
+            zero_shot,
+            choices,
+        })
+    }
+}
+
+/// The test synsets' words: their canonical lemmas (distinct texts: the lemma candidates), glosses, synonyms and
+/// clips.
+struct Words {
+    /// The distinct canonical lemmas.
+    lemma_texts: Vec<String>,
+    /// Each canonical lemma's index in `lemma_texts`.
+    lemma_index: HashMap<String, usize>,
+    /// Every gloss.
+    glosses: Vec<String>,
+    /// The glosses of each canonical lemma's synsets.
+    glosses_of: HashMap<usize, Vec<usize>>,
+    /// Every non-canonical lemma whose text differs from its canonical one, with that canonical lemma.
+    synonyms: Vec<(String, usize)>,
+    /// Every spoken lemma's clip, with its canonical lemma.
+    clips: Vec<(String, usize)>,
+}
+
+impl Words {
+    /// Reads the test split's synsets.
+    fn new(data: &Data) -> Result<Self, Box<dyn Error>> {
+        let mut words = Self {
+            lemma_texts: Vec::new(),
+            lemma_index: HashMap::new(),
+            glosses: Vec::new(),
+            glosses_of: HashMap::new(),
+            synonyms: Vec::new(),
+            clips: Vec::new(),
+        };
         for &group in data.groups_in(Split::Test, false) {
             let canonical = data.label(group).to_owned();
-            let next = lemma_texts.len();
-            let lemma = *lemma_index.entry(canonical.clone()).or_insert_with(|| {
-                lemma_texts.push(canonical.clone());
-                next
-            });
+            let next = words.lemma_texts.len();
+            let lemma = *words
+                .lemma_index
+                .entry(canonical.clone())
+                .or_insert_with(|| {
+                    words.lemma_texts.push(canonical.clone());
+                    next
+                });
             let mut lemmas = 0;
             for (role, modality, content) in data.members(group) {
                 match (role, modality) {
                     ("lemma", Modality::Text) => {
                         if lemmas > 0 && content != canonical {
-                            synonyms.push((content, lemma));
+                            words.synonyms.push((content, lemma));
                         }
                         lemmas += 1;
                     }
                     ("gloss", Modality::Text) => {
-                        glosses_of.entry(lemma).or_default().push(glosses.len());
-                        glosses.push(content);
+                        words
+                            .glosses_of
+                            .entry(lemma)
+                            .or_default()
+                            .push(words.glosses.len());
+                        words.glosses.push(content);
                     }
-                    ("speech-lemma", Modality::Audio) => clips.push((content, lemma)),
+                    ("speech-lemma", Modality::Audio) => words.clips.push((content, lemma)),
                     _ => {}
                 }
             }
         }
-        if lemma_texts.is_empty() || glosses.is_empty() {
+        if words.lemma_texts.is_empty() || words.glosses.is_empty() {
             return Err("the data's test split holds no WordNet synsets (docs/data.md)".into());
         }
+        Ok(words)
+    }
 
+    /// The three text tasks, synonym -> lemma, lemma -> gloss and spoken lemma -> text, each keeping at most
+    /// `queries` queries drawn with `random` in that order.
+    fn retrievals(self, queries: usize, random: &mut Random) -> [Retrieval; 3] {
+        let Self {
+            lemma_texts,
+            lemma_index,
+            glosses,
+            glosses_of,
+            synonyms,
+            clips,
+        } = self;
         let own = |text: &str| lemma_index.get(text).map_or(Vec::new(), |&c| vec![c]);
-        let mut random = Random::new(seed, SAMPLE_STREAM);
         let mut synonyms = Retrieval {
             available: synonyms.len(),
             excluded: synonyms.iter().map(|(text, _)| own(text)).collect(),
@@ -161,7 +223,7 @@ impl Tasks {
             queries: synonyms.into_iter().map(|(text, _)| text).collect(),
             candidates: lemma_texts.clone(),
         };
-        synonyms.sample(limits.queries, &mut random);
+        synonyms.sample(queries, random);
         let mut glosses = Retrieval {
             available: lemma_texts.len(),
             relevant: (0..lemma_texts.len())
@@ -171,7 +233,7 @@ impl Tasks {
             queries: lemma_texts.clone(),
             candidates: glosses,
         };
-        glosses.sample(limits.queries, &mut random);
+        glosses.sample(queries, random);
         let mut spoken = Retrieval {
             available: clips.len(),
             relevant: clips.iter().map(|&(_, lemma)| vec![lemma]).collect(),
@@ -179,9 +241,15 @@ impl Tasks {
             queries: clips.into_iter().map(|(path, _)| path).collect(),
             candidates: lemma_texts,
         };
-        spoken.sample(limits.queries, &mut random);
+        spoken.sample(queries, random);
+        [synonyms, glosses, spoken]
+    }
+}
 
-        let mut zero_shot = ZeroShot {
+impl ZeroShot {
+    /// The test split's classes with their captions and images, at most `limit` images drawn with `random`.
+    fn new(data: &Data, limit: usize, random: &mut Random) -> Result<Self, Box<dyn Error>> {
+        let mut zero_shot = Self {
             classes: Vec::new(),
             captions: Vec::new(),
             images: Vec::new(),
@@ -208,25 +276,10 @@ impl Tasks {
             zero_shot.captions.push(captions);
         }
         zero_shot.available = zero_shot.images.len();
-        let kept = sample_indices(zero_shot.images.len(), limits.images, &mut random);
+        let kept = sample_indices(zero_shot.images.len(), limit, random);
         zero_shot.images = keep(&mut zero_shot.images, &kept);
         zero_shot.labels = keep(&mut zero_shot.labels, &kept);
-
-        let items: Vec<_> = data.choice_items(Split::Test).collect();
-        let kept = sample_indices(items.len(), limits.choices, &mut random);
-        let choices = Choices {
-            texts: kept.iter().map(|&i| items[i].0.to_owned()).collect(),
-            legal: kept.iter().map(|&i| items[i].1.to_owned()).collect(),
-            answers: kept.iter().map(|&i| metrics::argmax(items[i].2)).collect(),
-            available: items.len(),
-        };
-        Ok(Self {
-            synonyms,
-            glosses,
-            spoken,
-            zero_shot,
-            choices,
-        })
+        Ok(zero_shot)
     }
 }
 

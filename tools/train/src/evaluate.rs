@@ -1,4 +1,4 @@
-//! `wordnet evaluate`: scores a checkpoint on the test split (docs/training-run.md, "Evaluation") and writes one
+//! `uform-train evaluate`: scores a checkpoint on the test split (docs/training-run.md, "Evaluation") and writes one
 //! table, every figure beside chance and a baseline: text retrieval by embedding cosine and by MaxSim over token
 //! vectors against character-3-gram TF-IDF, zero-shot Fashion-MNIST from the class captions, spoken lemmas against
 //! their text, and the choices' accuracy and calibration error before and after fitting the temperature on the
@@ -12,12 +12,13 @@ use std::time::Instant;
 use uform::*;
 
 use crate::baseline::TfIdf;
-use crate::calibration::{self, calibrate};
+use crate::calibration::calibrate;
 use crate::checkpoint;
 use crate::data::Data;
 use crate::metrics;
 use crate::report::{self, Row, Target, Unit};
 use crate::tasks::{Choices, Limits, Retrieval, Tasks};
+use crate::EvaluateArgs;
 
 /// The bins of the expected calibration error.
 const BINS: usize = 15;
@@ -45,76 +46,33 @@ struct Options {
     seed: u64,
 }
 
-/// Parses the arguments after `evaluate`; `None` when only the usage was asked for.
-fn parse(mut arguments: impl Iterator<Item = String>) -> Result<Option<Options>, Box<dyn Error>> {
-    let target = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/target"));
-    let mut options = Options {
-        model: target.join("wordnet/checkpoint.safetensors"),
-        data: target.join("data"),
-        out: PathBuf::new(),
-        columns: crate::COLUMNS,
-        limits: Limits {
-            queries: 1000,
-            images: 2000,
-            choices: 2000,
-        },
-        calibration: calibration::DEFAULT_ITEMS,
-        threads: std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .max(2),
-        seed: 13,
-    };
-    while let Some(argument) = arguments.next() {
-        let mut value = |what: &str| arguments.next().ok_or(format!("{argument} needs {what}"));
-        let number = |text: String| -> Result<u64, String> {
-            text.parse()
-                .map_err(|_| format!("{argument} needs a non-negative whole number, not {text:?}"))
-        };
-        match argument.as_str() {
-            "--model" => options.model = value("a checkpoint")?.into(),
-            "--data" => options.data = value("a directory")?.into(),
-            "--out" => options.out = value("a directory")?.into(),
-            "--columns" => options.columns = number(value("a count")?)? as usize,
-            "--queries" => options.limits.queries = number(value("a count")?)? as usize,
-            "--images" => options.limits.images = number(value("a count")?)? as usize,
-            "--choices" => options.limits.choices = number(value("a count")?)? as usize,
-            "--calibration" => options.calibration = number(value("a count")?)? as usize,
-            "--threads" => options.threads = number(value("a count")?)? as usize,
-            "--seed" => options.seed = number(value("a number")?)?,
-            "--help" | "-h" => {
-                println!(
-                    "usage: wordnet evaluate [--model PATH] [--data DIR] [--out DIR] [--columns N]"
-                );
-                println!("                        [--queries N] [--images N] [--choices N] [--calibration N]");
-                println!("                        [--threads N] [--seed N]");
-                println!("--out: default <the model's directory>/evaluation");
-                println!("--queries, --images, --choices, --calibration: how many to score, drawn with --seed;");
-                println!("  0 takes all (defaults 1000 queries per retrieval task, 2000 images, 2000 choice");
-                println!(
-                    "  items, {} calibration items: a fit holds about 6 MB per item)",
-                    calibration::DEFAULT_ITEMS
-                );
-                return Ok(None);
-            }
-            _ => return Err(format!("unknown argument {argument:?}; try evaluate --help").into()),
+impl Options {
+    /// The options `evaluate`'s arguments give, the defaults filled in.
+    fn new(arguments: &EvaluateArgs) -> Self {
+        let out = arguments.out.clone().unwrap_or_else(|| {
+            let directory = arguments.model.parent().unwrap_or(Path::new("."));
+            directory.join("evaluation")
+        });
+        Self {
+            model: arguments.model.clone(),
+            data: arguments
+                .data
+                .clone()
+                .unwrap_or_else(|| crate::target().join("data")),
+            out,
+            columns: arguments.columns as usize,
+            limits: Limits {
+                queries: arguments.queries,
+                images: arguments.images,
+                choices: arguments.choices,
+            },
+            calibration: arguments.calibration,
+            threads: arguments
+                .threads
+                .map_or_else(crate::default_threads, |threads| threads as usize),
+            seed: arguments.seed,
         }
     }
-    if options.threads < 2 {
-        return Err(
-            "--threads needs at least 2: the executor owns a thread besides the caller".into(),
-        );
-    }
-    if options.columns < 2 {
-        return Err("--columns needs room for a byte and a choice's CHOOSE token".into());
-    }
-    if options.out.as_os_str().is_empty() {
-        options.out = options
-            .model
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("evaluation");
-    }
-    Ok(Some(options))
 }
 
 /// Encoded items: unit embeddings and, when asked for, token vectors per item.
@@ -132,6 +90,21 @@ struct Encodings {
 }
 
 impl Encodings {
+    /// Appends one call's embeddings and, when it answered them, its token vectors.
+    fn append(&mut self, encoded: Encoded<'_>) -> Result<(), Box<dyn Error>> {
+        append(
+            &encoded.embeddings.ok_or("no embeddings answered")?,
+            &mut self.embeddings,
+        )?;
+        if let Some(vectors) = encoded.token_vectors {
+            let base = self.offsets.last().copied().unwrap_or(0);
+            self.offsets
+                .extend(vectors.offsets()?[1..].iter().map(|o| base + o));
+            append(&vectors, &mut self.tokens)?;
+        }
+        Ok(())
+    }
+
     /// Item `i`'s embedding.
     fn row(&self, i: usize) -> &[f32] {
         &self.embeddings[i * self.dimensions..(i + 1) * self.dimensions]
@@ -162,6 +135,15 @@ fn append(rows: &Rows<'_>, into: &mut Vec<f32>) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// Items encoded in one call, by form: fewer for the costlier media.
+fn chunk_size(form: Form) -> usize {
+    match form {
+        Form::Text => 256,
+        Form::Image => 64,
+        Form::Audio => 16,
+    }
+}
+
 /// Encodes `inputs` in chunks, keeping the embeddings and, with `token_vectors`, the token vectors.
 fn encode(
     model: &Model,
@@ -175,11 +157,7 @@ fn encode(
     if token_vectors {
         outputs |= Outputs::TOKEN_VECTORS;
     }
-    let chunk = match form {
-        Form::Text => 256,
-        Form::Image => 64,
-        Form::Audio => 16,
-    };
+    let chunk = chunk_size(form);
     let mut encodings = Encodings {
         embeddings: Vec::new(),
         dimensions: model.describe()?.dimensions,
@@ -223,17 +201,7 @@ fn encode(
                 encoded
             }
         };
-        append(
-            &encoded.embeddings.ok_or("no embeddings answered")?,
-            &mut encodings.embeddings,
-        )?;
-        if let Some(vectors) = encoded.token_vectors {
-            let base = encodings.offsets.last().copied().unwrap_or(0);
-            encodings
-                .offsets
-                .extend(vectors.offsets()?[1..].iter().map(|o| base + o));
-            append(&vectors, &mut encodings.tokens)?;
-        }
+        encodings.append(encoded)?;
         eprint!("\r{label}: {}/{}", (c * chunk + items.len()), inputs.len());
         let _ = std::io::stderr().flush();
     }
@@ -602,87 +570,39 @@ impl Evaluation<'_> {
             .collect();
         let (accuracy_before, ece_before) = choice_figures(&before, &choices.answers);
 
-        let config = TrainerInitRamConfig {
-            checkpoint: &options.model,
-            batch: BatchShape {
-                max_columns_per_row: options.columns,
-                ..BatchShape::default()
-            },
-            ..TrainerInitRamConfig::default()
-        };
-        let trainer = Trainer::init_ram(self.executor, config)?;
-        let timer = Instant::now();
-        let stats = calibrate(
-            &trainer,
-            self.executor,
-            self.data,
-            options.calibration,
-            options.seed,
-        )?;
-        std::fs::create_dir_all(&options.out)?;
-        let calibrated_path = options.out.join("calibrated.safetensors");
-        trainer.on(self.executor).save(&calibrated_path)?;
-        drop(trainer);
-        eprintln!(
-            "calibration: {} items, {} tokens in {:.1} s; cross-entropy {:.4} -> {:.4}",
-            stats.items,
-            stats.tokens,
-            timer.elapsed().as_secs_f64(),
-            stats.loss_before,
-            stats.loss_after
-        );
+        let (calibrated_path, stats) = self.calibrated_copy()?;
         let calibrated = Model::load_ram(&calibrated_path)
             .map_err(|error| format!("{}: {error}", calibrated_path.display()))?;
         let fitted = checkpoint::scalar(&calibrated_path, "head.choice.temperatures", 0)?;
         let after = choose(&calibrated, self.executor, choices)?;
         let (accuracy_after, ece_after) = choice_figures(&after, &choices.answers);
 
-        let chance = choices
-            .legal
-            .iter()
-            .map(|l| 1.0 / l.len() as f64)
-            .sum::<f64>()
-            / choices.legal.len().max(1) as f64;
-        let row =
-            |scorer: &str, metric: &str, model: f64, baseline: Option<f64>, unit, target| Row {
-                task: "choices".to_owned(),
-                scorer: scorer.to_owned(),
-                metric: metric.to_owned(),
-                model,
-                baseline: baseline.map(|b| ("temperature 1".to_owned(), b)),
-                chance: (unit == Unit::Percent).then_some(chance),
-                target,
-                items: choices.texts.len(),
-                unit,
-            };
-        let (plain, fit) = (
-            "text_choose, T = 1",
-            format!("text_choose, calibrated T = {fitted:.3}"),
-        );
         let ece = format!("ECE, {BINS} bins");
+        let fit = format!("text_choose, calibrated T = {fitted:.3}");
+        let plain = "text_choose, T = 1";
+        let row = |scorer: &str, metric: &str, figures: (f64, Option<f64>), unit, target| {
+            choice_row(choices, scorer, metric, figures, unit, target)
+        };
         self.rows.extend([
             row(
                 plain,
                 "accuracy",
-                accuracy_before,
-                None,
+                (accuracy_before, None),
                 Unit::Percent,
                 Target::None,
             ),
             row(
                 &fit,
                 "accuracy",
-                accuracy_after,
-                Some(accuracy_before),
+                (accuracy_after, Some(accuracy_before)),
                 Unit::Percent,
                 Target::None,
             ),
-            row(plain, &ece, ece_before, None, Unit::Plain, Target::None),
+            row(plain, &ece, (ece_before, None), Unit::Plain, Target::None),
             row(
                 &fit,
                 &ece,
-                ece_after,
-                Some(ece_before),
+                (ece_after, Some(ece_before)),
                 Unit::Plain,
                 Target::AtMost(0.05),
             ),
@@ -706,13 +626,74 @@ impl Evaluation<'_> {
         }
         Ok(())
     }
+
+    /// Fits the temperature of a trainer loaded from the model on the calibration items and saves it as
+    /// `<out>/calibrated.safetensors`, answering that path and what the fit did.
+    fn calibrated_copy(&self) -> Result<(PathBuf, TrainerCalibrateStats), Box<dyn Error>> {
+        let options = self.options;
+        let config = TrainerInitRamConfig {
+            checkpoint: &options.model,
+            batch: BatchShape {
+                max_columns_per_row: options.columns,
+                ..BatchShape::default()
+            },
+            ..TrainerInitRamConfig::default()
+        };
+        let trainer = Trainer::init_ram(self.executor, config)?;
+        let timer = Instant::now();
+        let stats = calibrate(
+            &trainer,
+            self.executor,
+            self.data,
+            options.calibration,
+            options.seed,
+        )?;
+        std::fs::create_dir_all(&options.out)?;
+        let calibrated_path = options.out.join("calibrated.safetensors");
+        trainer.on(self.executor).save(&calibrated_path)?;
+        eprintln!(
+            "calibration: {} items, {} tokens in {:.1} s; cross-entropy {:.4} -> {:.4}",
+            stats.items,
+            stats.tokens,
+            timer.elapsed().as_secs_f64(),
+            stats.loss_before,
+            stats.loss_after
+        );
+        Ok((calibrated_path, stats))
+    }
 }
 
-/// Runs `wordnet evaluate` with the arguments after `evaluate`.
-pub fn run(arguments: impl Iterator<Item = String>) -> Result<(), Box<dyn Error>> {
-    let Some(options) = parse(arguments)? else {
-        return Ok(());
-    };
+/// A row of the choices' table: `figures` are the model's value and its baseline's (the same at temperature 1).
+fn choice_row(
+    choices: &Choices,
+    scorer: &str,
+    metric: &str,
+    figures: (f64, Option<f64>),
+    unit: Unit,
+    target: Target,
+) -> Row {
+    let chance = choices
+        .legal
+        .iter()
+        .map(|l| 1.0 / l.len() as f64)
+        .sum::<f64>()
+        / choices.legal.len().max(1) as f64;
+    Row {
+        task: "choices".to_owned(),
+        scorer: scorer.to_owned(),
+        metric: metric.to_owned(),
+        model: figures.0,
+        baseline: figures.1.map(|b| ("temperature 1".to_owned(), b)),
+        chance: (unit == Unit::Percent).then_some(chance),
+        target,
+        items: choices.texts.len(),
+        unit,
+    }
+}
+
+/// Runs `uform-train evaluate`.
+pub fn run(arguments: &EvaluateArgs) -> Result<(), Box<dyn Error>> {
+    let options = Options::new(arguments);
     let started = Instant::now();
     let data = Data::load(&options.data, options.columns - 1, [&|_| 1.0, &|_| 1.0])?;
     let tasks = Tasks::new(&data, &options.limits, options.seed)?;
