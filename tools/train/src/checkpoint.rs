@@ -1,5 +1,5 @@
 //! Reading one F32 value of a checkpoint, such as its `trainer.step` or its choice temperature, from the safetensors
-//! header and data (MODEL.md's checkpoint format), without loading the model; and writing a copy with some changed.
+//! header and data (docs/model.md's checkpoint format), without loading the model; and writing a copy with some changed.
 
 use std::error::Error;
 use std::path::Path;

@@ -59,7 +59,7 @@ pub fn chance_recall(candidates: usize, relevant: usize, k: usize) -> f64 {
 }
 
 /// MaxSim scores of each query against every document, `S(q, d) = mean over q's rows of the max over d's rows of
-/// their dot product` (MODEL.md's late interaction): `scores[q][d]`. Rows are row-major token vectors of `width`
+/// their dot product` (docs/model.md's late interaction): `scores[q][d]`. Rows are row-major token vectors of `width`
 /// columns; document `d` spans rows `offsets[d]..offsets[d + 1]` of `documents`. The queries are taken together so that
 /// each document row is read once for all of them. An empty query scores 0 everywhere; an empty document scores
 /// `-inf`, so it never outranks a nonempty one.

@@ -61,7 +61,7 @@ pub struct Recipe {
 pub enum PairLoss {
     /// InfoNCE over each anchor's row (the default).
     InfoNce,
-    /// Every ordered pair its own logistic loss (MODEL.md's sigmoid form).
+    /// Every ordered pair its own logistic loss (docs/model.md, "Contrastive, sigmoid").
     Sigmoid,
 }
 

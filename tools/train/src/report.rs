@@ -15,7 +15,7 @@ pub enum Unit {
     Plain,
 }
 
-/// A target of issue 13 a figure is held to.
+/// The target a figure of the evaluation is held to (docs/training/README.md, "Evaluation").
 #[derive(Clone, Copy)]
 pub enum Target {
     /// None for this figure.
