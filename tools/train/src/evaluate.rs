@@ -1,4 +1,4 @@
-//! `uform-train evaluate`: scores a checkpoint on the test split (docs/training-run.md, "Evaluation") and writes one
+//! `uform-train evaluate`: scores a checkpoint on the test split (docs/training/README.md, "Evaluation") and writes one
 //! table, every figure beside chance and a baseline: text retrieval by embedding cosine and by MaxSim over token
 //! vectors against character-3-gram TF-IDF, zero-shot Fashion-MNIST from the class captions, spoken lemmas against
 //! their text, and the choices' accuracy and calibration error before and after fitting the temperature on the

@@ -1,4 +1,4 @@
-//! The evaluation's query and candidate sets, drawn from the test split of the prepared data (docs/training-run.md,
+//! The evaluation's query and candidate sets, drawn from the test split of the prepared data (docs/training/README.md,
 //! "What each number means"):
 //! - synonym -> lemma: every non-canonical lemma of a test synset (whose text differs from the canonical one) queries
 //!   the distinct canonical-lemma texts of all test synsets; relevant is its synset's canonical lemma, and a candidate
