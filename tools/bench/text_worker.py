@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One framework's side of tools/bench/text_compare.py, run in a process of its own so that its peak RSS is its own.
 
-    text_worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16] [--device cuda [--compile]]
+    text_worker.py torch --checkpoint C --texts 32 --bytes 256 --threads 2 --repeats 5 [--bf16]
+        [--device cuda [--compile]]
     text_worker.py onnx --model M.onnx --texts 32 --bytes 256 --threads 2 --repeats 5
     text_worker.py export --checkpoint C --texts 32 --bytes 256 --out M.onnx
     text_worker.py gemm --shape 2048x512x2048 --threads 2 --repeats 9

@@ -6,7 +6,7 @@ its own so that its peak RSS is its own.
     train_worker.py check --checkpoint C --texts 4 --bytes 32
 
 `step` times the step `uform_train_bench` times: the forward of `texts` texts of `bytes` bytes (byte k of the batch is
-`32 + splitmix64(k) % 95`, as tools/bench/worker.py and text_bench.cpp write it), contrastive InfoNCE over bags of
+`32 + splitmix64(k) % 95`, as tools/bench/text_worker.py and text_bench.cpp write it), contrastive InfoNCE over bags of
 two (items 2k and 2k + 1 in bag k, every other item of the batch a negative, docs/model.md "Contrastive, InfoNCE"), the
 backward, the gradient norm and clipping, and AdamW (`torch.optim.AdamW`, betas 0.9 and 0.95) at the trainer's
 default schedule, over every tensor the trainer trains. It prints one JSON object: the median seconds of `steps`
