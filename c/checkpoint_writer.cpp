@@ -158,32 +158,52 @@ std::vector<tensor_plan_t> checkpoint_plan(geometry_t const &g) {
     return plan;
 }
 
+std::string checkpoint_header(geometry_t const &geometry, std::span<tensor_plan_t const> plan) {
+    std::string json = "{";
+    std::uint64_t offset = 0;
+    for (tensor_plan_t const &tensor : plan) {
+        char text[256];
+        std::uint64_t const end = offset + tensor.bytes();
+        if (tensor.rank == 1)
+            std::snprintf(text, sizeof(text), "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%llu,%llu]},",
+                          tensor.name, dtype_name(tensor.dtype), tensor.shape[0], (unsigned long long)offset,
+                          (unsigned long long)end);
+        else
+            std::snprintf(text, sizeof(text),
+                          "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu,%zu],\"data_offsets\":[%llu,%llu]},", tensor.name,
+                          dtype_name(tensor.dtype), tensor.shape[0], tensor.shape[1], (unsigned long long)offset,
+                          (unsigned long long)end);
+        json += text;
+        offset = end;
+    }
+    json += metadata_of(geometry);
+    json += "}";
+    while (json.size() % 8) json += ' ';
+    return json;
+}
+
+uform_status_t checkpoint_check_geometry(geometry_t const &geometry, char const **message) noexcept {
+    try {
+        std::vector<tensor_plan_t> const plan = checkpoint_plan(geometry);
+        std::string const header = checkpoint_header(geometry, plan);
+        std::uint64_t data = 0;
+        for (tensor_plan_t const &tensor : plan) data += tensor.bytes();
+        checkpoint_t parsed;
+        char const *why = nullptr;
+        if (checkpoint_parse(header, 8 + header.size() + data, parsed, &why) == uform_status_ok_k)
+            return uform_status_ok_k;
+        return fail(message, uform_status_invalid_argument_k, why);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory checking the model's geometry");
+    }
+}
+
 uform_status_t checkpoint_write(char const *path, std::size_t path_length, geometry_t const &geometry,
                                 std::span<tensor_plan_t const> plan, tensor_fill_t fill, void *context,
                                 char const **message) noexcept {
     try {
         std::string const target(path, path_length);
-        std::string json = "{";
-        std::uint64_t offset = 0;
-        for (tensor_plan_t const &tensor : plan) {
-            char text[256];
-            std::uint64_t const end = offset + tensor.bytes();
-            if (tensor.rank == 1)
-                std::snprintf(text, sizeof(text),
-                              "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu],\"data_offsets\":[%llu,%llu]},", tensor.name,
-                              dtype_name(tensor.dtype), tensor.shape[0], (unsigned long long)offset,
-                              (unsigned long long)end);
-            else
-                std::snprintf(text, sizeof(text),
-                              "\"%s\":{\"dtype\":\"%s\",\"shape\":[%zu,%zu],\"data_offsets\":[%llu,%llu]},",
-                              tensor.name, dtype_name(tensor.dtype), tensor.shape[0], tensor.shape[1],
-                              (unsigned long long)offset, (unsigned long long)end);
-            json += text;
-            offset = end;
-        }
-        json += metadata_of(geometry);
-        json += "}";
-        while (json.size() % 8) json += ' ';
+        std::string const json = checkpoint_header(geometry, plan);
 
         char suffix[64];
         std::snprintf(suffix, sizeof(suffix), ".tmp-%u", temporaries.fetch_add(1, std::memory_order_relaxed));

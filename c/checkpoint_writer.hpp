@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "checkpoint.hpp"
@@ -24,6 +25,15 @@ struct tensor_plan_t {
 
 /// Every tensor docs/model.md lists for `geometry`, its optional front-ends and heads as it says.
 std::vector<tensor_plan_t> checkpoint_plan(geometry_t const &geometry);
+
+/// The safetensors header (JSON, padded with spaces to a multiple of 8 bytes) of `plan` laid out in order, with
+/// `geometry`'s `__metadata__`.
+std::string checkpoint_header(geometry_t const &geometry, std::span<tensor_plan_t const> plan);
+
+/// Checks that a checkpoint of `geometry` would load: its header goes through the very reader `load_ram` uses, so a
+/// trainer's configuration and the checkpoint reader share one set of bounds. `invalid-argument` with the reader's
+/// message (naming the metadata key) when it would not.
+uform_status_t checkpoint_check_geometry(geometry_t const &geometry, char const **message) noexcept;
 
 /// Fills `bytes` (exactly `plan.bytes()` of them) with one tensor's values, little-endian.
 using tensor_fill_t = void (*)(void *context, tensor_plan_t const &plan, std::byte *bytes) noexcept;

@@ -250,6 +250,21 @@ inline bool mesh_valid(uform_mesh_s const *mesh) noexcept { return mesh && mesh-
 void trainer_enter(uform_trainer_s *trainer) noexcept;
 void trainer_leave(uform_trainer_s *trainer) noexcept;
 
+/// Releases an executor a call acquired when the scope ends.
+struct executor_release_t {
+    uform_executor_s *executor;
+    ~executor_release_t() { executor_release(executor); }
+};
+
+/* mesh.cpp ----------------------------------------------------------------------------------------------- */
+
+/// Checks the executor a mesh or trainer is made on: live, and of `kind` (a local one, or one of the other residency,
+/// answers `unsupported`: that residency's constructor, or its mesh, is another call or not built yet).
+uform_status_t check_training_executor(uform_executor_s const *executor, executor_kind_t kind,
+                                       char const **message) noexcept;
+/// Drops one reference to a mesh (its own, or a trainer's made over it); the last frees it.
+void mesh_unreference(uform_mesh_s *mesh) noexcept;
+
 /* outcome.cpp -------------------------------------------------------------------------------------------- */
 
 /// Takes a free outcome entry for a job and writes its handle; `out-of-memory` when the table can't grow.

@@ -708,7 +708,9 @@ pub struct uform_text_encode_args_t {
     pub progress_context: *mut ::std::os::raw::c_void,
     /** Most bytes of one text; zero takes 16,384. A longer text answers
     `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
-    16,777,216 (`uform_status_invalid_argument_k` beyond).*/
+    16,777,216 (`uform_status_invalid_argument_k` beyond). Memory grows linearly: while a text is encoded the
+    call holds about 36 x `hidden` bytes per byte of it (2.3 KB a byte at hidden 64, 9 KB at hidden 256), so the
+    default limit costs at most about 150 MB at hidden 256, and a raised one accordingly (1 MiB: about 9 GB).*/
     pub max_bytes: usize,
 }
 /// @brief What `uform_image_encode` or `uform_image_encode_pixels` did, filled once the call is final.
@@ -839,7 +841,9 @@ pub struct uform_text_choose_args_t {
     pub progress_context: *mut ::std::os::raw::c_void,
     /** Most bytes of one text; zero takes 16,384. A longer text answers
     `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
-    16,777,216 (`uform_status_invalid_argument_k` beyond).*/
+    16,777,216 (`uform_status_invalid_argument_k` beyond). Memory grows linearly: while a text is encoded the
+    call holds about 36 x `hidden` bytes per byte of it (2.3 KB a byte at hidden 64, 9 KB at hidden 256), so the
+    default limit costs at most about 150 MB at hidden 256, and a raised one accordingly (1 MiB: about 9 GB).*/
     pub max_bytes: usize,
 }
 unsafe extern "C" {
@@ -1089,7 +1093,8 @@ working directory. Over a RAM executor each "host" is one process (a rank): seve
 pub struct uform_mesh_options_t {
     /// This host's index among the hosts of the run, below `host_domain_count`.
     pub host_domain_index: usize,
-    /// Hosts in the run; zero means one.
+    /** Hosts in the run; zero means one. At most 4096: a larger count answers `uform_status_invalid_argument_k`
+    at once.*/
     pub host_domain_count: usize,
     /** The shared directory where the hosts meet, as the OS's bytes; empty takes the working directory. It must
     exist: a missing one answers `uform_status_io_k`.
@@ -1190,9 +1195,9 @@ pub struct uform_batch_shape_t {
 pub struct uform_masking_t {
     /// Fraction of text bytes masked; zero takes 0.15.
     pub ratio: f32,
-    /// Mean span length in bytes; zero takes 3.
+    /// Mean span length in bytes; zero takes 3; at most 1e6.
     pub mean_span: f32,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 /// @brief The contrastive objective.
@@ -1203,9 +1208,9 @@ pub struct uform_contrastive_t {
     pub form: uform_pair_loss_form_t,
     /// Which items are negatives.
     pub negatives: uform_negatives_t,
-    /// Multiplier of `repel` edges' terms; zero takes 2.
+    /// Multiplier of `repel` edges' terms; zero takes 2; at most 1e6.
     pub hard_negative_weight: f32,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 /// @brief The late-interaction objective.
@@ -1214,7 +1219,7 @@ pub struct uform_contrastive_t {
 pub struct uform_late_interaction_t {
     /// Columns of token vectors; zero takes 128.
     pub token_width: usize,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 /// @brief The choice objective.
@@ -1223,7 +1228,7 @@ pub struct uform_late_interaction_t {
 pub struct uform_choices_t {
     /// Temperature groups fitted after training; zero takes 1.
     pub groups: usize,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 /// @brief The optimiser's schedule: AdamW, linear warm-up then cosine decay, gradient clipping.
@@ -1234,11 +1239,11 @@ pub struct uform_schedule_t {
     pub steps: usize,
     /// Warm-up steps; zero takes `steps / 100`.
     pub warmup_steps: usize,
-    /// Peak learning rate; zero takes 1e-3.
+    /// Peak learning rate; zero takes 1e-3; at most 1.
     pub learning_rate: f32,
-    /// Final learning rate; zero takes `learning_rate / 100`.
+    /// Final learning rate; zero takes `learning_rate / 100`; at most `learning_rate`.
     pub min_learning_rate: f32,
-    /// Decoupled weight decay; zero takes 0.01.
+    /// Decoupled weight decay; zero takes 0.01; at most 1.
     pub weight_decay: f32,
     /// Gradient norm to clip at; zero takes 1.
     pub clip_norm: f32,
@@ -1373,7 +1378,8 @@ pub struct uform_trainer_step_stats_t {
 @uform config TrainerStep*/
 #[repr(C)]
 pub struct uform_trainer_step_args_t {
-    /// Each item's bag: items in the same bag are positives; empty puts each item in its own.
+    /** Each item's bag: items in the same bag are positives; empty puts each item in its own. A bag id is a label,
+    compared only for equality (across the mesh's ranks too): every `size_t` value is a valid id.*/
     pub bags: *const usize,
     /// Entries in `bags`: zero or the step's items.
     pub bags_count: usize,
@@ -1487,7 +1493,13 @@ unsafe extern "C" {
     each removes the files it wrote there. A directory that does not exist, or that this process cannot write in,
     answers `uform_status_io_k` at once; hosts given different `host_domain_count`s answer
     `uform_status_invalid_argument_k` where they meet (a host whose index is beyond another's count waits for the
-    timeout).
+    timeout). Whoever can write the directory can plant files in it: the mesh reads only regular files there, never
+    through a symbolic link, never blocking on a FIFO, each up to a size its format bounds; anything else under a name
+    the mesh waits for counts as absent, so the wait ends with the timeout, and the timeout holds across every read.
+    A peer that dies while this process writes to it gives the survivors `uform_status_io_k` or
+    `uform_status_timeout_k`, never a SIGPIPE: every thread that calls into the mesh's transport blocks SIGPIPE for
+    the call and discards one raised meanwhile, then restores its own signal mask (threads the transport starts keep
+    it blocked); the process's disposition of SIGPIPE is never changed.
     Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.*/
     pub fn uform_mesh_bootstrap(
         executor: uform_executor_t,
@@ -1525,7 +1537,11 @@ unsafe extern "C" {
     called from a progress handler of one of its calls (see `uform_progress_t`).*/
     pub fn uform_trainer_free(trainer: uform_trainer_t) -> uform_status_t;
     /** @brief Runs one optimiser step over a batch of items: `modalities[i]` says what item `i` of `contents`
-    holds (text bytes, or the path of a media file).
+    holds (text bytes, or the path of a media file). A step with nothing to learn from (no items, only empty texts,
+    or, over a mesh, no term with a unit on any rank) answers `uform_status_invalid_argument_k` with no weight, moment
+    or step count changed: the schedule does not advance. Over a mesh a rank may bring no items while its peers bring
+    some. A step whose update would make a weight or moment non-finite answers `uform_status_corrupt_k`, changing
+    nothing, as a step whose loss or gradient is not finite does.
     @param embeddings Nullable; receives the scored embeddings when `args->arena` is set, else empty rows.
     @uform verb TrainVerbs
     @uform per-item modalities

@@ -10,7 +10,9 @@
 //   and before every rank arrived (a rank given another host count then says so in its acknowledgement);
 // - a rank r > 0 acknowledges a nonce listed with its own token in `<job>.ack.<nonce>.<r>`, and waits for
 //   `<job>.go.<nonce>`, which rank 0 writes once every rank acknowledged the nonce;
-// - then every rank connects through Gloo's file store in the fresh folder `<job>.<nonce>` of the directory.
+// - then every rank connects through a store of files in the fresh folder `<job>.<nonce>` of the directory.
+// Every file is read as a regular file (never a FIFO, a device or a symbolic link) of a bounded size, and every wait
+// ends at the deadline (c/rendezvous_files.hpp, mesh_store.hpp).
 // Past the deadline a rank gives up with `timeout`. After a barrier of the connected ranks each removes the files it
 // wrote, and rank 0 the folder; a rendezvous that fails leaves its files in place (the next attempt ignores them).
 #include "mesh.hpp"
@@ -33,17 +35,24 @@
 #include <gloo/common/error.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include "../../c/fail.hpp"
-#include "../../c/small_files.hpp"
+#include "../../c/rendezvous_files.hpp"
+#include "mesh_store.hpp"
+#include "sigpipe_guard.hpp"
 
 namespace uform::backend {
 namespace {
 
 /// The first line of an attempt file.
 constexpr char const *attempt_header_k = "uform-ram-mesh 1";
+
+/// The most bytes a `.ready`, `.ack` or `.go` file holds (a token or a word, and a newline).
+constexpr std::size_t small_file_bytes_k = 64;
+
+/// The most bytes an `.attempt` file of `count` hosts holds: its header, count and nonce, and a token per rank.
+std::size_t attempt_bytes(std::size_t count) noexcept { return 64 + 33 * count; }
 
 /// A random token of 32 hex digits.
 std::string random_token() {
@@ -90,7 +99,10 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
             if (!nonce.empty()) {
                 bool all = true;
                 for (std::size_t rank = 1; all && rank != r.host_count; ++rank) {
-                    all = read_small(base + ".ack." + nonce + "." + std::to_string(rank), contents);
+                    if (std::chrono::steady_clock::now() >= r.deadline)
+                        return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+                    all = read_rendezvous_file(base + ".ack." + nonce + "." + std::to_string(rank), small_file_bytes_k,
+                                               contents);
                     if (all && contents != "ack\n")
                         return fail(message, uform_status_invalid_argument_k,
                                     "the mesh's ranks disagree on host_domain_count");
@@ -104,9 +116,12 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
             std::vector<std::string> tokens;
             bool any = false;
             for (std::size_t rank = 1; rank != r.host_count; ++rank) {
+                if (std::chrono::steady_clock::now() >= r.deadline)
+                    return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
                 std::vector<std::string> lines;
-                bool const read = read_small(base + ".ready." + std::to_string(rank), contents) &&
-                                  (lines = lines_of(contents)).size() == 1;
+                bool const read =
+                    read_rendezvous_file(base + ".ready." + std::to_string(rank), small_file_bytes_k, contents) &&
+                    (lines = lines_of(contents)).size() == 1;
                 tokens.push_back(read ? lines[0] : std::string());
                 any = any || read;
             }
@@ -129,8 +144,9 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
         return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
     for (;;) {
         std::vector<std::string> lines;
-        if (read_small(base + ".attempt", contents) && (lines = lines_of(contents)).size() > 2 + r.host_index &&
-            lines[0] == attempt_header_k && lines[2 + r.host_index] == token && lines[2] != nonce) {
+        if (read_rendezvous_file(base + ".attempt", attempt_bytes(r.host_count), contents) &&
+            (lines = lines_of(contents)).size() > 2 + r.host_index && lines[0] == attempt_header_k &&
+            lines[2 + r.host_index] == token && lines[2] != nonce) {
             if (!publish(base + ".ack." + lines[2] + "." + rank, acknowledgement(count, lines[1]), written))
                 return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
             if (lines[1] != count)
@@ -168,6 +184,7 @@ uform_status_t gloo_failure(std::exception_ptr thrown, bool late, char const **m
 template <typename collective_t>
 uform_status_t guarded(collective_t &&collective, std::chrono::milliseconds timeout, char const **message) noexcept {
     auto const start = std::chrono::steady_clock::now();
+    sigpipe_guard_t const guard; // a peer gone mid-write is `io`, never a SIGPIPE
     try {
         collective();
         return uform_status_ok_k;
@@ -248,30 +265,34 @@ uform_status_t mesh_rendezvous(mesh_rendezvous_t const &r, mesh_t *&mesh, char c
         made->index = r.host_index;
         made->count = r.host_count;
         made->timeout = r.timeout;
+        // A directory this rank cannot write in is `io` at once, not a wait for peers until the timeout; a one-rank
+        // mesh checks it too, as the header promises, since its trainer's peers would meet there.
+        std::string const probe = std::string(r.directory) + "/" + std::string(r.job) + ".probe-" + random_token();
+        std::FILE *file = std::fopen(probe.c_str(), "wbx");
+        if (!file) return fail(message, uform_status_io_k, "cannot write in the mesh's directory");
+        std::fclose(file);
+        std::remove(probe.c_str());
         if (r.host_count > 1) {
-            // A directory this rank cannot write in is `io` at once, not a wait for peers until the timeout.
-            std::string const probe = std::string(r.directory) + "/" + std::string(r.job) + ".probe-" + random_token();
-            std::FILE *file = std::fopen(probe.c_str(), "wb");
-            if (!file) return fail(message, uform_status_io_k, "cannot write in the mesh's directory");
-            std::fclose(file);
-            std::remove(probe.c_str());
             std::string nonce;
             written_t written;
             if (uform_status_t status = agree_attempt(r, nonce, written, message)) return status;
             std::string const folder = std::string(r.directory) + "/" + std::string(r.job) + "." + nonce;
-            if (::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST)
+            struct stat made_folder;
+            if ((::mkdir(folder.c_str(), 0777) != 0 && errno != EEXIST) || ::lstat(folder.c_str(), &made_folder) != 0 ||
+                !S_ISDIR(made_folder.st_mode))
                 return fail(message, uform_status_io_k, "cannot make the mesh's folder in its directory");
             auto const left =
                 std::chrono::duration_cast<std::chrono::milliseconds>(r.deadline - std::chrono::steady_clock::now());
             if (left.count() <= 0)
                 return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+            sigpipe_guard_t const guard; // Gloo's event loop, started here, keeps SIGPIPE blocked for good
             try {
                 gloo::transport::tcp::attr attr;
                 attr.hostname = std::string(r.hostname);
                 auto device = gloo::transport::tcp::CreateDevice(attr);
                 auto context = std::make_shared<gloo::rendezvous::Context>(int(r.host_index), int(r.host_count));
                 context->setTimeout(left);
-                gloo::rendezvous::FileStore store(folder);
+                folder_store_t store(folder, r.deadline);
                 context->connectFullMesh(store, device);
                 context->setTimeout(r.timeout);
                 // Once every rank connected, no one reads the rendezvous' files again: each rank removes those it

@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <numbers>
 
@@ -63,26 +64,65 @@ void scale_gradients(std::span<adamw_view_t const> views, double factor, ram::pa
     });
 }
 
-void adamw_step(std::span<adamw_view_t const> views, std::size_t k, double lr, double weight_decay,
-                adamw_t const &constants, ram::parallel_t const &parallel) noexcept {
+namespace {
+
+/// AdamW's per-step scalars in F32, from step `k`, rate `lr` and decay `weight_decay`.
+struct adamw_scalars_t {
+    float decay, keep1, beta2, keep2, eps, step, root2;
+};
+
+adamw_scalars_t adamw_scalars(std::size_t k, double lr, double weight_decay, adamw_t const &constants) noexcept {
     double const t = double(k + 1);
     double const correction1 = 1 - std::pow(constants.beta1, t), correction2 = 1 - std::pow(constants.beta2, t);
-    float const decay = static_cast<float>(1 - lr * weight_decay);
-    float const keep1 = static_cast<float>(1 - constants.beta1), beta2 = static_cast<float>(constants.beta2);
-    float const keep2 = static_cast<float>(1 - constants.beta2), eps = static_cast<float>(constants.eps);
-    float const step = static_cast<float>(-(lr / correction1)), root2 = static_cast<float>(std::sqrt(correction2));
+    return {static_cast<float>(1 - lr * weight_decay), static_cast<float>(1 - constants.beta1),
+            static_cast<float>(constants.beta2),       static_cast<float>(1 - constants.beta2),
+            static_cast<float>(constants.eps),         static_cast<float>(-(lr / correction1)),
+            static_cast<float>(std::sqrt(correction2))};
+}
+
+/// One element's update: its new master value and moments from the old ones and its gradient.
+struct adamw_element_t {
+    float theta, m, v;
+};
+
+inline adamw_element_t adamw_element(adamw_scalars_t const &c, bool decays, float theta, float g, float m0,
+                                     float v0) noexcept {
+    if (decays) theta *= c.decay;
+    // torch's vectorised lerp (weight below 0.5) and addcmul: fused multiply-adds.
+    float const m = std::fma(c.keep1, g - m0, m0);
+    float const v = std::fma(c.keep2 * g, g, v0 * c.beta2);
+    float const denom = std::sqrt(v) / c.root2 + c.eps;
+    return {theta + c.step * m / denom, m, v};
+}
+
+} // namespace
+
+bool adamw_stays_finite(std::span<adamw_view_t const> views, std::size_t k, double lr, double weight_decay,
+                        adamw_t const &constants, ram::parallel_t const &parallel) noexcept {
+    adamw_scalars_t const c = adamw_scalars(k, lr, weight_decay, constants);
+    std::atomic<bool> finite{true};
+    for_chunks(views, parallel, [&](adamw_view_t const &view, std::size_t begin, std::size_t end) {
+        bool here = true;
+        for (std::size_t e = begin; e != end; ++e) {
+            adamw_element_t const next =
+                adamw_element(c, view.decays, view.master[e], view.grad[e], view.moment1[e], view.moment2[e]);
+            here = here && std::isfinite(next.theta) && std::isfinite(next.m) && std::isfinite(next.v);
+        }
+        if (!here) finite.store(false, std::memory_order_relaxed);
+    });
+    return finite.load(std::memory_order_relaxed);
+}
+
+void adamw_step(std::span<adamw_view_t const> views, std::size_t k, double lr, double weight_decay,
+                adamw_t const &constants, ram::parallel_t const &parallel) noexcept {
+    adamw_scalars_t const c = adamw_scalars(k, lr, weight_decay, constants);
     for_chunks(views, parallel, [&](adamw_view_t const &view, std::size_t begin, std::size_t end) {
         for (std::size_t e = begin; e != end; ++e) {
-            float theta = view.master[e];
-            if (view.decays) theta *= decay;
-            float const g = view.grad[e];
-            // torch's vectorised lerp (weight below 0.5) and addcmul: fused multiply-adds.
-            float const m = std::fma(keep1, g - view.moment1[e], view.moment1[e]);
-            float const v = std::fma(keep2 * g, g, view.moment2[e] * beta2);
-            float const denom = std::sqrt(v) / root2 + eps;
-            view.moment1[e] = m;
-            view.moment2[e] = v;
-            view.master[e] = theta + step * m / denom;
+            adamw_element_t const next =
+                adamw_element(c, view.decays, view.master[e], view.grad[e], view.moment1[e], view.moment2[e]);
+            view.moment1[e] = next.m;
+            view.moment2[e] = next.v;
+            view.master[e] = next.theta;
         }
     });
 }

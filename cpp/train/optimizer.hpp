@@ -50,6 +50,11 @@ double clip_factor(double norm, double clip_norm) noexcept;
 /// Multiplies every gradient by the F32 of `factor` (nothing when it is 1).
 void scale_gradients(std::span<adamw_view_t const> views, double factor, ram::parallel_t const &parallel) noexcept;
 
+/// Whether `adamw_step` with the same arguments would leave every master value and moment finite; computes the same
+/// values without writing any, so a step can be refused before anything changes.
+bool adamw_stays_finite(std::span<adamw_view_t const> views, std::size_t k, double lr, double weight_decay,
+                        adamw_t const &constants, ram::parallel_t const &parallel) noexcept;
+
 /// One AdamW step, step count `t = k + 1`, at rate `lr`: decayed tensors `θ ← θ (1 − lr wd)` first, then the moments
 /// and the bias-corrected update, torch's arithmetic in F32 with the corrections in double. Every element is
 /// independent, so any thread count gives the same bits.

@@ -317,6 +317,11 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
     if (late && sides) counts[1] = double(queries_with_positive_documents(relations_, sides));
     if (mesh)
         if (uform_status_t status = mesh->sum(std::span<double>(counts), message)) return status;
+    // Nothing to learn from over the whole mesh (no items, only empty texts, no term with a unit): refused before
+    // anything changes, the schedule not advanced, equally on every rank (the counts are the mesh's).
+    if (counts[0] == 0 && counts[1] == 0 && counts[2] == 0 && counts[3] == 0)
+        return fail(message, uform_status_invalid_argument_k,
+                    "the step has nothing to learn from: no term has an item (no weight changed)");
 
     // The terms, each adding weight / count times its sum's gradient to the outputs' gradients.
     if (!zeroed(grad_z_, scored * g.dimensions) || !zeroed(grad_token_vectors_, token_rows * g.token_width) ||
@@ -446,10 +451,12 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
         return fail(message, uform_status_corrupt_k, "the step's gradient is not finite: no weight was updated");
     if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
 
-    // From here on the step completes: the update is not interrupted.
+    // From here on the step completes unless its update would overflow: it is not interrupted.
     uform_schedule_t const &schedule = s.schedule;
     scale_gradients(views_, clip_factor(norm, schedule.clip_norm), parallel);
     report.learning_rate = learning_rate(schedule, steps);
+    if (!adamw_stays_finite(views_, steps, report.learning_rate, schedule.weight_decay, adamw_t{}, parallel))
+        return fail(message, uform_status_corrupt_k, "the step's update would make a weight non-finite: none changed");
     adamw_step(views_, steps, report.learning_rate, schedule.weight_decay, adamw_t{}, parallel);
     ++steps;
     return parameters_refresh(p, parallel, message);

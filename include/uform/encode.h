@@ -85,7 +85,9 @@ typedef struct uform_text_encode_args_t {
     /**
      * Most bytes of one text; zero takes 16,384. A longer text answers
      * `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
-     * 16,777,216 (`uform_status_invalid_argument_k` beyond).
+     * 16,777,216 (`uform_status_invalid_argument_k` beyond). Memory grows linearly: while a text is encoded the
+     * call holds about 36 x `hidden` bytes per byte of it (2.3 KB a byte at hidden 64, 9 KB at hidden 256), so the
+     * default limit costs at most about 150 MB at hidden 256, and a raised one accordingly (1 MiB: about 9 GB).
      */
     size_t max_bytes;
 } uform_text_encode_args_t;
@@ -328,7 +330,9 @@ typedef struct uform_text_choose_args_t {
     /**
      * Most bytes of one text; zero takes 16,384. A longer text answers
      * `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
-     * 16,777,216 (`uform_status_invalid_argument_k` beyond).
+     * 16,777,216 (`uform_status_invalid_argument_k` beyond). Memory grows linearly: while a text is encoded the
+     * call holds about 36 x `hidden` bytes per byte of it (2.3 KB a byte at hidden 64, 9 KB at hidden 256), so the
+     * default limit costs at most about 150 MB at hidden 256, and a raised one accordingly (1 MiB: about 9 GB).
      */
     size_t max_bytes;
 } uform_text_choose_args_t;

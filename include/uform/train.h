@@ -133,7 +133,8 @@ typedef struct uform_mesh_s *uform_mesh_t;
 typedef struct uform_mesh_options_t {
     /** This host's index among the hosts of the run, below `host_domain_count`. */
     size_t host_domain_index;
-    /** Hosts in the run; zero means one. */
+    /** Hosts in the run; zero means one. At most 4096: a larger count answers `uform_status_invalid_argument_k`
+     *  at once. */
     size_t host_domain_count;
     /** The shared directory where the hosts meet, as the OS's bytes; empty takes the working directory. It must
      *  exist: a missing one answers `uform_status_io_k`.
@@ -184,7 +185,13 @@ typedef struct uform_mesh_description_t {
  * each removes the files it wrote there. A directory that does not exist, or that this process cannot write in,
  * answers `uform_status_io_k` at once; hosts given different `host_domain_count`s answer
  * `uform_status_invalid_argument_k` where they meet (a host whose index is beyond another's count waits for the
- * timeout).
+ * timeout). Whoever can write the directory can plant files in it: the mesh reads only regular files there, never
+ * through a symbolic link, never blocking on a FIFO, each up to a size its format bounds; anything else under a name
+ * the mesh waits for counts as absent, so the wait ends with the timeout, and the timeout holds across every read.
+ * A peer that dies while this process writes to it gives the survivors `uform_status_io_k` or
+ * `uform_status_timeout_k`, never a SIGPIPE: every thread that calls into the mesh's transport blocks SIGPIPE for
+ * the call and discards one raised meanwhile, then restores its own signal mask (threads the transport starts keep
+ * it blocked); the process's disposition of SIGPIPE is never changed.
  * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
  */
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
@@ -257,9 +264,9 @@ typedef struct uform_batch_shape_t {
 typedef struct uform_masking_t {
     /** Fraction of text bytes masked; zero takes 0.15. */
     float ratio;
-    /** Mean span length in bytes; zero takes 3. */
+    /** Mean span length in bytes; zero takes 3; at most 1e6. */
     float mean_span;
-    /** Weight in the joint loss; zero takes 1. */
+    /** Weight in the joint loss; zero takes 1; at most 1e6. */
     float weight;
 } uform_masking_t;
 
@@ -269,9 +276,9 @@ typedef struct uform_contrastive_t {
     uform_pair_loss_form_t form;
     /** Which items are negatives. */
     uform_negatives_t negatives;
-    /** Multiplier of `repel` edges' terms; zero takes 2. */
+    /** Multiplier of `repel` edges' terms; zero takes 2; at most 1e6. */
     float hard_negative_weight;
-    /** Weight in the joint loss; zero takes 1. */
+    /** Weight in the joint loss; zero takes 1; at most 1e6. */
     float weight;
 } uform_contrastive_t;
 
@@ -279,7 +286,7 @@ typedef struct uform_contrastive_t {
 typedef struct uform_late_interaction_t {
     /** Columns of token vectors; zero takes 128. */
     size_t token_width;
-    /** Weight in the joint loss; zero takes 1. */
+    /** Weight in the joint loss; zero takes 1; at most 1e6. */
     float weight;
 } uform_late_interaction_t;
 
@@ -287,7 +294,7 @@ typedef struct uform_late_interaction_t {
 typedef struct uform_choices_t {
     /** Temperature groups fitted after training; zero takes 1. */
     size_t groups;
-    /** Weight in the joint loss; zero takes 1. */
+    /** Weight in the joint loss; zero takes 1; at most 1e6. */
     float weight;
 } uform_choices_t;
 
@@ -297,11 +304,11 @@ typedef struct uform_schedule_t {
     size_t steps;
     /** Warm-up steps; zero takes `steps / 100`. */
     size_t warmup_steps;
-    /** Peak learning rate; zero takes 1e-3. */
+    /** Peak learning rate; zero takes 1e-3; at most 1. */
     float learning_rate;
-    /** Final learning rate; zero takes `learning_rate / 100`. */
+    /** Final learning rate; zero takes `learning_rate / 100`; at most `learning_rate`. */
     float min_learning_rate;
-    /** Decoupled weight decay; zero takes 0.01. */
+    /** Decoupled weight decay; zero takes 0.01; at most 1. */
     float weight_decay;
     /** Gradient norm to clip at; zero takes 1. */
     float clip_norm;
@@ -463,7 +470,8 @@ typedef struct uform_trainer_step_stats_t {
  * @uform config TrainerStep
  */
 typedef struct uform_trainer_step_args_t {
-    /** Each item's bag: items in the same bag are positives; empty puts each item in its own. */
+    /** Each item's bag: items in the same bag are positives; empty puts each item in its own. A bag id is a label,
+     *  compared only for equality (across the mesh's ranks too): every `size_t` value is a valid id. */
     size_t const *bags;
     /** Entries in `bags`: zero or the step's items. */
     size_t bags_count;
@@ -506,7 +514,11 @@ typedef struct uform_trainer_step_args_t {
 
 /**
  * @brief Runs one optimiser step over a batch of items: `modalities[i]` says what item `i` of `contents`
- * holds (text bytes, or the path of a media file).
+ * holds (text bytes, or the path of a media file). A step with nothing to learn from (no items, only empty texts,
+ * or, over a mesh, no term with a unit on any rank) answers `uform_status_invalid_argument_k` with no weight, moment
+ * or step count changed: the schedule does not advance. Over a mesh a rank may bring no items while its peers bring
+ * some. A step whose update would make a weight or moment non-finite answers `uform_status_corrupt_k`, changing
+ * nothing, as a step whose loss or gradient is not finite does.
  * @param embeddings Nullable; receives the scored embeddings when `args->arena` is set, else empty rows.
  * @uform verb TrainVerbs
  * @uform per-item modalities

@@ -55,7 +55,9 @@ pub struct TextEncodeConfig<'a> {
     pub progress: Option<crate::Progress<'a>>,
     /// Most bytes of one text; zero takes 16,384. A longer text answers
     /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
-    /// 16,777,216 (`uform_status_invalid_argument_k` beyond).
+    /// 16,777,216 (`uform_status_invalid_argument_k` beyond). Memory grows linearly: while a text is encoded the
+    /// call holds about 36 x `hidden` bytes per byte of it (2.3 KB a byte at hidden 64, 9 KB at hidden 256), so the
+    /// default limit costs at most about 150 MB at hidden 256, and a raised one accordingly (1 MiB: about 9 GB).
     pub max_bytes: usize,
 }
 
@@ -484,7 +486,9 @@ pub struct TextChooseConfig<'a> {
     pub progress: Option<crate::Progress<'a>>,
     /// Most bytes of one text; zero takes 16,384. A longer text answers
     /// `uform_status_limit_exceeded_k`, since a text's time grows with the square of its length; at most
-    /// 16,777,216 (`uform_status_invalid_argument_k` beyond).
+    /// 16,777,216 (`uform_status_invalid_argument_k` beyond). Memory grows linearly: while a text is encoded the
+    /// call holds about 36 x `hidden` bytes per byte of it (2.3 KB a byte at hidden 64, 9 KB at hidden 256), so the
+    /// default limit costs at most about 150 MB at hidden 256, and a raised one accordingly (1 MiB: about 9 GB).
     pub max_bytes: usize,
 }
 

@@ -417,7 +417,8 @@ impl core::fmt::Display for MultimemTier {
 pub struct MeshOptions<'a> {
     /// This host's index among the hosts of the run, below `host_domain_count`.
     pub host_domain_index: usize,
-    /// Hosts in the run; zero means one.
+    /// Hosts in the run; zero means one. At most 4096: a larger count answers `uform_status_invalid_argument_k`
+    /// at once.
     pub host_domain_count: usize,
     /// The shared directory where the hosts meet, as the OS's bytes; empty takes the working directory. It must
     /// exist: a missing one answers `uform_status_io_k`.
@@ -732,9 +733,9 @@ impl BatchShape {
 pub struct Masking {
     /// Fraction of text bytes masked; zero takes 0.15.
     pub ratio: f32,
-    /// Mean span length in bytes; zero takes 3.
+    /// Mean span length in bytes; zero takes 3; at most 1e6.
     pub mean_span: f32,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 
@@ -775,9 +776,9 @@ pub struct Contrastive {
     pub form: crate::PairLossForm,
     /// Which items are negatives.
     pub negatives: crate::Negatives,
-    /// Multiplier of `repel` edges' terms; zero takes 2.
+    /// Multiplier of `repel` edges' terms; zero takes 2; at most 1e6.
     pub hard_negative_weight: f32,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 
@@ -802,7 +803,7 @@ impl Contrastive {
 pub struct LateInteraction {
     /// Columns of token vectors; zero takes 128.
     pub token_width: usize,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 
@@ -844,7 +845,7 @@ impl LateInteraction {
 pub struct Choices {
     /// Temperature groups fitted after training; zero takes 1.
     pub groups: usize,
-    /// Weight in the joint loss; zero takes 1.
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
 
@@ -882,11 +883,11 @@ pub struct Schedule {
     pub steps: usize,
     /// Warm-up steps; zero takes `steps / 100`.
     pub warmup_steps: usize,
-    /// Peak learning rate; zero takes 1e-3.
+    /// Peak learning rate; zero takes 1e-3; at most 1.
     pub learning_rate: f32,
-    /// Final learning rate; zero takes `learning_rate / 100`.
+    /// Final learning rate; zero takes `learning_rate / 100`; at most `learning_rate`.
     pub min_learning_rate: f32,
-    /// Decoupled weight decay; zero takes 0.01.
+    /// Decoupled weight decay; zero takes 0.01; at most 1.
     pub weight_decay: f32,
     /// Gradient norm to clip at; zero takes 1.
     pub clip_norm: f32,
@@ -1395,7 +1396,8 @@ const _: () = {
 #[doc(alias = "uform_trainer_step_args_t")]
 #[derive(Default)]
 pub struct TrainerStepConfig<'a> {
-    /// Each item's bag: items in the same bag are positives; empty puts each item in its own.
+    /// Each item's bag: items in the same bag are positives; empty puts each item in its own. A bag id is a label,
+    /// compared only for equality (across the mesh's ranks too): every `size_t` value is a valid id.
     pub bags: &'a [usize],
     /// Edges between the items.
     pub relations: crate::Relations<'a>,
@@ -1598,7 +1600,13 @@ impl crate::Mesh {
     /// each removes the files it wrote there. A directory that does not exist, or that this process cannot write in,
     /// answers `uform_status_io_k` at once; hosts given different `host_domain_count`s answer
     /// `uform_status_invalid_argument_k` where they meet (a host whose index is beyond another's count waits for the
-    /// timeout).
+    /// timeout). Whoever can write the directory can plant files in it: the mesh reads only regular files there, never
+    /// through a symbolic link, never blocking on a FIFO, each up to a size its format bounds; anything else under a name
+    /// the mesh waits for counts as absent, so the wait ends with the timeout, and the timeout holds across every read.
+    /// A peer that dies while this process writes to it gives the survivors `uform_status_io_k` or
+    /// `uform_status_timeout_k`, never a SIGPIPE: every thread that calls into the mesh's transport blocks SIGPIPE for
+    /// the call and discards one raised meanwhile, then restores its own signal mask (threads the transport starts keep
+    /// it blocked); the process's disposition of SIGPIPE is never changed.
     /// Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
     ///
     /// Calls `uform_mesh_bootstrap`.
@@ -1718,7 +1726,11 @@ impl<'a> crate::Trainer<'a> {
 /// Each verb takes the same arguments whatever the receiver; a blocking one answers its `Result` directly. A deferred receiver takes owned inputs and `'static` configs and handlers.
 pub trait TrainVerbs: crate::Receiver {
     /// Runs one optimiser step over a batch of items: `modalities[i]` says what item `i` of `contents`
-    /// holds (text bytes, or the path of a media file).
+    /// holds (text bytes, or the path of a media file). A step with nothing to learn from (no items, only empty texts,
+    /// or, over a mesh, no term with a unit on any rank) answers `uform_status_invalid_argument_k` with no weight, moment
+    /// or step count changed: the schedule does not advance. Over a mesh a rank may bring no items while its peers bring
+    /// some. A step whose update would make a weight or moment non-finite answers `uform_status_corrupt_k`, changing
+    /// nothing, as a step whose loss or gradient is not finite does.
     ///
     /// Calls `uform_trainer_step`.
     #[doc(alias = "uform_trainer_step")]

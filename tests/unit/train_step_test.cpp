@@ -3,9 +3,10 @@
 // a video clip) with its masks injected, on tiny.safetensors. Step 0: every term within 1e-3 relative, the
 // embeddings, and every parameter's gradient at cosine >= 0.999 and relative error <= 1e-2; then 20 AdamW steps
 // tracking the trajectory, every tensor within 1e-2 relative after step 20; the same seed and threads giving the same
-// bits; a cancelled or non-finite step changing nothing.
+// bits; a cancelled or non-finite step, or one whose update would overflow, changing nothing.
 //
 // Run from the repository root (or with UFORM_TEST_DATA naming tests/data).
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -117,6 +118,27 @@ int main() {
     check(core.steps == 0, "a non-finite step is not counted");
     for (std::size_t i = 0; i != initial.size(); ++i)
         check(core.parameters.tensors[i].master == initial[i], "a non-finite step leaves the weights");
+
+    // A step whose update would overflow a weight changes nothing, its moments included: the byte 0xFF's embedding
+    // (a byte no UTF-8 text holds, so the forward never reads it and its gradient is zero) planted at the largest
+    // float with a first moment pushing it further.
+    if (uform::train::tensor_t *bytes = core.parameters.find("embed.byte.weight")) {
+        std::size_t const at = 255 * bytes->shape[1];
+        float const master = bytes->master[at];
+        bytes->master[at] = FLT_MAX;
+        bytes->moment1[at] = -FLT_MAX;
+        std::vector<float> const moments = bytes->moment1;
+        status = core.step(view, parallel, {}, {}, report, &message);
+        check(status == uform_status_corrupt_k, "an overflowing update answers corrupt", status);
+        check(core.steps == 0, "an overflowing step is not counted");
+        check(bytes->master[at] == FLT_MAX && bytes->moment1 == moments, "an overflowing step leaves the moments");
+        bytes->master[at] = master;
+        bytes->moment1[at] = 0;
+        for (std::size_t i = 0; i != initial.size(); ++i)
+            check(core.parameters.tensors[i].master == initial[i], "an overflowing step leaves the weights");
+    } else {
+        check(false, "the tiny model has a byte embedding");
+    }
 
     // Step 0: the terms, the embeddings and every gradient.
     tensor_t const &trajectory = t.at("trajectory");
