@@ -5,13 +5,13 @@
 //!
 //! ```sh
 //! python3 tools/data/prepare.py                                   # once: target/data
-//! cargo run --release -p uform-train                              # recipes/smoke.toml: 50 steps into target/train/smoke
+//! cargo run --release -p uform-train                              # recipes/smoke.toml into target/train/smoke
 //! cargo run --release -p uform-train -- --recipe tools/train/recipes/wordnet-d.toml --out target/train/d
 //! cargo run --release -p uform-train -- evaluate --model target/train/d/checkpoint.safetensors
 //! cargo run --release -p uform-train -- batches --recipe tools/train/recipes/wordnet-s.toml --step 16500
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -148,7 +148,12 @@ pub struct BatchesArgs {
 
 /// The repository's `target/` directory, where the data and the runs go by default.
 pub fn target() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../target"))
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .unwrap_or(manifest)
+        .join("target")
 }
 
 /// The smoke recipe, the default.

@@ -74,6 +74,10 @@ struct Start {
 /// Trains a stage after `arguments`.
 pub fn run(arguments: &TrainArgs) -> Result<(), Box<dyn Error>> {
     let stage = Stage::new(arguments)?;
+    std::fs::create_dir_all(&stage.out)?;
+    let Some(start) = stage.start()? else {
+        return Ok(());
+    };
     let opened = Instant::now();
     let data = load(&stage)?;
     println!(
@@ -82,10 +86,6 @@ pub fn run(arguments: &TrainArgs) -> Result<(), Box<dyn Error>> {
         describe_data(&data, stage.recipe.columns),
         opened.elapsed().as_secs_f64()
     );
-    std::fs::create_dir_all(&stage.out)?;
-    let Some(start) = stage.start()? else {
-        return Ok(());
-    };
     let schedule = Schedule {
         steps: stage.recipe.steps,
         warmup_steps: start.stage.unwrap_or(stage.recipe.steps / 10).max(1),
@@ -167,7 +167,10 @@ impl Stage {
         if arguments.model.is_none()
             && (recipe.contrastive_scale.is_some() || recipe.contrastive_bias.is_some())
         {
-            return Err("the recipe's contrastive_scale and contrastive_bias rewrite a --model checkpoint's".into());
+            return Err(
+                "contrastive_scale and contrastive_bias rewrite a --model checkpoint: give one"
+                    .into(),
+            );
         }
         Ok(Self {
             data: arguments
