@@ -44,7 +44,7 @@ const PKG_CONFIG_FILE: &str = "uform.pc";
 
 /// The sources every build reads, relative to the manifest, which this watches; each residency adds its own
 /// folder (`stub` or `cpp`).
-const SOURCES: &[&str] = &["include", "c", "cmake", "CMakeLists.txt"];
+const SOURCES: &[&str] = &["include", "c", "common", "cmake", "CMakeLists.txt"];
 
 /// The environment this script and CMake read, beyond what the `cmake` and `cc` crates declare themselves.
 const ENVIRONMENT: &[&str] = &[

@@ -7,7 +7,7 @@
 // of same-shaped calls allocates nothing after the first.
 #include <algorithm>
 
-#include "internal.hpp"
+#include "c/handles.hpp"
 
 namespace uform {
 

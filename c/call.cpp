@@ -1,10 +1,10 @@
 // `call_t`: progress reporting, parallel loops, scratch and arena allocation for one call.
-#include "call.hpp"
+#include "common/call.hpp"
 
 #include <algorithm>
 
-#include "internal.hpp"
-#include "scalars.hpp"
+#include "c/handles.hpp"
+#include "common/scalars.hpp"
 
 namespace uform {
 

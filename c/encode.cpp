@@ -1,8 +1,9 @@
 // The seven verbs of a model: their checks, then a blocking or deferred run through `dispatch`.
 #include <chrono>
 
-#include "checks.hpp"
-#include "media_geometry.hpp"
+#include "c/handles.hpp"
+#include "common/checks.hpp"
+#include "common/media_geometry.hpp"
 
 namespace uform {
 

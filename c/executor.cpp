@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <thread>
 
-#include "internal.hpp"
-#include "workers.hpp"
+#include "c/handles.hpp"
+#include "c/workers.hpp"
 
 namespace uform {
 

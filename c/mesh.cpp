@@ -18,8 +18,9 @@
 
 #include <sys/stat.h>
 
-#include "checks.hpp"
-#include "rendezvous_files.hpp"
+#include "c/handles.hpp"
+#include "common/checks.hpp"
+#include "common/rendezvous_files.hpp"
 
 namespace uform {
 

@@ -5,7 +5,7 @@
 // which loads the weights.
 #include <cstring>
 
-#include "internal.hpp"
+#include "c/handles.hpp"
 
 namespace uform {
 

@@ -7,9 +7,9 @@
 
 #include <uform/uform.h>
 
-#include "backend.hpp"
-#include "internal.hpp"
-#include "scalars.hpp"
+#include "common/backend.hpp"
+#include "c/handles.hpp"
+#include "common/scalars.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 // answers `invalid-argument` instead of reading another call's entry. Each entry holds the job of its
 // call (verb, holds and arguments), so a deferred call allocates nothing once the table has grown.
 // Waiting blocks on the entry's status word (`std::atomic::wait`), never spinning until completion.
-#include "internal.hpp"
+#include "c/handles.hpp"
 
 namespace uform {
 

@@ -8,8 +8,9 @@
 
 #include <sys/stat.h>
 
-#include "checkpoint_writer.hpp"
-#include "checks.hpp"
+#include "common/checkpoint_writer.hpp"
+#include "c/handles.hpp"
+#include "common/checks.hpp"
 
 namespace uform {
 

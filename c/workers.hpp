@@ -11,7 +11,7 @@
 
 #include <uform/uform.h>
 
-#include "call.hpp"
+#include "common/call.hpp"
 
 namespace uform {
 

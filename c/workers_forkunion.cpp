@@ -7,7 +7,7 @@
 
 #include <forkunion.hpp>
 
-#include "workers.hpp"
+#include "c/workers.hpp"
 
 namespace uform {
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "workers.hpp"
+#include "c/workers.hpp"
 
 namespace uform {
 

@@ -63,7 +63,7 @@ function(uform_add_unit_tests)
         set(target uform_unit_${id})
         add_executable(${target} "${source}")
         target_link_libraries(${target} PRIVATE uform::uform_static)
-        target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/c")
+        target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}")
         if(NOT UFORM_STUB)
             foreach(crate IN ITEMS uform_numkong uform_stringzilla uform_forkunion)
                 target_include_directories(${target} SYSTEM PRIVATE

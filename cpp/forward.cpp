@@ -1,5 +1,5 @@
 // The trunk forward: groups of whole items through embedding, trunk, final norm and heads, on scratch memory.
-#include "forward.hpp"
+#include "cpp/forward.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -7,10 +7,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/amx.hpp"
-#include "kernels/gemm.hpp"
-#include "../c/fail.hpp"
-#include "../c/scalars.hpp"
+#include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/gemm.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
 
 namespace uform::ram {
 namespace {

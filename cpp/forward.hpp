@@ -7,9 +7,9 @@
 
 #include <uform/types.h>
 
-#include "parallel.hpp"
-#include "scratch.hpp"
-#include "weights.hpp"
+#include "cpp/parallel.hpp"
+#include "cpp/scratch.hpp"
+#include "cpp/weights.hpp"
 
 namespace uform::ram {
 

@@ -1,10 +1,10 @@
 // Dispatch of a linear layer's product to its packed form.
-#include "linear.hpp"
+#include "cpp/linear.hpp"
 
 #include <cstring>
 #include <new>
 
-#include "kernels/e4m3.hpp"
+#include "cpp/kernels/e4m3.hpp"
 
 namespace uform::ram {
 

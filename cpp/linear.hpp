@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <memory>
 
-#include "aligned.hpp"
-#include "kernels/amx.hpp"
-#include "kernels/gemm.hpp"
-#include "kernels/int8.hpp"
-#include "kernels/kernels.hpp"
-#include "kernels/product.hpp"
-#include "parallel.hpp"
+#include "cpp/aligned.hpp"
+#include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/gemm.hpp"
+#include "cpp/kernels/int8.hpp"
+#include "cpp/kernels/kernels.hpp"
+#include "cpp/kernels/product.hpp"
+#include "cpp/parallel.hpp"
 
 namespace uform::ram {
 

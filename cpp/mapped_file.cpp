@@ -1,5 +1,5 @@
 // A checkpoint file read range by range into anonymous pages with pread.
-#include "mapped_file.hpp"
+#include "cpp/mapped_file.hpp"
 
 #include <cerrno>
 #include <cstdint>
@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../c/fail.hpp"
-#include "../c/regular_file.hpp"
+#include "common/fail.hpp"
+#include "common/regular_file.hpp"
 
 namespace uform::ram {
 

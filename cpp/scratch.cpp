@@ -1,5 +1,5 @@
 // The growable scratch block behind `scratch_t`.
-#include "scratch.hpp"
+#include "cpp/scratch.hpp"
 
 #include <cstdlib>
 

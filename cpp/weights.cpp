@@ -1,5 +1,5 @@
 // Loading a checkpoint's tensors into packed, class-ready weights.
-#include "weights.hpp"
+#include "cpp/weights.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,12 +8,12 @@
 #include <new>
 #include <string>
 
-#include "kernels/amx.hpp"
-#include "kernels/cpu_class.hpp"
-#include "kernels/e4m3.hpp"
-#include "../c/fail.hpp"
-#include "../c/scalars.hpp"
-#include "mapped_file.hpp"
+#include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/cpu_class.hpp"
+#include "cpp/kernels/e4m3.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
+#include "cpp/mapped_file.hpp"
 
 namespace uform::ram {
 namespace {

@@ -11,11 +11,11 @@
 
 #include <uform/types.h>
 
-#include "../c/checkpoint.hpp"
-#include "kernels/kernels.hpp"
-#include "linear.hpp"
-#include "mapped_file.hpp"
-#include "parallel.hpp"
+#include "common/checkpoint.hpp"
+#include "cpp/kernels/kernels.hpp"
+#include "cpp/linear.hpp"
+#include "cpp/mapped_file.hpp"
+#include "cpp/parallel.hpp"
 
 namespace uform::ram {
 

@@ -1,5 +1,5 @@
 // Loads cuBLASLt with dlopen and resolves the entry points of blas.hpp.
-#include "blas.hpp"
+#include "cuda/blas.hpp"
 
 #include <dlfcn.h>
 

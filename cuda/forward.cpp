@@ -8,12 +8,12 @@
 #include <mutex>
 #include <optional>
 
-#include "../c/fail.hpp"
-#include "../c/scalars.hpp"
-#include "../cpp/backend/gpu.hpp"
-#include "gemm.hpp"
-#include "kernels.hpp"
-#include "model.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
+#include "cpp/backend/gpu.hpp"
+#include "cuda/gemm.hpp"
+#include "cuda/kernels.hpp"
+#include "cuda/model.hpp"
 
 namespace uform::gpu {
 namespace {

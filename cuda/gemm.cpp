@@ -2,9 +2,9 @@
 // `W[columns x depth] . x^T[depth x rows]`, so A is `W` stored column-major as `[depth x columns]` and transposed, B is
 // `x` stored column-major as `[depth x rows]`. Descriptors live on the stack (the `*Init` functions), so a product
 // allocates no host memory of its own. The functions come from blas.hpp's table (cuBLASLt is loaded, not linked).
-#include "gemm.hpp"
+#include "cuda/gemm.hpp"
 
-#include "blas.hpp"
+#include "cuda/blas.hpp"
 
 namespace uform::cuda {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "device.hpp"
+#include "cuda/device.hpp"
 
 namespace uform::cuda {
 

@@ -1,15 +1,15 @@
-// The CUDA residency's half of c/backend.hpp's hardware: the GPUs the process drives (Ampere and newer, through the
-// CUDA runtime), their classes, executors' streams, and VRAM arenas' memory. Without a driver or a device, every
+// The CUDA residency's half of common/backend.hpp's hardware: the GPUs the process drives (Ampere and newer, through
+// the CUDA runtime), their classes, executors' streams, and VRAM arenas' memory. Without a driver or a device, every
 // count is zero, and `c/` answers `unsupported` for every VRAM request before it reaches this file.
 #include <cstring>
 #include <new>
 #include <utility>
 
-#include "../c/backend.hpp"
-#include "../c/fail.hpp"
-#include "blas.hpp"
-#include "device.hpp"
-#include "kernels.hpp"
+#include "common/backend.hpp"
+#include "common/fail.hpp"
+#include "cuda/blas.hpp"
+#include "cuda/device.hpp"
+#include "cuda/kernels.hpp"
 
 namespace uform::cuda {
 namespace {

@@ -1,7 +1,7 @@
 // The CUDA residency's kernels: simple and plainly correct first (one block or warp per row or per query), following
 // docs/model.md's numerics as cpp/kernels/serial.cpp does: F32 everywhere, BF16 rounding (to nearest even) of every
 // matrix product's inputs, F32 accumulation. See kernels.hpp for what each computes.
-#include "kernels.hpp"
+#include "cuda/kernels.hpp"
 
 #include <cuda_bf16.h>
 #include <math_constants.h>

@@ -6,13 +6,13 @@
 #include <new>
 #include <string>
 
-#include "../c/fail.hpp"
-#include "../c/scalars.hpp"
-#include "../cpp/backend/gpu.hpp"
-#include "../cpp/kernels/e4m3.hpp"
-#include "../cpp/weights.hpp"
-#include "kernels.hpp"
-#include "model.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
+#include "cpp/backend/gpu.hpp"
+#include "cpp/kernels/e4m3.hpp"
+#include "cpp/weights.hpp"
+#include "cuda/kernels.hpp"
+#include "cuda/model.hpp"
 
 namespace uform::cuda {
 namespace {

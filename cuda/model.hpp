@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
-#include "../c/checkpoint.hpp"
-#include "device.hpp"
+#include "common/checkpoint.hpp"
+#include "cuda/device.hpp"
 
 namespace uform::cuda {
 

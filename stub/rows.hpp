@@ -12,7 +12,7 @@
 
 #include <uform/uform.h>
 
-#include "../c/regular_file.hpp"
+#include "common/regular_file.hpp"
 
 namespace uform::stub {
 

@@ -5,11 +5,11 @@
 #include <cstring>
 #include <new>
 
-#include "../c/backend.hpp"
-#include "../c/checks.hpp"
-#include "../c/media_geometry.hpp"
-#include "../c/scalars.hpp"
-#include "rows.hpp"
+#include "common/backend.hpp"
+#include "common/checks.hpp"
+#include "common/media_geometry.hpp"
+#include "common/scalars.hpp"
+#include "stub/rows.hpp"
 
 namespace uform::backend {
 

@@ -5,16 +5,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <random>
 #include <vector>
 
-#include "../c/backend.hpp"
-#include "../c/checkpoint_writer.hpp"
-#include "../c/checks.hpp"
-#include "../c/media_geometry.hpp"
-#include "../c/scalars.hpp"
-#include "rows.hpp"
+#include "common/backend.hpp"
+#include "common/checkpoint_writer.hpp"
+#include "common/checks.hpp"
+#include "common/media_geometry.hpp"
+#include "common/scalars.hpp"
+#include "stub/rows.hpp"
 
 namespace uform::backend {
 

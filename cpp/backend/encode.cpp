@@ -1,11 +1,11 @@
 // The shared part of the encoding verbs: see encode.hpp.
-#include "encode.hpp"
+#include "cpp/backend/encode.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "../../c/scalars.hpp"
-#include "gpu.hpp"
+#include "common/scalars.hpp"
+#include "cpp/backend/gpu.hpp"
 
 namespace uform::ram {
 namespace {

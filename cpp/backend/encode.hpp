@@ -3,8 +3,8 @@
 // rows into the scalar asked for.
 #pragma once
 
-#include "../forward.hpp"
-#include "ram.hpp"
+#include "cpp/forward.hpp"
+#include "cpp/backend/ram.hpp"
 
 namespace uform::ram {
 

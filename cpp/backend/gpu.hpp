@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <span>
 
-#include "../../c/backend.hpp"
-#include "../mapped_file.hpp"
-#include "encode.hpp"
+#include "common/backend.hpp"
+#include "cpp/mapped_file.hpp"
+#include "cpp/backend/encode.hpp"
 
 namespace uform::gpu {
 

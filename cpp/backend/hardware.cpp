@@ -9,8 +9,8 @@
 #include <sched.h>
 #endif
 
-#include "../kernels/cpu_class.hpp"
-#include "ram.hpp"
+#include "cpp/kernels/cpu_class.hpp"
+#include "cpp/backend/ram.hpp"
 
 namespace uform::backend {
 namespace {

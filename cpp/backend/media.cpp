@@ -9,12 +9,12 @@
 #include <cstring>
 #include <vector>
 
-#include "../../c/checks.hpp"
-#include "../../c/media_geometry.hpp"
-#include "../media/audio_decode.hpp"
-#include "../media/video_decode.hpp"
-#include "encode.hpp"
-#include "patches.hpp"
+#include "common/checks.hpp"
+#include "common/media_geometry.hpp"
+#include "cpp/media/audio_decode.hpp"
+#include "cpp/media/video_decode.hpp"
+#include "cpp/backend/encode.hpp"
+#include "cpp/backend/patches.hpp"
 
 namespace uform::backend {
 namespace {

@@ -12,10 +12,10 @@
 //   `<job>.go.<nonce>`, which rank 0 writes once every rank acknowledged the nonce;
 // - then every rank connects through a store of files in the fresh folder `<job>.<nonce>` of the directory.
 // Every file is read as a regular file (never a FIFO, a device or a symbolic link) of a bounded size, and every wait
-// ends at the deadline (c/rendezvous_files.hpp, mesh_store.hpp).
+// ends at the deadline (common/rendezvous_files.hpp, mesh_store.hpp).
 // Past the deadline a rank gives up with `timeout`. After a barrier of the connected ranks each removes the files it
 // wrote, and rank 0 the folder; a rendezvous that fails leaves its files in place (the next attempt ignores them).
-#include "mesh.hpp"
+#include "cpp/backend/mesh.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -37,10 +37,10 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "../../c/fail.hpp"
-#include "../../c/rendezvous_files.hpp"
-#include "mesh_store.hpp"
-#include "sigpipe_guard.hpp"
+#include "common/fail.hpp"
+#include "common/rendezvous_files.hpp"
+#include "cpp/backend/mesh_store.hpp"
+#include "cpp/backend/sigpipe_guard.hpp"
 
 namespace uform::backend {
 namespace {

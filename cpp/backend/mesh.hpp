@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <memory>
 
-#include "../../c/backend.hpp"
-#include "../train/collectives.hpp"
+#include "common/backend.hpp"
+#include "cpp/train/collectives.hpp"
 
 namespace gloo {
 class Context;

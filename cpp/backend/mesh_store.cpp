@@ -1,5 +1,5 @@
 // The RAM mesh's store over a folder of the shared directory.
-#include "mesh_store.hpp"
+#include "cpp/backend/mesh_store.hpp"
 
 #include <random>
 #include <thread>
@@ -8,7 +8,7 @@
 
 #include <gloo/common/error.h>
 
-#include "../../c/rendezvous_files.hpp"
+#include "common/rendezvous_files.hpp"
 
 namespace uform::backend {
 namespace {

@@ -5,12 +5,12 @@
 #include <new>
 #include <utility>
 
-#include "../../c/scalars.hpp"
-#include "../kernels/cpu_class.hpp"
-#include "../mapped_file.hpp"
-#include "gpu.hpp"
-#include "patches.hpp"
-#include "ram.hpp"
+#include "common/scalars.hpp"
+#include "cpp/kernels/cpu_class.hpp"
+#include "cpp/mapped_file.hpp"
+#include "cpp/backend/gpu.hpp"
+#include "cpp/backend/patches.hpp"
+#include "cpp/backend/ram.hpp"
 
 namespace uform::backend {
 namespace {

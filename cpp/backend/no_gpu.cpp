@@ -1,7 +1,7 @@
-// The GPU half of c/backend.hpp and of gpu.hpp in a build without a GPU residency: no devices, and refusals that `c/`
-// never reaches, since it asks `gpu_count` first. A CUDA build compiles cuda/ instead of this file.
-#include "gpu.hpp"
-#include "ram.hpp"
+// The GPU half of common/backend.hpp and of gpu.hpp in a build without a GPU residency: no devices, and refusals that
+// `c/` never reaches, since it asks `gpu_count` first. A CUDA build compiles cuda/ instead of this file.
+#include "cpp/backend/gpu.hpp"
+#include "cpp/backend/ram.hpp"
 
 namespace uform::backend {
 

@@ -1,13 +1,13 @@
 // The front-ends' patch vectors of docs/model.md from decoded media (see patches.hpp).
-#include "patches.hpp"
+#include "cpp/backend/patches.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
 
-#include "../../c/fail.hpp"
-#include "ram.hpp"
+#include "common/fail.hpp"
+#include "cpp/backend/ram.hpp"
 
 namespace uform::backend {
 namespace {

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "../../c/checkpoint.hpp"
-#include "../../c/media_geometry.hpp"
-#include "../media/fft.hpp"
-#include "../media/image_decode.hpp"
+#include "common/checkpoint.hpp"
+#include "common/media_geometry.hpp"
+#include "cpp/media/fft.hpp"
+#include "cpp/media/image_decode.hpp"
 
 namespace uform::backend {
 

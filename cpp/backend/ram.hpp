@@ -5,12 +5,12 @@
 #include <cstddef>
 #include <vector>
 
-#include "../../c/backend.hpp"
-#include "../../c/fail.hpp"
-#include "../kernels/gemm.hpp"
-#include "../media/fft.hpp"
-#include "../parallel.hpp"
-#include "../weights.hpp"
+#include "common/backend.hpp"
+#include "common/fail.hpp"
+#include "cpp/kernels/gemm.hpp"
+#include "cpp/media/fft.hpp"
+#include "cpp/parallel.hpp"
+#include "cpp/weights.hpp"
 
 namespace uform::gpu {
 struct model_t; // cpp/backend/gpu.hpp

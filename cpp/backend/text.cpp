@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "encode.hpp"
-#include "gpu.hpp"
+#include "cpp/backend/encode.hpp"
+#include "cpp/backend/gpu.hpp"
 
 namespace uform::backend {
 

@@ -6,16 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "../../c/media_geometry.hpp"
-#include "../media/audio_decode.hpp"
-#include "../media/video_decode.hpp"
-#include "../train/calibrate.hpp"
-#include "../train/masking.hpp"
-#include "../train/save.hpp"
-#include "../train/step.hpp"
-#include "mesh.hpp"
-#include "patches.hpp"
-#include "ram.hpp"
+#include "common/media_geometry.hpp"
+#include "cpp/media/audio_decode.hpp"
+#include "cpp/media/video_decode.hpp"
+#include "cpp/train/calibrate.hpp"
+#include "cpp/train/masking.hpp"
+#include "cpp/train/save.hpp"
+#include "cpp/train/step.hpp"
+#include "cpp/backend/mesh.hpp"
+#include "cpp/backend/patches.hpp"
+#include "cpp/backend/ram.hpp"
 
 namespace uform::backend {
 

@@ -1,5 +1,5 @@
 // NumKong's AMX BF16 GEMM behind the core's GEMM conventions: row blocks per thread, BF16 A, merges into C.
-#include "amx.hpp"
+#include "cpp/kernels/amx.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 
 #include <numkong/numkong.h>
 
-#include "gemm.hpp"
-#include "../../c/scalars.hpp"
+#include "cpp/kernels/gemm.hpp"
+#include "common/scalars.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>

@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../parallel.hpp"
-#include "kernels.hpp"
+#include "cpp/parallel.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 namespace uform::ram {
 

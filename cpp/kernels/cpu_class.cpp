@@ -1,5 +1,5 @@
 // CPU class detection through NumKong's capability probe, and the class-to-kernels table.
-#include "cpu_class.hpp"
+#include "cpp/kernels/cpu_class.hpp"
 
 #include <numkong/capabilities.h>
 

@@ -5,7 +5,7 @@
 
 #include <uform/types.h>
 
-#include "kernels.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 namespace uform::ram {
 

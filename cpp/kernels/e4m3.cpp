@@ -1,10 +1,10 @@
 // Block-wise E4M3 quantization at load.
-#include "e4m3.hpp"
+#include "cpp/kernels/e4m3.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "../../c/scalars.hpp"
+#include "common/scalars.hpp"
 
 namespace uform::ram {
 

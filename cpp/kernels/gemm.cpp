@@ -1,12 +1,12 @@
 // The blocked GEMM driver: row blocks of packed A kept in L2, B panels streamed from L2 with the next one prefetched.
-#include "gemm.hpp"
+#include "cpp/kernels/gemm.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
 
-#include "../../c/scalars.hpp"
+#include "common/scalars.hpp"
 
 namespace uform::ram {
 namespace {

@@ -1,7 +1,7 @@
 // The AVX-512 BF16 classes (AMD Genoa and Turin): Ice Lake's kernels (int8 products on VNNI) plus the BF16 pair
 // products, a 6 x 64 micro-kernel on `vdpbf16ps` (twice the products of an F32 FMA per instruction), the packing
 // conversions, and E4M3 weights dequantized into pairs.
-#include "kernels.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 
@@ -22,7 +22,7 @@ namespace {
 inline __mmask16 tail_mask(std::size_t count) noexcept { return static_cast<__mmask16>((1u << count) - 1u); }
 
 // The BF16 (nearest even) of 16 floats in the high halves of their words, low halves zero; NaN lanes become quiet
-// NaNs. The same bits as skylake.cpp's `round_bf16_x16` and c/scalars.hpp's `f32_to_bf16`.
+// NaNs. The same bits as skylake.cpp's `round_bf16_x16` and common/scalars.hpp's `f32_to_bf16`.
 inline __m512i bf16_high_x16(__m512 value) noexcept {
     __m512i const bits = _mm512_castps_si512(value);
     __m512i const lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));

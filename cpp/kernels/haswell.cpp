@@ -1,5 +1,5 @@
 // The AVX2 class (Haswell): 6 x 16 GEMM micro-tiles across a 64-column panel and 8-lane elementwise maths.
-#include "kernels.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 

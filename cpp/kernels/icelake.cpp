@@ -1,7 +1,7 @@
 // The AVX-512 VNNI classes (Intel Ice Lake, Sapphire Rapids; Genoa and Turin build on it): Skylake's kernels plus the
 // int8 products of `Scalar::I8` models, a 6 x 64 micro-kernel on `vpdpbusd` (unsigned activation bytes times signed
 // weight bytes, four products a lane summed exactly into int32) and the row quantizer (a scale per 128 depths).
-#include "kernels.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 

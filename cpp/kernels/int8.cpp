@@ -1,13 +1,13 @@
 // Int8 block quantization at load, the panels it packs, and the product over them: tasks of row blocks by column
 // ranges, each quantizing its rows of A once (in L2) and running the micro-kernel over its panels' tiles.
-#include "int8.hpp"
+#include "cpp/kernels/int8.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
-#include "../../c/scalars.hpp"
-#include "gemm.hpp"
+#include "common/scalars.hpp"
+#include "cpp/kernels/gemm.hpp"
 
 namespace uform::ram {
 namespace {

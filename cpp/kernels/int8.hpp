@@ -6,9 +6,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../aligned.hpp"
-#include "../parallel.hpp"
-#include "kernels.hpp"
+#include "cpp/aligned.hpp"
+#include "cpp/parallel.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 namespace uform::ram {
 

@@ -1,13 +1,13 @@
 // The trainer's products: B packed once per call into 64-column panels, then tasks of row blocks by column ranges,
 // each packing its rows of A per depth block (in L2) and running the micro-kernel over the panels' tiles.
-#include "product.hpp"
+#include "cpp/kernels/product.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
-#include "../../c/scalars.hpp"
-#include "gemm.hpp"
+#include "common/scalars.hpp"
+#include "cpp/kernels/gemm.hpp"
 
 namespace uform::ram {
 namespace {

@@ -5,9 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../parallel.hpp"
-#include "e4m3.hpp"
-#include "kernels.hpp"
+#include "cpp/parallel.hpp"
+#include "cpp/kernels/e4m3.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 namespace uform::ram {
 

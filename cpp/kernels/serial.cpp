@@ -4,8 +4,8 @@
 #include <cstring>
 #include <limits>
 
-#include "kernels.hpp"
-#include "../../c/scalars.hpp"
+#include "cpp/kernels/kernels.hpp"
+#include "common/scalars.hpp"
 
 namespace uform::ram {
 namespace {

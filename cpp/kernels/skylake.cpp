@@ -1,5 +1,5 @@
 // The AVX-512 classes (Skylake and every later x86-64 class): 6 x 64 GEMM micro-kernel and 16-lane elementwise maths.
-#include "kernels.hpp"
+#include "cpp/kernels/kernels.hpp"
 
 #if defined(__x86_64__) || defined(_M_X64)
 

@@ -1,15 +1,15 @@
 // Audio through libavformat, libavcodec and libswresample: every decoded frame averaged to mono by hand (whatever its
 // sample format and layout), then streamed through one resampler, so that only the mono signal at the model's rate
 // is kept.
-#include "audio_decode.hpp"
+#include "cpp/media/audio_decode.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
 
-#include "../../c/media_geometry.hpp"
-#include "ffmpeg.hpp"
+#include "common/media_geometry.hpp"
+#include "cpp/media/ffmpeg.hpp"
 
 extern "C" {
 #include <libavutil/channel_layout.h>

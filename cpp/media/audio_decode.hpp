@@ -25,7 +25,7 @@ uform_status_t resample_mono(float const *samples, std::size_t count, std::size_
 
 /// Decodes the best audio stream of the file at `path` (NUL-terminated) into `mono` at `rate` Hz, and the seconds
 /// it read at its own rate. Decoding stops once `mono` holds more than `limit` samples (the patch budget's, see
-/// c/media_geometry.hpp), so a long file costs no more than its budget; a file cut short past that point goes
+/// common/media_geometry.hpp), so a long file costs no more than its budget; a file cut short past that point goes
 /// unnoticed. `corrupt` for an unreadable, truncated, non-finite or huge-valued stream (beyond 2^32), `unsupported`
 /// for a file without audio or at a rate outside 1 kHz to 384 kHz.
 uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t limit, std::vector<float> &mono,

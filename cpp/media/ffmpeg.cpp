@@ -1,5 +1,5 @@
 // FFmpeg's errors as statuses, its decoders opened for one thread, and its pictures as interleaved RGB.
-#include "ffmpeg.hpp"
+#include "cpp/media/ffmpeg.hpp"
 
 #include <cerrno>
 #include <cstdarg>

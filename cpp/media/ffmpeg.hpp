@@ -13,8 +13,8 @@ extern "C" {
 
 #include "uform/types.h"
 
-#include "../../c/fail.hpp"
-#include "../../c/regular_file.hpp"
+#include "common/fail.hpp"
+#include "common/regular_file.hpp"
 
 namespace uform::media {
 

@@ -1,5 +1,5 @@
 // The pool of FFT plans: made on demand, kept for the model's life.
-#include "fft.hpp"
+#include "cpp/media/fft.hpp"
 
 namespace uform::media {
 

@@ -1,7 +1,7 @@
 // Images through FFmpeg's own decoders (mjpeg, png, webp), one packet holding the whole file, no demuxer: the
 // format is recognised from its signature and the size from its header, so that a file claiming more pixels than
 // allowed is refused before the decoder allocates anything.
-#include "image_decode.hpp"
+#include "cpp/media/image_decode.hpp"
 
 #include <cerrno>
 #include <climits>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ffmpeg.hpp"
+#include "cpp/media/ffmpeg.hpp"
 
 namespace uform::media {
 namespace {

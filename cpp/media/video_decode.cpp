@@ -5,11 +5,11 @@
 // frame, an exact difference of ticks, converted to seconds with one rounding (`ticks * num / den`), and the clip's
 // end `D` likewise from the last frame's ticks plus its duration; sampling times are compared with those doubles
 // directly, so a sampling time that falls exactly on a frame takes that frame, and one at `D` is outside the clip.
-#include "video_decode.hpp"
+#include "cpp/media/video_decode.hpp"
 
 #include <cstdint>
 
-#include "ffmpeg.hpp"
+#include "cpp/media/ffmpeg.hpp"
 
 namespace uform::media {
 namespace {

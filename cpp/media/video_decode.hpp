@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "image_decode.hpp"
+#include "cpp/media/image_decode.hpp"
 
 namespace uform::media {
 

@@ -8,7 +8,7 @@
 #include <new>
 #include <vector>
 
-#include "c/fail.hpp"
+#include "common/fail.hpp"
 
 namespace uform::train {
 namespace {

@@ -6,7 +6,7 @@
 #include <new>
 #include <string_view>
 
-#include "c/fail.hpp"
+#include "common/fail.hpp"
 #include "cpp/train/random.hpp"
 
 namespace uform::train {

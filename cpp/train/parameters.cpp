@@ -1,16 +1,16 @@
 // The trainer's parameters: the tensor list of a geometry, loaded from a checkpoint or seeded, and refreshed copies.
-#include "parameters.hpp"
+#include "cpp/train/parameters.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <new>
 
-#include "../../c/fail.hpp"
-#include "../../c/scalars.hpp"
-#include "../kernels/cpu_class.hpp"
-#include "../mapped_file.hpp"
-#include "../weights.hpp"
-#include "random.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
+#include "cpp/kernels/cpu_class.hpp"
+#include "cpp/mapped_file.hpp"
+#include "cpp/weights.hpp"
+#include "cpp/train/random.hpp"
 
 namespace uform::train {
 namespace {

@@ -11,10 +11,10 @@
 #include <uform/train.h>
 #include <uform/types.h>
 
-#include "../../c/checkpoint.hpp"
-#include "../kernels/kernels.hpp"
-#include "../kernels/product.hpp"
-#include "../parallel.hpp"
+#include "common/checkpoint.hpp"
+#include "cpp/kernels/kernels.hpp"
+#include "cpp/kernels/product.hpp"
+#include "cpp/parallel.hpp"
 
 namespace uform::train {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <new>
 
-#include "c/fail.hpp"
+#include "common/fail.hpp"
 
 namespace uform::train {
 namespace {

@@ -1,16 +1,16 @@
 // Saving a trainer's parameters as docs/model.md's checkpoint.
-#include "save.hpp"
+#include "cpp/train/save.hpp"
 
 #include <cmath>
 #include <cstring>
 #include <new>
 #include <vector>
 
-#include "../../c/checkpoint_writer.hpp"
-#include "../../c/fail.hpp"
-#include "../../c/scalars.hpp"
-#include "../mapped_file.hpp"
-#include "../weights.hpp"
+#include "common/checkpoint_writer.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
+#include "cpp/mapped_file.hpp"
+#include "cpp/weights.hpp"
 
 namespace uform::train {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <uform/types.h>
 
-#include "../../c/checkpoint.hpp"
-#include "parameters.hpp"
+#include "common/checkpoint.hpp"
+#include "cpp/train/parameters.hpp"
 
 namespace uform::train {
 

@@ -1,5 +1,5 @@
 // One optimiser step of the CPU trainer.
-#include "step.hpp"
+#include "cpp/train/step.hpp"
 
 #include <algorithm>
 #include <array>
@@ -7,7 +7,7 @@
 #include <new>
 #include <span>
 
-#include "../../c/fail.hpp"
+#include "common/fail.hpp"
 
 namespace uform::train {
 namespace {

@@ -9,12 +9,12 @@
 
 #include <uform/train.h>
 
-#include "collectives.hpp"
-#include "losses.hpp"
-#include "optimizer.hpp"
-#include "parameters.hpp"
-#include "relations.hpp"
-#include "trunk.hpp"
+#include "cpp/train/collectives.hpp"
+#include "cpp/train/losses.hpp"
+#include "cpp/train/optimizer.hpp"
+#include "cpp/train/parameters.hpp"
+#include "cpp/train/relations.hpp"
+#include "cpp/train/trunk.hpp"
 
 namespace uform::train {
 

@@ -1,7 +1,7 @@
 // The trainer's trunk: the forward keeps each block's input and, within a bound, its activations (BF16 product inputs
 // as bits); the backward recomputes what was not kept (docs/decisions.md, "The trunk's memory"), then runs each block's
 // backward by hand.
-#include "trunk.hpp"
+#include "cpp/train/trunk.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,9 +11,9 @@
 #include <new>
 #include <vector>
 
-#include "../../c/fail.hpp"
-#include "../../c/scalars.hpp"
-#include "../kernels/product.hpp"
+#include "common/fail.hpp"
+#include "common/scalars.hpp"
+#include "cpp/kernels/product.hpp"
 
 namespace uform::train {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <uform/types.h>
 
-#include "../parallel.hpp"
-#include "parameters.hpp"
+#include "cpp/parallel.hpp"
+#include "cpp/train/parameters.hpp"
 
 namespace uform::train {
 

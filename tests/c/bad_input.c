@@ -3,7 +3,7 @@
  * @brief Every class of bad input a caller can pass, each asserting the exact status the headers document.
  *
  * Where the headers leave the status open, these tests choose, and the ABI layer (`c/`) aligns. The rule
- * (the one `c/checks.hpp` states): null handles, pointers and counted arrays, unknown enumerators and single
+ * (the one `common/checks.hpp` states): null handles, pointers and counted arrays, unknown enumerators and single
  * values out of range are `invalid-argument`; offsets that fall or leave their data, and counts that disagree
  * with each other, are `shape-mismatch` (types.h: "sizes disagree"). In detail:
  *  1. Tape offsets that fall (descend) are `shape-mismatch`, as are offsets past `data_length`: both are

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "abi_input.hpp"
+#include "tests/fuzz/abi_input.hpp"
 
 using fuzz::exact_t;
 using fuzz::reader_t;

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "checkpoint.hpp"
+#include "common/checkpoint.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 #include <memory>
 #include <vector>
 
-#include "abi_input.hpp"
+#include "tests/fuzz/abi_input.hpp"
 
 using fuzz::reader_t;
 using fuzz::require;

@@ -17,7 +17,7 @@ jobs=${JOBS:-1}
 libraries=()
 options=()
 case "$target" in
-checkpoint) sources=(c/checkpoint.cpp c/json.cpp "tests/fuzz/${target}_fuzz.cpp") ;;
+checkpoint) sources=(common/checkpoint.cpp common/json.cpp "tests/fuzz/${target}_fuzz.cpp") ;;
 image | video | audio)
     # One source for the three media targets, built per entry point, over the system's FFmpeg.
     sources=(cpp/media/*.cpp tests/fuzz/media_fuzz.cpp "-DUFORM_FUZZ_${target^^}")
@@ -25,8 +25,8 @@ image | video | audio)
     ;;
 abi | reentry)
     # The C API over the stub, as the UFORM_STUB=ON build compiles it: c/ with the standard library's workers
-    # (c/workers_forkunion.cpp compiles to nothing there), and stub/.
-    sources=()
+    # (c/workers_forkunion.cpp compiles to nothing there), common/, and stub/.
+    sources=(common/*.cpp)
     for source in c/*.cpp; do [[ "$source" == c/workers_forkunion.cpp ]] || sources+=("$source"); done
     # The version, as CMake configures it from Cargo.toml's.
     version=$(sed -nE 's/^version = "([^"]+)"$/\1/p' Cargo.toml | head -n 1)
@@ -41,7 +41,7 @@ esac
 mkdir -p "$build/corpus-$target" "$build/artifacts-$target"
 binary="$build/${target}_fuzz"
 "$cxx" -std=c++23 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=undefined -I. -Iinclude -Ic "${sources[@]}" "${libraries[@]}" -o "$binary"
+    -fno-sanitize-recover=undefined -I. -Iinclude "${sources[@]}" "${libraries[@]}" -o "$binary"
 
 dict=()
 [[ -f "tests/fuzz/$target.dict" ]] && dict=(-dict="tests/fuzz/$target.dict")

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "c/internal.hpp"
+#include "c/handles.hpp"
 
 namespace {
 

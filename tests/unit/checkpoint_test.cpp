@@ -1,8 +1,8 @@
-// Unit tests of the JSON parser and the checkpoint validator (c/json.*, c/checkpoint.*).
+// Unit tests of the JSON parser and the checkpoint validator (common/json.*, common/checkpoint.*).
 //
 // Builds tiny-geometry headers in memory (docs/model.md, "The tiny geometry"), valid and broken one way at a
 // time, and asserts the exact status of each. Prints "N passed, M failed" and exits nonzero on a failure.
-// Build: clang++-22 -std=c++23 -fsanitize=address,undefined -Iinclude -Ic c/checkpoint.cpp c/json.cpp
+// Build: clang++-22 -std=c++23 -fsanitize=address,undefined -Iinclude -I. common/checkpoint.cpp common/json.cpp
 //        tests/unit/checkpoint_test.cpp
 // Also reads $UFORM_TEST_DATA/tiny.safetensors (default tests/data/, from the repository root) if it exists.
 #include <algorithm>
@@ -20,8 +20,8 @@
 
 #include <unistd.h>
 
-#include "checkpoint.hpp"
-#include "json.hpp"
+#include "common/checkpoint.hpp"
+#include "common/json.hpp"
 
 namespace {
 

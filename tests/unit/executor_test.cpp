@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "c/internal.hpp"
+#include "c/handles.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 
 namespace {
@@ -130,7 +130,7 @@ void check_executor(uform_executor_t executor, std::size_t threads) {
     }
 }
 
-/// Checks that arena memory is 256-byte aligned, as c/call.hpp promises, in the first block and past it.
+/// Checks that arena memory is 256-byte aligned, as common/call.hpp promises, in the first block and past it.
 void check_arena_alignment() {
     uform_arena_t arena = nullptr;
     CHECK(uform_arena_init(nullptr, &arena, nullptr) == uform_status_ok_k);

@@ -4,8 +4,8 @@
 // tests/data/goldens/ under docs/model.md's "How agreement is measured".
 //
 // Prints "N passed, M failed" and exits nonzero on a failure. Reads $UFORM_TEST_DATA (default tests/data, from the
-// repository root). Build: every .cpp of cpp/ and cpp/kernels/, c/checkpoint.cpp and c/json.cpp, and NumKong's objects
-// with the defines the RAM build gives them:
+// repository root). Build: every .cpp of cpp/ and cpp/kernels/, common/checkpoint.cpp and common/json.cpp, and
+// NumKong's objects with the defines the RAM build gives them:
 //   clang++-22 -std=c++23 -O2 -Iinclude -I. -isystem <numkong>/include <NK_* defines> tests/unit/forward_test.cpp
 //       <those sources> <numkong objects> -lpthread
 #include <algorithm>
@@ -24,15 +24,15 @@
 #include <utility>
 #include <vector>
 
-#include "c/checkpoint.hpp"
-#include "c/json.hpp"
+#include "common/checkpoint.hpp"
+#include "common/json.hpp"
 #include "cpp/forward.hpp"
 #include "cpp/kernels/amx.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
 #include "cpp/kernels/int8.hpp"
 #include "cpp/kernels/gemm.hpp"
-#include "c/scalars.hpp"
+#include "common/scalars.hpp"
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"

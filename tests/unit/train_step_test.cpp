@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "c/checkpoint.hpp"
+#include "common/checkpoint.hpp"
 #include "cpp/train/step.hpp"
 #include "tests/unit/train_goldens.hpp"
 

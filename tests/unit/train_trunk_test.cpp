@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "c/checkpoint.hpp"
+#include "common/checkpoint.hpp"
 #include "cpp/train/parameters.hpp"
 #include "cpp/train/trunk.hpp"
-#include "train_goldens.hpp"
+#include "tests/unit/train_goldens.hpp"
 
 namespace {
 

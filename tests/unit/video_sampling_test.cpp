@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "c/json.hpp"
+#include "common/json.hpp"
 #include "cpp/media/video_decode.hpp"
 
 namespace {

@@ -24,7 +24,7 @@
 
 #include <uform/uform.h>
 
-#include "report.hpp"
+#include "tools/bench/report.hpp"
 
 namespace {
 

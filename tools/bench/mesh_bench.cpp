@@ -18,7 +18,7 @@
 //                    [--only allreduce|step] [--rank-threads 2] [--pin 0|1]
 //   uform_mesh_bench rank R DIRECTORY MODE ...       # one rank, started by the driver
 //
-// Includes the library's internal headers ("c/internal.hpp", "cpp/backend/mesh.hpp") to reach the mesh's `sum`, which
+// Includes the library's internal headers ("c/handles.hpp", "cpp/backend/mesh.hpp") to reach the mesh's `sum`, which
 // the public API does not expose, so it builds like uform_bench, against libuform_static.a and Gloo.
 #include <algorithm>
 #include <cstdint>
@@ -42,7 +42,7 @@
 
 #include <uform/uform.h>
 
-#include "c/internal.hpp"
+#include "c/handles.hpp"
 #include "cpp/backend/mesh.hpp"
 #include "tools/bench/report.hpp"
 

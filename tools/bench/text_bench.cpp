@@ -44,16 +44,16 @@
 #include <forkunion.hpp>
 #include <numkong/numkong.h>
 
-#include "c/checkpoint.hpp"
+#include "common/checkpoint.hpp"
 #include "cpp/forward.hpp"
 #include "cpp/kernels/amx.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/gemm.hpp"
-#include "c/scalars.hpp"
+#include "common/scalars.hpp"
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
-#include "report.hpp"
+#include "tools/bench/report.hpp"
 
 namespace {
 

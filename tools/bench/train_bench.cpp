@@ -39,7 +39,7 @@
 
 #include <uform/uform.h>
 
-#include "report.hpp"
+#include "tools/bench/report.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include <uform/uform.h>
 
-#include "report.hpp"
+#include "tools/bench/report.hpp"
 
 namespace {
 

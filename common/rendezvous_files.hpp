@@ -2,14 +2,14 @@
 // never through a symbolic link and never blocking on a FIFO (anyone who can write the directory can plant a file
 // there), written atomically, split into lines. The VRAM mesh's bootstrap (c/mesh.cpp) and the RAM mesh's rendezvous
 // (cpp/backend/mesh.cpp) both use them.
-#ifndef UFORM_C_RENDEZVOUS_FILES_HPP
-#define UFORM_C_RENDEZVOUS_FILES_HPP
+#ifndef UFORM_COMMON_RENDEZVOUS_FILES_HPP
+#define UFORM_COMMON_RENDEZVOUS_FILES_HPP
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "regular_file.hpp"
+#include "common/regular_file.hpp"
 
 namespace uform {
 
@@ -55,4 +55,4 @@ inline std::vector<std::string> lines_of(std::string const &text) {
 
 } // namespace uform
 
-#endif // UFORM_C_RENDEZVOUS_FILES_HPP
+#endif // UFORM_COMMON_RENDEZVOUS_FILES_HPP

@@ -4,7 +4,7 @@
 // (`corrupt`), `format` and `uform.version` (`unsupported`), each tensor entry on its own (`corrupt`),
 // overlaps (`corrupt`), the metadata values (`corrupt`), then the tensors docs/model.md lists: missing
 // (`corrupt`), wrong dtype or shape (`shape-mismatch`), and last any tensor nobody asked for (`corrupt`).
-#include "checkpoint.hpp"
+#include "common/checkpoint.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -14,9 +14,9 @@
 #include <system_error>
 #include <utility>
 
-#include "json.hpp"
-#include "media_geometry.hpp"
-#include "regular_file.hpp"
+#include "common/json.hpp"
+#include "common/media_geometry.hpp"
+#include "common/regular_file.hpp"
 
 namespace uform {
 

@@ -13,15 +13,43 @@
 // - what the model, the build or the residency lacks: `unsupported`.
 // Checks run in that order of kinds: handles and pointers, enumerators, tapes, per-item values, then what
 // the model carries, so that a binding checking the same before the call answers the same status.
-#ifndef UFORM_C_CHECKS_HPP
-#define UFORM_C_CHECKS_HPP
+#ifndef UFORM_COMMON_CHECKS_HPP
+#define UFORM_COMMON_CHECKS_HPP
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <type_traits>
 
-#include "internal.hpp"
+#include <uform/uform.h>
+
+#include "common/fail.hpp"
 
 namespace uform {
+
+/// The bits of an enumerator as the caller passed them. C callers may pass any `int` where a C enum is
+/// expected, while C++ may assume a value in the enum's range, so every enum that crosses the ABI is read
+/// through this before it is checked; once checked, it is used as is.
+template <typename enum_type_>
+std::uint64_t raw_enum(enum_type_ const &value) noexcept {
+    static_assert(std::is_enum_v<enum_type_>);
+    using bits_t = std::make_unsigned_t<std::underlying_type_t<enum_type_>>;
+    bits_t bits;
+    std::memcpy(&bits, &value, sizeof(bits));
+    return bits;
+}
+
+/// Whether an enumerator passed across the ABI is one of `0` up to `last`.
+template <typename enum_type_>
+bool known_enum(enum_type_ const &value, enum_type_ last) noexcept {
+    return raw_enum(value) <= std::uint64_t(last);
+}
+
+/// `a * b`, or `false` on overflow.
+inline bool multiply(std::size_t a, std::size_t b, std::size_t &result) noexcept {
+    return !__builtin_mul_overflow(a, b, &result);
+}
 
 /// The messages of one tape's refusals.
 struct tape_messages_t {
@@ -95,4 +123,4 @@ inline uform_status_t check_output_scalar(uform_scalar_t &scalar, uform_outputs_
 
 } // namespace uform
 
-#endif // UFORM_C_CHECKS_HPP
+#endif // UFORM_COMMON_CHECKS_HPP

@@ -1,6 +1,6 @@
 // `uform::fail`: how every layer answers a refusal, with a status and a static message.
-#ifndef UFORM_C_FAIL_HPP
-#define UFORM_C_FAIL_HPP
+#ifndef UFORM_COMMON_FAIL_HPP
+#define UFORM_COMMON_FAIL_HPP
 
 #include <uform/types.h>
 
@@ -14,4 +14,4 @@ inline uform_status_t fail(char const **message, uform_status_t status, char con
 
 } // namespace uform
 
-#endif // UFORM_C_FAIL_HPP
+#endif // UFORM_COMMON_FAIL_HPP

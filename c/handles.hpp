@@ -1,7 +1,8 @@
-// The ABI layer's own types: the handles behind the opaque pointers, deferred jobs, and the helpers
-// every entry point shares. Nothing here is seen by a backend but through `call_t`.
-#ifndef UFORM_C_INTERNAL_HPP
-#define UFORM_C_INTERNAL_HPP
+// The ABI layer's handles: the structs behind the opaque pointers (executor, arena, model, mesh, trainer),
+// deferred jobs, and the functions each of c/'s sources offers the others. Nothing here is seen by a backend
+// but through `call_t`; the argument checks the backends share too are in common/checks.hpp.
+#ifndef UFORM_C_HANDLES_HPP
+#define UFORM_C_HANDLES_HPP
 
 #include <atomic>
 #include <condition_variable>
@@ -15,9 +16,10 @@
 
 #include <uform/uform.h>
 
-#include "backend.hpp"
-#include "checkpoint.hpp"
-#include "fail.hpp"
+#include "common/backend.hpp"
+#include "common/checkpoint.hpp"
+#include "common/checks.hpp"
+#include "common/fail.hpp"
 
 namespace uform {
 
@@ -47,32 +49,9 @@ struct buffer_t {
     }
 };
 
-/// The bits of an enumerator as the caller passed them. C callers may pass any `int` where a C enum is
-/// expected, while C++ may assume a value in the enum's range, so every enum that crosses the ABI is read
-/// through this before it is checked; once checked, it is used as is.
-template <typename enum_type_>
-std::uint64_t raw_enum(enum_type_ const &value) noexcept {
-    static_assert(std::is_enum_v<enum_type_>);
-    using bits_t = std::make_unsigned_t<std::underlying_type_t<enum_type_>>;
-    bits_t bits;
-    std::memcpy(&bits, &value, sizeof(bits));
-    return bits;
-}
-
-/// Whether an enumerator passed across the ABI is one of `0` up to `last`.
-template <typename enum_type_>
-bool known_enum(enum_type_ const &value, enum_type_ last) noexcept {
-    return raw_enum(value) <= std::uint64_t(last);
-}
-
 /// Rounds `bytes` up to a multiple of 64; saturates near `SIZE_MAX`.
 inline std::size_t round_up_64(std::size_t bytes) noexcept {
     return bytes > SIZE_MAX - 63 ? SIZE_MAX & ~std::size_t(63) : (bytes + 63) & ~std::size_t(63);
-}
-
-/// `a * b`, or `false` on overflow.
-inline bool multiply(std::size_t a, std::size_t b, std::size_t &result) noexcept {
-    return !__builtin_mul_overflow(a, b, &result);
 }
 
 inline constexpr std::uint32_t executor_magic_k = 0x55455845u; // "EXEU"
@@ -340,4 +319,4 @@ uform_status_t dispatch(params_type_ const &params, holds_t const &holds, uform_
 
 } // namespace uform
 
-#endif // UFORM_C_INTERNAL_HPP
+#endif // UFORM_C_HANDLES_HPP

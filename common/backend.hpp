@@ -3,7 +3,7 @@
 // The ABI layer does everything a backend should not repeat: argument checks, statuses and messages,
 // executors' threads, arenas, contention, the outcome table, deferred calls, cancellation bookkeeping,
 // stats' timing, and publishing results. A backend only loads models and computes rows, through the
-// functions below. See docs/internal-interfaces.md, "c/backend.hpp".
+// functions below. See docs/internal-interfaces.md, "common/backend.hpp".
 //
 // Guarantees the ABI layer gives every function here:
 // - every argument has been checked as the headers promise: tapes' offsets ascend and stay inside their
@@ -19,8 +19,8 @@
 //   `uform_status_cancelled_k` once they say so;
 // - allocate outputs only through `call.allocate*` (from the calling worker), and anything else it
 //   needs per call through `call.reserve_scratch`, so that a steady loop allocates nothing.
-#ifndef UFORM_C_BACKEND_HPP
-#define UFORM_C_BACKEND_HPP
+#ifndef UFORM_COMMON_BACKEND_HPP
+#define UFORM_COMMON_BACKEND_HPP
 
 #include <chrono>
 #include <cstddef>
@@ -30,8 +30,8 @@
 
 #include <uform/uform.h>
 
-#include "call.hpp"
-#include "checkpoint.hpp"
+#include "common/call.hpp"
+#include "common/checkpoint.hpp"
 
 namespace uform {
 
@@ -266,4 +266,4 @@ uform_status_t mesh_rendezvous(mesh_rendezvous_t const &rendezvous, mesh_t *&mes
 } // namespace backend
 } // namespace uform
 
-#endif // UFORM_C_BACKEND_HPP
+#endif // UFORM_COMMON_BACKEND_HPP

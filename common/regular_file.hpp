@@ -1,8 +1,8 @@
 // Opening files a caller (or a peer) names, safely: nothing can block before the file is known to be a regular file
 // (a FIFO, a device or a socket is refused at once), and a read is bounded by what its format needs. Every decoder,
 // the checkpoint reader and the mesh's rendezvous open their files through here.
-#ifndef UFORM_C_REGULAR_FILE_HPP
-#define UFORM_C_REGULAR_FILE_HPP
+#ifndef UFORM_COMMON_REGULAR_FILE_HPP
+#define UFORM_COMMON_REGULAR_FILE_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -54,4 +54,4 @@ class regular_file_t {
 
 } // namespace uform
 
-#endif // UFORM_C_REGULAR_FILE_HPP
+#endif // UFORM_COMMON_REGULAR_FILE_HPP

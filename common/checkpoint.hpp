@@ -3,8 +3,8 @@
 // See docs/internal-interfaces.md. Every function here is `noexcept`, answers a status, and on failure
 // writes a static message (when `message` is not `NULL`) and leaves `out` untouched. On success `message`
 // is left untouched too.
-#ifndef UFORM_C_CHECKPOINT_HPP
-#define UFORM_C_CHECKPOINT_HPP
+#ifndef UFORM_COMMON_CHECKPOINT_HPP
+#define UFORM_COMMON_CHECKPOINT_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -75,4 +75,4 @@ uform_status_t checkpoint_read_buffer(void const *data, std::size_t length, chec
 
 } // namespace uform
 
-#endif // UFORM_C_CHECKPOINT_HPP
+#endif // UFORM_COMMON_CHECKPOINT_HPP

@@ -1,5 +1,5 @@
 // The tensor plan of a geometry and the atomic safetensors writer.
-#include "checkpoint_writer.hpp"
+#include "common/checkpoint_writer.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "internal.hpp"
+#include "common/fail.hpp"
 
 namespace uform {
 

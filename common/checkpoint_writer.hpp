@@ -1,14 +1,14 @@
 // Writing a checkpoint (docs/model.md, "The checkpoint"): the tensor plan of a geometry and an atomic writer (temporary
 // file, then rename), shared by every backend's `trainer_save`.
-#ifndef UFORM_C_CHECKPOINT_WRITER_HPP
-#define UFORM_C_CHECKPOINT_WRITER_HPP
+#ifndef UFORM_COMMON_CHECKPOINT_WRITER_HPP
+#define UFORM_COMMON_CHECKPOINT_WRITER_HPP
 
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "checkpoint.hpp"
+#include "common/checkpoint.hpp"
 
 namespace uform {
 
@@ -47,4 +47,4 @@ uform_status_t checkpoint_write(char const *path, std::size_t path_length, geome
 
 } // namespace uform
 
-#endif // UFORM_C_CHECKPOINT_WRITER_HPP
+#endif // UFORM_COMMON_CHECKPOINT_WRITER_HPP

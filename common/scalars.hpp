@@ -5,8 +5,8 @@
 // `round(127 * x)` saturating at +-127; `b1` packs one sign bit per column (`x > 0`), least significant
 // bit first. The BF16 and E4M3 conversions are also the RAM kernels', bit-exact with PyTorch. Every function here
 // relies on the default floating-point environment (round to nearest).
-#ifndef UFORM_C_SCALARS_HPP
-#define UFORM_C_SCALARS_HPP
+#ifndef UFORM_COMMON_SCALARS_HPP
+#define UFORM_COMMON_SCALARS_HPP
 
 #include <bit>
 #include <cmath>
@@ -225,4 +225,4 @@ inline std::size_t scalar_bytes(uform_scalar_t const &scalar, std::size_t column
 
 } // namespace uform
 
-#endif // UFORM_C_SCALARS_HPP
+#endif // UFORM_COMMON_SCALARS_HPP

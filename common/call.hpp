@@ -4,8 +4,8 @@
 // A call_t lives on the stack of the thread that runs the call (the caller's for a blocking call, one of
 // the executor's for a deferred one). Its methods are `noexcept` and allocate nothing but the executor's
 // scratch and the arena's pages, both grown to a high-water mark and reused.
-#ifndef UFORM_C_CALL_HPP
-#define UFORM_C_CALL_HPP
+#ifndef UFORM_COMMON_CALL_HPP
+#define UFORM_COMMON_CALL_HPP
 
 #include <atomic>
 #include <cstddef>
@@ -172,4 +172,4 @@ class call_t {
 
 } // namespace uform
 
-#endif // UFORM_C_CALL_HPP
+#endif // UFORM_COMMON_CALL_HPP

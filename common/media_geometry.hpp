@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "checkpoint.hpp"
+#include "common/checkpoint.hpp"
 
 namespace uform {
 

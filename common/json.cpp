@@ -1,5 +1,5 @@
 // The strict JSON parser declared in json.hpp: a recursive descent over bytes, bounded in depth.
-#include "json.hpp"
+#include "common/json.hpp"
 
 #include <algorithm>
 #include <limits>

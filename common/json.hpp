@@ -5,8 +5,8 @@
 // keys refused, a depth limit and a value-count limit, nothing after the value but JSON whitespace.
 // Numbers follow the RFC grammar; a number is kept as a value only when it is a non-negative integer
 // literal (no sign, fraction or exponent) that fits 64 bits, which is all a safetensors header needs.
-#ifndef UFORM_C_JSON_HPP
-#define UFORM_C_JSON_HPP
+#ifndef UFORM_COMMON_JSON_HPP
+#define UFORM_COMMON_JSON_HPP
 
 #include <cstddef>
 #include <cstdint>
@@ -71,4 +71,4 @@ error_t parse(std::string_view text, value_t &out, limits_t limits = {});
 
 } // namespace uform::json
 
-#endif // UFORM_C_JSON_HPP
+#endif // UFORM_COMMON_JSON_HPP

@@ -1,5 +1,5 @@
 // Regular files opened without blocking.
-#include "regular_file.hpp"
+#include "common/regular_file.hpp"
 
 #include <cerrno>
 
