@@ -26,6 +26,7 @@ function(uform_add_bench)
         # The CUDA residency's text forward through the public C API (it reads the device's free memory directly).
         add_executable(uform_vram_bench "${PROJECT_SOURCE_DIR}/tools/bench/vram_bench.cpp")
         target_link_libraries(uform_vram_bench PRIVATE uform::uform_static)
+        target_include_directories(uform_vram_bench PRIVATE "${PROJECT_SOURCE_DIR}") # tools/bench/report.hpp
         target_include_directories(uform_vram_bench SYSTEM PRIVATE "${UFORM_CUDA_INCLUDE_DIR}")
         target_compile_options(uform_vram_bench PRIVATE ${UFORM_WARNING_FLAGS})
         set_target_properties(uform_vram_bench PROPERTIES
@@ -35,6 +36,7 @@ function(uform_add_bench)
 
     add_executable(uform_media_bench "${PROJECT_SOURCE_DIR}/tools/bench/media_bench.cpp")
     target_link_libraries(uform_media_bench PRIVATE uform::uform_static)
+    target_include_directories(uform_media_bench PRIVATE "${PROJECT_SOURCE_DIR}") # tools/bench/report.hpp
     target_compile_options(uform_media_bench PRIVATE ${UFORM_WARNING_FLAGS})
     set_target_properties(uform_media_bench PROPERTIES
         CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
@@ -42,6 +44,7 @@ function(uform_add_bench)
 
     add_executable(uform_train_bench "${PROJECT_SOURCE_DIR}/tools/bench/train_bench.cpp")
     target_link_libraries(uform_train_bench PRIVATE uform::uform_static)
+    target_include_directories(uform_train_bench PRIVATE "${PROJECT_SOURCE_DIR}") # tools/bench/report.hpp
     target_compile_options(uform_train_bench PRIVATE ${UFORM_WARNING_FLAGS})
     set_target_properties(uform_train_bench PROPERTIES
         CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
