@@ -239,208 +239,252 @@ uform_status_t trainer_core_t::sum_gradients(char const **message) noexcept {
     return sum_in_buckets(*mesh, tensors.size(), grad_of, std::span<float>(bucket_), message);
 }
 
-uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,
-                                    progress_t progress, step_report_t &report, char const **message) noexcept {
-    parameters_t &p = parameters;
-    geometry_t const &g = p.geometry;
+// The step, phase by phase (step.hpp, `step_plan_t`): plan, rows, relations, forward, units, losses, backward,
+// update. A phase that fails returns before the update, so no weight, moment or step count changes.
+
+uform_status_t trainer_core_t::plan_step(batch_t const &batch, step_plan_t &plan, char const **message) noexcept {
     settings_t const &s = settings;
-    std::size_t const items = batch.segments.size();
-    report = {};
+    plan = {};
+    plan.items = batch.segments.size();
     if (!mesh) {
-        if (uform_status_t status = arrange(items, !batch.sides.empty(), !batch.bags.empty(), message)) return status;
-    } else if (!layout_.arranged || layout_.items[mesh->rank()] != items) {
+        if (uform_status_t status = arrange(plan.items, !batch.sides.empty(), !batch.bags.empty(), message))
+            return status;
+    } else if (!layout_.arranged || layout_.items[mesh->rank()] != plan.items) {
         return fail(message, uform_status_internal_k, "a mesh step's items were not arranged first");
     }
     layout_.arranged = false;
-    bool const choices = batch.choice_offsets && optimises(s.objective, uform_objective_choices_k);
-    bool const masking = !batch.mask_rows.empty() && optimises(s.objective, uform_objective_masking_k);
+    plan.choices = batch.choice_offsets && optimises(s.objective, uform_objective_choices_k);
+    plan.masking = !batch.mask_rows.empty() && optimises(s.objective, uform_objective_masking_k);
     // Late interaction runs on every rank when any rank has sides; a rank without computes no token vectors.
-    bool const late = layout_.sides && g.has_token_head && optimises(s.objective, uform_objective_late_interaction_k);
-    bool const local_late = late && !batch.sides.empty();
-    bool const contrastive = optimises(s.objective, uform_objective_contrastive_k);
+    plan.late = layout_.sides && parameters.geometry.has_token_head &&
+                optimises(s.objective, uform_objective_late_interaction_k);
+    plan.local_late = plan.late && !batch.sides.empty();
+    plan.contrastive = optimises(s.objective, uform_objective_contrastive_k);
     bool const world_negatives =
         s.contrastive.negatives == uform_negatives_mesh_k || s.contrastive.negatives == uform_negatives_mesh_and_hard_k;
-    bool const gathers = mesh && mesh->ranks() > 1 && world_negatives && (contrastive || late);
+    plan.gathers = mesh && mesh->ranks() > 1 && world_negatives && (plan.contrastive || plan.late);
+    plan.mask_count = plan.masking ? batch.mask_rows.size() : 0;
+    return uform_status_ok_k;
+}
 
-    // The rows of byte logits: the masked positions, then each choice item's CHOOSE.
+uform_status_t trainer_core_t::step_rows(batch_t const &batch, step_plan_t const &plan, char const **message) noexcept {
     try {
         rows_.clear();
-        if (masking) rows_.assign(batch.mask_rows.begin(), batch.mask_rows.end());
-        if (choices)
-            for (std::size_t i = 0; i != items; ++i)
+        if (plan.masking) rows_.assign(batch.mask_rows.begin(), batch.mask_rows.end());
+        if (plan.choices)
+            for (std::size_t i = 0; i != plan.items; ++i)
                 if (batch.choice_offsets[i + 1] != batch.choice_offsets[i])
                     rows_.push_back({i, batch.segments[i].count - 1});
-        token_vector_flags_.assign(local_late ? items : 0, 0);
-        for (std::size_t i = 0; local_late && i != items; ++i)
+        token_vector_flags_.assign(plan.local_late ? plan.items : 0, 0);
+        for (std::size_t i = 0; plan.local_late && i != plan.items; ++i)
             token_vector_flags_[i] = batch.sides[i] != uform_late_interaction_side_none_k;
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step");
     }
-    if (gathers) {
-        if (uform_status_t status = gather_relations(batch, late, message)) return status;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::step_relations(batch_t const &batch, step_plan_t &plan, char const **message) noexcept {
+    if (plan.gathers) {
+        if (uform_status_t status = gather_relations(batch, plan.late, message)) return status;
     } else {
         relations_args_t args;
-        args.items = items;
+        args.items = plan.items;
         args.bags = batch.bags.empty() ? nullptr : batch.bags.data();
         args.edges = batch.relations;
-        args.negatives = s.contrastive.negatives;
-        args.hard_negative_weight = s.contrastive.hard_negative_weight;
-        if (uform_status_t status = build_relations(args, 0, items, relations_, message)) return status;
+        args.negatives = settings.contrastive.negatives;
+        args.hard_negative_weight = settings.contrastive.hard_negative_weight;
+        if (uform_status_t status = build_relations(args, 0, plan.items, relations_, message)) return status;
     }
-    uform_late_interaction_side_t const *sides =
-        gathers ? (late ? world_sides_.data() : nullptr) : (batch.sides.empty() ? nullptr : batch.sides.data());
-    std::size_t const mask_count = masking ? batch.mask_rows.size() : 0;
+    plan.sides = plan.gathers ? (plan.late ? world_sides_.data() : nullptr)
+                              : (batch.sides.empty() ? nullptr : batch.sides.data());
+    return uform_status_ok_k;
+}
 
-    trunk_outputs_t out;
+uform_status_t trainer_core_t::step_forward(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,
+                                            progress_t progress, step_plan_t &plan, step_report_t &report,
+                                            char const **message) noexcept {
+    geometry_t const &g = parameters.geometry;
     trunk_request_t const request{batch.segments, token_vector_flags_, rows_};
-    if (uform_status_t status = trunk_.forward(p, request, parallel, poll, out, message)) return status;
-    report.tokens = out.tokens;
-    report.embeddings = out.z;
+    if (uform_status_t status = trunk_.forward(parameters, request, parallel, poll, plan.out, message)) return status;
+    report.tokens = plan.out.tokens;
+    report.embeddings = plan.out.z;
     if (stop(progress, 1)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
-    if (gathers)
-        if (uform_status_t status = gather_outputs(out, late, g.token_width, message)) return status;
-    float const *z = gathers ? world_z_.data() : out.z;
-    std::size_t const scored = gathers ? layout_.world : items; // the rows of `z`
-    token_vectors_t const vectors =
-        gathers ? token_vectors_t{world_tokens_.data(), world_token_offsets_.data(), g.token_width}
-                : token_vectors_t{out.token_vectors, out.token_vector_offsets, g.token_width};
-    std::size_t const token_rows = gathers && late ? world_token_offsets_[layout_.world]
-                                   : local_late    ? out.token_vector_offsets[items]
-                                                   : 0;
+    if (plan.gathers)
+        if (uform_status_t status = gather_outputs(plan.out, plan.late, g.token_width, message)) return status;
+    plan.z = plan.gathers ? world_z_.data() : plan.out.z;
+    plan.scored = plan.gathers ? layout_.world : plan.items;
+    plan.vectors = plan.gathers ? token_vectors_t{world_tokens_.data(), world_token_offsets_.data(), g.token_width}
+                                : token_vectors_t{plan.out.token_vectors, plan.out.token_vector_offsets, g.token_width};
+    plan.token_rows = plan.gathers && plan.late ? world_token_offsets_[layout_.world]
+                      : plan.local_late         ? plan.out.token_vector_offsets[plan.items]
+                                                : 0;
+    return uform_status_ok_k;
+}
 
-    // Each term's units over the mesh: its gradient weight is the joint weight over that count.
-    std::size_t const choice_items = rows_.size() - mask_count;
-    double counts[4] = {0, 0, double(mask_count), double(choice_items)};
-    if (contrastive)
-        counts[0] = double(s.contrastive.form == uform_pair_loss_form_sigmoid_k ? anchors_with_candidates(relations_)
-                                                                                : anchors_with_positives(relations_));
-    if (late && sides) counts[1] = double(queries_with_positive_documents(relations_, sides));
+uform_status_t trainer_core_t::step_units(step_plan_t &plan, char const **message) noexcept {
+    plan.choice_items = rows_.size() - plan.mask_count;
+    double *counts = plan.counts;
+    counts[0] = counts[1] = 0;
+    counts[2] = double(plan.mask_count);
+    counts[3] = double(plan.choice_items);
+    if (plan.contrastive)
+        counts[0] =
+            double(settings.contrastive.form == uform_pair_loss_form_sigmoid_k ? anchors_with_candidates(relations_)
+                                                                               : anchors_with_positives(relations_));
+    if (plan.late && plan.sides) counts[1] = double(queries_with_positive_documents(relations_, plan.sides));
     if (mesh)
-        if (uform_status_t status = mesh->sum(std::span<double>(counts), message)) return status;
+        if (uform_status_t status = mesh->sum(std::span<double>(counts, 4), message)) return status;
     // Nothing to learn from over the whole mesh (no items, only empty texts, no term with a unit): refused before
     // anything changes, the schedule not advanced, equally on every rank (the counts are the mesh's).
     if (counts[0] == 0 && counts[1] == 0 && counts[2] == 0 && counts[3] == 0)
         return fail(message, uform_status_invalid_argument_k,
                     "the step has nothing to learn from: no term has an item (no weight changed)");
+    return uform_status_ok_k;
+}
 
-    // The terms, each adding weight / count times its sum's gradient to the outputs' gradients.
-    if (!zeroed(grad_z_, scored * g.dimensions) || !zeroed(grad_token_vectors_, token_rows * g.token_width) ||
+uform_status_t trainer_core_t::contrastive_term(step_plan_t &plan, char const **message) noexcept {
+    parameters_t &p = parameters;
+    settings_t const &s = settings;
+    double const weight = double(s.contrastive.weight) / plan.counts[0];
+    double grad_log_scale = 0, grad_bias = 0;
+    term_t term;
+    float const log_scale = scalar(p, "trainer.contrastive.log_scale");
+    std::size_t const dimensions = p.geometry.dimensions;
+    uform_status_t const status =
+        s.contrastive.form == uform_pair_loss_form_sigmoid_k
+            ? sigmoid_pairs(plan.z, dimensions, relations_, log_scale, scalar(p, "trainer.contrastive.bias"), weight,
+                            grad_z_.data(), grad_log_scale, grad_bias, term, loss_scratch_, message)
+            : info_nce(plan.z, dimensions, relations_, log_scale, weight, grad_z_.data(), grad_log_scale, term,
+                       loss_scratch_, message);
+    if (status) return status;
+    add_scalar_grad(p, "trainer.contrastive.log_scale", grad_log_scale);
+    add_scalar_grad(p, "trainer.contrastive.bias", grad_bias);
+    plan.sums[0] = term.sum;
+    plan.sums[4] += term.finite ? 0 : 1;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::late_interaction_term(step_plan_t &plan, char const **message) noexcept {
+    double const weight = double(settings.late_interaction.weight) / plan.counts[1];
+    double grad_log_scale = 0;
+    term_t term;
+    if (uform_status_t status = late_interaction(
+            plan.vectors, plan.sides, relations_, scalar(parameters, "trainer.late_interaction.log_scale"), weight,
+            grad_token_vectors_.data(), grad_log_scale, term, loss_scratch_, message))
+        return status;
+    add_scalar_grad(parameters, "trainer.late_interaction.log_scale", grad_log_scale);
+    plan.sums[1] = term.sum;
+    plan.sums[4] += term.finite ? 0 : 1;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::choices_term(batch_t const &batch, step_plan_t &plan, char const **message) noexcept {
+    // Each choice item's legal logits gathered from its CHOOSE row, and their gradients scattered back.
+    std::size_t const items = plan.items, entries = batch.choice_offsets[items] - batch.choice_offsets[0];
+    try {
+        legal_logits_.resize(std::max(legal_logits_.size(), entries));
+        choice_offsets_.resize(plan.choice_items + 1);
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the step's choices");
+    }
+    if (!zeroed(grad_legal_, entries))
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the step's choices");
+    std::size_t at = 0, row = plan.mask_count;
+    choice_offsets_[0] = 0;
+    for (std::size_t i = 0, c = 0; i != items; ++i) {
+        std::size_t const begin = batch.choice_offsets[i], end = batch.choice_offsets[i + 1];
+        if (begin == end) continue;
+        for (std::size_t k = begin; k != end; ++k) legal_logits_[at++] = plan.out.logits[row * 256 + batch.choices[k]];
+        choice_offsets_[++c] = at;
+        ++row;
+    }
+    // Targets of the choice items, contiguous as their logits are.
+    float const *targets = batch.choice_targets + batch.choice_offsets[0];
+    double const weight = double(settings.choices.weight) / plan.counts[3];
+    term_t const term = choices_cross_entropy(legal_logits_.data(), targets, choice_offsets_.data(), plan.choice_items,
+                                              weight, grad_legal_.data());
+    at = 0, row = plan.mask_count;
+    for (std::size_t i = 0; i != items; ++i) {
+        std::size_t const begin = batch.choice_offsets[i], end = batch.choice_offsets[i + 1];
+        if (begin == end) continue;
+        for (std::size_t k = begin; k != end; ++k) grad_logits_[row * 256 + batch.choices[k]] += grad_legal_[at++];
+        ++row;
+    }
+    plan.sums[3] = term.sum;
+    plan.sums[4] += term.finite ? 0 : 1;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::step_losses(batch_t const &batch, step_plan_t &plan, step_report_t &report,
+                                           char const **message) noexcept {
+    geometry_t const &g = parameters.geometry;
+    settings_t const &s = settings;
+    if (!zeroed(grad_z_, plan.scored * g.dimensions) || !zeroed(grad_token_vectors_, plan.token_rows * g.token_width) ||
         !zeroed(grad_logits_, rows_.size() * 256))
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step's gradients");
-    for (tensor_t &t : p.tensors) std::fill(t.grad.begin(), t.grad.end(), 0.0f);
-    double sums[5] = {0, 0, 0, 0, 0}; // each term's sum over the rank's units, then whether a term was not finite
-
-    if (contrastive && counts[0] > 0) {
-        double const weight = double(s.contrastive.weight) / counts[0];
-        double grad_log_scale = 0, grad_bias = 0;
-        term_t term;
-        float const log_scale = scalar(p, "trainer.contrastive.log_scale");
-        uform_status_t const status =
-            s.contrastive.form == uform_pair_loss_form_sigmoid_k
-                ? sigmoid_pairs(z, g.dimensions, relations_, log_scale, scalar(p, "trainer.contrastive.bias"), weight,
-                                grad_z_.data(), grad_log_scale, grad_bias, term, loss_scratch_, message)
-                : info_nce(z, g.dimensions, relations_, log_scale, weight, grad_z_.data(), grad_log_scale, term,
-                           loss_scratch_, message);
-        if (status) return status;
-        add_scalar_grad(p, "trainer.contrastive.log_scale", grad_log_scale);
-        add_scalar_grad(p, "trainer.contrastive.bias", grad_bias);
-        sums[0] = term.sum;
-        sums[4] += term.finite ? 0 : 1;
+    for (tensor_t &t : parameters.tensors) std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+    if (plan.contrastive && plan.counts[0] > 0)
+        if (uform_status_t status = contrastive_term(plan, message)) return status;
+    if (plan.late && plan.counts[1] > 0 && plan.sides)
+        if (uform_status_t status = late_interaction_term(plan, message)) return status;
+    if (plan.mask_count) {
+        double const weight = double(s.masking.weight) / plan.counts[2];
+        term_t const term = masking_cross_entropy(plan.out.logits, batch.mask_targets.data(), plan.mask_count, weight,
+                                                  grad_logits_.data());
+        plan.sums[2] = term.sum;
+        plan.sums[4] += term.finite ? 0 : 1;
     }
-    if (late && counts[1] > 0 && sides) {
-        double const weight = double(s.late_interaction.weight) / counts[1];
-        double grad_log_scale = 0;
-        term_t term;
-        if (uform_status_t status =
-                late_interaction(vectors, sides, relations_, scalar(p, "trainer.late_interaction.log_scale"), weight,
-                                 grad_token_vectors_.data(), grad_log_scale, term, loss_scratch_, message))
-            return status;
-        add_scalar_grad(p, "trainer.late_interaction.log_scale", grad_log_scale);
-        sums[1] = term.sum;
-        sums[4] += term.finite ? 0 : 1;
-    }
-    if (mask_count) {
-        double const weight = double(s.masking.weight) / counts[2];
-        term_t const term =
-            masking_cross_entropy(out.logits, batch.mask_targets.data(), mask_count, weight, grad_logits_.data());
-        sums[2] = term.sum;
-        sums[4] += term.finite ? 0 : 1;
-    }
-    if (choice_items) {
-        // Each choice item's legal logits gathered from its CHOOSE row, and their gradients scattered back.
-        std::size_t const entries = batch.choice_offsets[items] - batch.choice_offsets[0];
-        try {
-            legal_logits_.resize(std::max(legal_logits_.size(), entries));
-            choice_offsets_.resize(choice_items + 1);
-        } catch (std::bad_alloc const &) {
-            return fail(message, uform_status_out_of_memory_k, "out of memory for the step's choices");
-        }
-        if (!zeroed(grad_legal_, entries))
-            return fail(message, uform_status_out_of_memory_k, "out of memory for the step's choices");
-        std::size_t at = 0, row = mask_count;
-        choice_offsets_[0] = 0;
-        for (std::size_t i = 0, c = 0; i != items; ++i) {
-            std::size_t const begin = batch.choice_offsets[i], end = batch.choice_offsets[i + 1];
-            if (begin == end) continue;
-            for (std::size_t k = begin; k != end; ++k) legal_logits_[at++] = out.logits[row * 256 + batch.choices[k]];
-            choice_offsets_[++c] = at;
-            ++row;
-        }
-        // Targets of the choice items, contiguous as their logits are.
-        float const *targets = batch.choice_targets + batch.choice_offsets[0];
-        double const weight = double(s.choices.weight) / counts[3];
-        term_t const term = choices_cross_entropy(legal_logits_.data(), targets, choice_offsets_.data(), choice_items,
-                                                  weight, grad_legal_.data());
-        at = 0, row = mask_count;
-        for (std::size_t i = 0; i != items; ++i) {
-            std::size_t const begin = batch.choice_offsets[i], end = batch.choice_offsets[i + 1];
-            if (begin == end) continue;
-            for (std::size_t k = begin; k != end; ++k) grad_logits_[row * 256 + batch.choices[k]] += grad_legal_[at++];
-            ++row;
-        }
-        sums[3] = term.sum;
-        sums[4] += term.finite ? 0 : 1;
-    }
+    if (plan.choice_items)
+        if (uform_status_t status = choices_term(batch, plan, message)) return status;
     if (mesh)
-        if (uform_status_t status = mesh->sum(std::span<double>(sums), message)) return status;
+        if (uform_status_t status = mesh->sum(std::span<double>(plan.sums, 5), message)) return status;
     double const term_weights[4] = {s.contrastive.weight, s.late_interaction.weight, s.masking.weight,
                                     s.choices.weight};
     double *values[4] = {&report.contrastive, &report.late_interaction, &report.masking, &report.choices};
     double loss = 0;
     for (std::size_t k = 0; k != 4; ++k)
-        if (counts[k] > 0) {
-            *values[k] = sums[k] / counts[k];
+        if (plan.counts[k] > 0) {
+            *values[k] = plan.sums[k] / plan.counts[k];
             loss += term_weights[k] * *values[k];
         }
     report.loss = loss;
-    if (sums[4] != 0 || !std::isfinite(loss))
+    if (plan.sums[4] != 0 || !std::isfinite(loss))
         return fail(message, uform_status_corrupt_k, "the step's loss is not finite: no weight was updated");
-    if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
+    return uform_status_ok_k;
+}
 
+uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::parallel_t const &parallel, poll_t poll,
+                                             progress_t progress, char const **message) noexcept {
+    geometry_t const &g = parameters.geometry;
     // A gathered embedding's gradient is summed over the ranks before the backward's products round it.
     float const *grad_z = grad_z_.data();
-    float const *grad_tokens = local_late ? grad_token_vectors_.data() : nullptr;
-    if (gathers) {
-        if (uform_status_t status = mesh->sum(std::span<float>(grad_z_.data(), scored * g.dimensions), message))
+    float const *grad_tokens = plan.local_late ? grad_token_vectors_.data() : nullptr;
+    if (plan.gathers) {
+        if (uform_status_t status = mesh->sum(std::span<float>(grad_z_.data(), plan.scored * g.dimensions), message))
             return status;
         grad_z += layout_.first * g.dimensions;
-        if (late) {
+        if (plan.late) {
             if (uform_status_t status =
-                    mesh->sum(std::span<float>(grad_token_vectors_.data(), token_rows * g.token_width), message))
+                    mesh->sum(std::span<float>(grad_token_vectors_.data(), plan.token_rows * g.token_width), message))
                 return status;
             if (grad_tokens) grad_tokens += world_token_offsets_[layout_.first] * g.token_width;
         }
     }
-    if (uform_status_t status = trunk_.backward(p, grad_z, grad_tokens, rows_.empty() ? nullptr : grad_logits_.data(),
-                                                parallel, poll, message))
+    if (uform_status_t status = trunk_.backward(parameters, grad_z, grad_tokens,
+                                                rows_.empty() ? nullptr : grad_logits_.data(), parallel, poll, message))
         return status;
     if (stop(progress, 2)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
     if (mesh)
         if (uform_status_t status = sum_gradients(message)) return status;
+    return uform_status_ok_k;
+}
 
+uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll_t poll, step_report_t &report,
+                                           char const **message) noexcept {
     try {
         views_.clear();
-        for (tensor_t &t : p.tensors)
+        for (tensor_t &t : parameters.tensors)
             views_.push_back({t.master.data(), t.grad.data(), t.moment1.data(), t.moment2.data(), t.count(), t.decays});
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for the optimiser");
@@ -452,14 +496,29 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
     if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
 
     // From here on the step completes unless its update would overflow: it is not interrupted.
-    uform_schedule_t const &schedule = s.schedule;
+    uform_schedule_t const &schedule = settings.schedule;
     scale_gradients(views_, clip_factor(norm, schedule.clip_norm), parallel);
     report.learning_rate = learning_rate(schedule, steps);
     if (!adamw_stays_finite(views_, steps, report.learning_rate, schedule.weight_decay, adamw_t{}, parallel))
         return fail(message, uform_status_corrupt_k, "the step's update would make a weight non-finite: none changed");
     adamw_step(views_, steps, report.learning_rate, schedule.weight_decay, adamw_t{}, parallel);
     ++steps;
-    return parameters_refresh(p, parallel, message);
+    return parameters_refresh(parameters, parallel, message);
+}
+
+uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,
+                                    progress_t progress, step_report_t &report, char const **message) noexcept {
+    report = {};
+    step_plan_t plan;
+    if (uform_status_t status = plan_step(batch, plan, message)) return status;
+    if (uform_status_t status = step_rows(batch, plan, message)) return status;
+    if (uform_status_t status = step_relations(batch, plan, message)) return status;
+    if (uform_status_t status = step_forward(batch, parallel, poll, progress, plan, report, message)) return status;
+    if (uform_status_t status = step_units(plan, message)) return status;
+    if (uform_status_t status = step_losses(batch, plan, report, message)) return status;
+    if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
+    if (uform_status_t status = step_backward(plan, parallel, poll, progress, message)) return status;
+    return step_update(parallel, poll, report, message);
 }
 
 uform_status_t trainer_core_t::choice_logits(std::span<segment_t const> segments, std::uint8_t const *choices,

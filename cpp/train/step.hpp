@@ -83,6 +83,31 @@ struct layout_t {
     bool arranged = false;
 };
 
+/// What one step decided and produced, phase by phase (`trainer_core_t::step`); a GPU trainer follows the same
+/// phases with its own kernels: plan (which terms run), rows (the byte-logit rows and the flagged token vectors),
+/// relations (local, or gathered over the mesh), forward (and the gathered outputs), units (each term's count over the
+/// mesh), losses, backward (and the gradients' sums over the mesh), update (norm, clip, schedule, AdamW).
+struct step_plan_t {
+    /// The rank's items.
+    std::size_t items = 0;
+    /// Which terms the step computes, whether late interaction runs on this rank, and whether it scores the world.
+    bool choices = false, masking = false, late = false, local_late = false, contrastive = false, gathers = false;
+    /// Masked rows, and items with choices.
+    std::size_t mask_count = 0, choice_items = 0;
+    /// The sides the late-interaction term reads (the world's when gathered), or null.
+    uform_late_interaction_side_t const *sides = nullptr;
+    /// The forward's outputs.
+    trunk_outputs_t out;
+    /// The embeddings the terms score (the world's when gathered), their rows, and the token vectors.
+    float const *z = nullptr;
+    std::size_t scored = 0, token_rows = 0;
+    token_vectors_t vectors;
+    /// Each term's units over the mesh (contrastive, late interaction, masking, choices).
+    double counts[4] = {0, 0, 0, 0};
+    /// Each term's sum over the rank's units, then whether a term was not finite.
+    double sums[5] = {0, 0, 0, 0, 0};
+};
+
 /// A CPU trainer's state: its parameters, the trunk's activations, and the buffers of a step, grown to a high-water
 /// mark so that a steady loop of same-shaped steps allocates nothing after the first.
 class trainer_core_t {
@@ -119,6 +144,32 @@ class trainer_core_t {
                                  std::vector<float> &out, char const **message) noexcept;
 
   private:
+    /// Phase plan: arranges the rank's items and decides which terms run.
+    uform_status_t plan_step(batch_t const &batch, step_plan_t &plan, char const **message) noexcept;
+    /// Phase rows: the byte-logit rows (masked positions, then each choice item's CHOOSE) and token-vector flags.
+    uform_status_t step_rows(batch_t const &batch, step_plan_t const &plan, char const **message) noexcept;
+    /// Phase relations: the bags and edges as relations, over the world's items when the step gathers.
+    uform_status_t step_relations(batch_t const &batch, step_plan_t &plan, char const **message) noexcept;
+    /// Phase forward: the trunk over the batch, then the outputs gathered over the mesh when the step scores the world.
+    uform_status_t step_forward(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll, progress_t progress,
+                                step_plan_t &plan, step_report_t &report, char const **message) noexcept;
+    /// Phase units: each term's count over the mesh; a step with none refused.
+    uform_status_t step_units(step_plan_t &plan, char const **message) noexcept;
+    /// Phase losses: every term's value and its gradients on the outputs, summed over the mesh, and the joint loss.
+    uform_status_t step_losses(batch_t const &batch, step_plan_t &plan, step_report_t &report,
+                               char const **message) noexcept;
+    /// The contrastive term (InfoNCE or sigmoid pairs) of the losses phase.
+    uform_status_t contrastive_term(step_plan_t &plan, char const **message) noexcept;
+    /// The late-interaction term of the losses phase.
+    uform_status_t late_interaction_term(step_plan_t &plan, char const **message) noexcept;
+    /// The choice term of the losses phase: legal logits gathered from CHOOSE rows, their gradients scattered back.
+    uform_status_t choices_term(batch_t const &batch, step_plan_t &plan, char const **message) noexcept;
+    /// Phase backward: gathered outputs' gradients summed, the trunk's backward, every gradient summed over the mesh.
+    uform_status_t step_backward(step_plan_t const &plan, ram::parallel_t const &parallel, poll_t poll,
+                                 progress_t progress, char const **message) noexcept;
+    /// Phase update: the gradient norm, the clip, the schedule's rate and AdamW (refused if it would overflow).
+    uform_status_t step_update(ram::parallel_t const &parallel, poll_t poll, step_report_t &report,
+                               char const **message) noexcept;
     /// The gathers of a step whose anchors are scored against the world's items: bags, sides, embeddings and token
     /// vectors, and the relations built over them.
     uform_status_t gather_relations(batch_t const &batch, bool late, char const **message) noexcept;
