@@ -238,7 +238,8 @@ void counts(char const *self, char const *directory) {
     CHECK(exited_ok(peer_pid));
 }
 
-/** A directory that does not exist, or that this process cannot write in: `io`, at once, on every rank. */
+/** A directory that does not exist, or that this process cannot write in: `io`, at once, on every rank, a one-rank
+ * mesh's included. */
 void directories(char const *directory) {
     uform_mesh_t mesh = NULL;
     std::string const absent = std::string(directory) + "/absent";
@@ -254,9 +255,10 @@ void directories(char const *directory) {
             readonly = "/proc/self";
         }
     }
-    for (std::size_t rank = 0; rank != 2; ++rank) {
+    // Every rank of a two-rank mesh, and a one-rank mesh too, as the header promises for every mesh.
+    for (std::size_t rank = 0; rank != 3; ++rank) {
         auto const start = std::chrono::steady_clock::now();
-        CHECK_STATUS(join(readonly.c_str(), "job", rank, 2, 60, &mesh), uform_status_io_k);
+        CHECK_STATUS(join(readonly.c_str(), "job", rank % 2, rank == 2 ? 1 : 2, 60, &mesh), uform_status_io_k);
         CHECK(test_message_ && std::strstr(test_message_, "directory"));
         CHECK(seconds_since(start) < 1.0);
     }
