@@ -310,6 +310,9 @@ pub fn split_sys(text: &str) -> Vec<(String, String)> {
     chunks
 }
 
+/// The enumerators of each enum, by the enum's C name.
+type Variants = BTreeMap<String, Vec<Variant>>;
+
 /// Parses the chunks of the raw bindings, header by header, into the IR.
 pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
     let files: Vec<(String, syn::File)> = chunks
@@ -323,71 +326,13 @@ pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
 
     // First pass: the names of every kind of type, and the enumerators of each enum.
     let mut names = Names::default();
-    let mut variants: BTreeMap<String, Vec<Variant>> = BTreeMap::new();
+    let mut variants = Variants::new();
     for (_, file) in &files {
         for item in &file.items {
             match item {
-                Item::Struct(s) => {
-                    let name = s.ident.to_string();
-                    match &s.fields {
-                        syn::Fields::Unnamed(_) => {
-                            names.enums.insert(name);
-                        }
-                        syn::Fields::Named(fields) => {
-                            let opaque = fields
-                                .named
-                                .iter()
-                                .any(|f| f.ident.as_ref().is_some_and(|i| i == "_unused"));
-                            if !opaque {
-                                names.structs.insert(name);
-                            }
-                        }
-                        syn::Fields::Unit => {}
-                    }
-                }
-                Item::Type(alias) => {
-                    let name = alias.ident.to_string();
-                    match &*alias.ty {
-                        Type::Ptr(_) => {
-                            names.handles.insert(name);
-                        }
-                        Type::Path(path) if last_ident(&path.path) == "Option" => {
-                            names.progress.insert(name);
-                        }
-                        Type::Path(path) if names.structs.contains(&last_ident(&path.path)) => {
-                            names.structs.insert(name);
-                        }
-                        _ => {}
-                    }
-                }
-                Item::Impl(block) => {
-                    let Type::Path(self_ty) = &*block.self_ty else {
-                        continue;
-                    };
-                    let owner = last_ident(&self_ty.path);
-                    for member in &block.items {
-                        let syn::ImplItem::Const(constant) = member else {
-                            continue;
-                        };
-                        let Expr::Call(call) = &constant.expr else {
-                            continue;
-                        };
-                        let Some(Expr::Lit(syn::ExprLit {
-                            lit: Lit::Int(value),
-                            ..
-                        })) = call.args.first()
-                        else {
-                            continue;
-                        };
-                        let doc = doc_of(&constant.attrs);
-                        variants.entry(owner.clone()).or_default().push(Variant {
-                            c: constant.ident.to_string(),
-                            value: value.base10_parse().map_err(|e| e.to_string())?,
-                            directives: Directives::parse(&doc),
-                            doc,
-                        });
-                    }
-                }
+                Item::Struct(s) => name_struct(s, &mut names),
+                Item::Type(alias) => name_alias(alias, &mut names),
+                Item::Impl(block) => collect_variants(block, &mut variants)?,
                 _ => {}
             }
         }
@@ -396,133 +341,233 @@ pub fn parse(chunks: &[(String, String)]) -> Result<Ir, String> {
     // Second pass: declarations in order.
     let mut ir = Ir::default();
     for (header, file) in &files {
-        let mut decls = Vec::new();
-        for item in &file.items {
-            match item {
-                Item::Struct(s) => {
-                    let name = s.ident.to_string();
-                    let doc = doc_of(&s.attrs);
-                    match &s.fields {
-                        syn::Fields::Unnamed(fields) if names.enums.contains(&name) => {
-                            let repr = match fields.unnamed.first().map(|f| resolve(&f.ty, &names))
-                            {
-                                Some(Ok(CType::Int(repr))) => repr,
-                                _ => {
-                                    return Err(format!(
-                                        "uform-gen: the enum `{name}` is not held in an integer"
-                                    ))
-                                }
-                            };
-                            decls.push(Decl::Enum(Enum {
-                                variants: variants.remove(&name).unwrap_or_default(),
-                                directives: Directives::parse(&doc),
-                                c: name,
-                                doc,
-                                repr,
-                            }));
-                        }
-                        syn::Fields::Named(fields) if names.structs.contains(&name) => {
-                            let fields = fields
-                                .named
-                                .iter()
-                                .map(|f| {
-                                    let doc = doc_of(&f.attrs);
-                                    Ok(Field {
-                                        name: f
-                                            .ident
-                                            .as_ref()
-                                            .map(ToString::to_string)
-                                            .unwrap_or_default(),
-                                        ty: resolve(&f.ty, &names)?,
-                                        directives: Directives::parse(&doc),
-                                        doc,
-                                    })
-                                })
-                                .collect::<Result<_, String>>()?;
-                            decls.push(Decl::Struct(Struct {
-                                directives: Directives::parse(&doc),
-                                c: name,
-                                doc,
-                                fields,
-                            }));
-                        }
-                        _ => {}
-                    }
-                }
-                // `typedef struct_t alias_t;`: a second name for a struct, with its own doc and directives
-                // (such as another `@uform config`), so two C names share one layout.
-                Item::Type(alias) => {
-                    let Type::Path(path) = &*alias.ty else {
-                        continue;
-                    };
-                    let target = last_ident(&path.path);
-                    if !names.structs.contains(&target) {
-                        continue;
-                    }
-                    let fields = decls
-                        .iter()
-                        .find_map(|d| match d {
-                            Decl::Struct(s) if s.c == target => Some(s.fields.clone()),
-                            _ => None,
-                        })
-                        .ok_or_else(|| {
-                            format!(
-                                "uform-gen: the alias `{}` names `{target}` before it is declared",
-                                alias.ident
-                            )
-                        })?;
-                    let doc = doc_of(&alias.attrs);
-                    decls.push(Decl::Struct(Struct {
-                        directives: Directives::parse(&doc),
-                        c: alias.ident.to_string(),
-                        doc,
-                        fields,
-                    }));
-                }
-                Item::ForeignMod(block) => {
-                    for member in &block.items {
-                        let ForeignItem::Fn(function) = member else {
-                            continue;
-                        };
-                        let doc = doc_of(&function.attrs);
-                        let params = function
-                            .sig
-                            .inputs
-                            .iter()
-                            .map(|input| match input {
-                                syn::FnArg::Typed(typed) => {
-                                    let syn::Pat::Ident(name) = &*typed.pat else {
-                                        return Err(
-                                            "uform-gen: a parameter without a name".to_owned()
-                                        );
-                                    };
-                                    Ok((name.ident.to_string(), resolve(&typed.ty, &names)?))
-                                }
-                                syn::FnArg::Receiver(_) => {
-                                    Err("uform-gen: a receiver in a C function".to_owned())
-                                }
-                            })
-                            .collect::<Result<_, _>>()?;
-                        let ret = match &function.sig.output {
-                            syn::ReturnType::Default => None,
-                            syn::ReturnType::Type(_, ty) => Some(resolve(ty, &names)?),
-                        };
-                        decls.push(Decl::Function(Function {
-                            name: function.sig.ident.to_string(),
-                            directives: Directives::parse(&doc),
-                            doc,
-                            params,
-                            ret,
-                        }));
-                    }
-                }
-                _ => {}
-            }
-        }
         ir.headers.push(Header {
             name: header.clone(),
-            decls,
+            decls: header_decls(file, &names, &mut variants)?,
         });
     }
     Ok(ir)
+}
+
+/// Files a struct's name: a tuple struct is an enum, a struct with an `_unused` field is opaque and named nowhere.
+fn name_struct(s: &syn::ItemStruct, names: &mut Names) {
+    let name = s.ident.to_string();
+    match &s.fields {
+        syn::Fields::Unnamed(_) => {
+            names.enums.insert(name);
+        }
+        syn::Fields::Named(fields) => {
+            let opaque = fields
+                .named
+                .iter()
+                .any(|f| f.ident.as_ref().is_some_and(|i| i == "_unused"));
+            if !opaque {
+                names.structs.insert(name);
+            }
+        }
+        syn::Fields::Unit => {}
+    }
+}
+
+/// Files a type alias's name: a pointer is a handle, an `Option` the progress handler, an alias of a struct a struct.
+fn name_alias(alias: &syn::ItemType, names: &mut Names) {
+    let name = alias.ident.to_string();
+    match &*alias.ty {
+        Type::Ptr(_) => {
+            names.handles.insert(name);
+        }
+        Type::Path(path) if last_ident(&path.path) == "Option" => {
+            names.progress.insert(name);
+        }
+        Type::Path(path) if names.structs.contains(&last_ident(&path.path)) => {
+            names.structs.insert(name);
+        }
+        _ => {}
+    }
+}
+
+/// Adds the enumerators an `impl` block declares as constants (`const NAME: T = T(value)`) to its type's list.
+fn collect_variants(block: &syn::ItemImpl, variants: &mut Variants) -> Result<(), String> {
+    let Type::Path(self_ty) = &*block.self_ty else {
+        return Ok(());
+    };
+    let owner = last_ident(&self_ty.path);
+    for member in &block.items {
+        let syn::ImplItem::Const(constant) = member else {
+            continue;
+        };
+        let Expr::Call(call) = &constant.expr else {
+            continue;
+        };
+        let Some(Expr::Lit(syn::ExprLit {
+            lit: Lit::Int(value),
+            ..
+        })) = call.args.first()
+        else {
+            continue;
+        };
+        let doc = doc_of(&constant.attrs);
+        variants.entry(owner.clone()).or_default().push(Variant {
+            c: constant.ident.to_string(),
+            value: value.base10_parse().map_err(|e| e.to_string())?,
+            directives: Directives::parse(&doc),
+            doc,
+        });
+    }
+    Ok(())
+}
+
+/// One header's declarations in order: its enums, structs, struct aliases and functions.
+fn header_decls(
+    file: &syn::File,
+    names: &Names,
+    variants: &mut Variants,
+) -> Result<Vec<Decl>, String> {
+    let mut decls = Vec::new();
+    for item in &file.items {
+        match item {
+            Item::Struct(s) => {
+                if let Some(decl) = struct_decl(s, names, variants)? {
+                    decls.push(decl);
+                }
+            }
+            Item::Type(alias) => {
+                if let Some(decl) = alias_decl(alias, names, &decls)? {
+                    decls.push(decl);
+                }
+            }
+            Item::ForeignMod(block) => {
+                for member in &block.items {
+                    if let ForeignItem::Fn(function) = member {
+                        decls.push(function_decl(function, names)?);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(decls)
+}
+
+/// The declaration of an enum (taking its enumerators from `variants`) or a struct; `None` for an opaque struct.
+fn struct_decl(
+    s: &syn::ItemStruct,
+    names: &Names,
+    variants: &mut Variants,
+) -> Result<Option<Decl>, String> {
+    let name = s.ident.to_string();
+    let doc = doc_of(&s.attrs);
+    Ok(match &s.fields {
+        syn::Fields::Unnamed(fields) if names.enums.contains(&name) => {
+            let repr = match fields.unnamed.first().map(|f| resolve(&f.ty, names)) {
+                Some(Ok(CType::Int(repr))) => repr,
+                _ => {
+                    return Err(format!(
+                        "uform-gen: the enum `{name}` is not held in an integer"
+                    ))
+                }
+            };
+            Some(Decl::Enum(Enum {
+                variants: variants.remove(&name).unwrap_or_default(),
+                directives: Directives::parse(&doc),
+                c: name,
+                doc,
+                repr,
+            }))
+        }
+        syn::Fields::Named(fields) if names.structs.contains(&name) => {
+            let fields = fields
+                .named
+                .iter()
+                .map(|f| field_of(f, names))
+                .collect::<Result<_, String>>()?;
+            Some(Decl::Struct(Struct {
+                directives: Directives::parse(&doc),
+                c: name,
+                doc,
+                fields,
+            }))
+        }
+        _ => None,
+    })
+}
+
+/// A struct's field, with its doc comment and directives.
+fn field_of(f: &syn::Field, names: &Names) -> Result<Field, String> {
+    let doc = doc_of(&f.attrs);
+    Ok(Field {
+        name: f
+            .ident
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        ty: resolve(&f.ty, names)?,
+        directives: Directives::parse(&doc),
+        doc,
+    })
+}
+
+/// `typedef struct_t alias_t;`: a second name for a struct, with its own doc and directives (such as another
+/// `@uform config`), so two C names share one layout; `None` for an alias of anything else.
+fn alias_decl(
+    alias: &syn::ItemType,
+    names: &Names,
+    decls: &[Decl],
+) -> Result<Option<Decl>, String> {
+    let Type::Path(path) = &*alias.ty else {
+        return Ok(None);
+    };
+    let target = last_ident(&path.path);
+    if !names.structs.contains(&target) {
+        return Ok(None);
+    }
+    let fields = decls
+        .iter()
+        .find_map(|d| match d {
+            Decl::Struct(s) if s.c == target => Some(s.fields.clone()),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            format!(
+                "uform-gen: the alias `{}` names `{target}` before it is declared",
+                alias.ident
+            )
+        })?;
+    let doc = doc_of(&alias.attrs);
+    Ok(Some(Decl::Struct(Struct {
+        directives: Directives::parse(&doc),
+        c: alias.ident.to_string(),
+        doc,
+        fields,
+    })))
+}
+
+/// A C function's declaration: its named parameters and return type.
+fn function_decl(function: &syn::ForeignItemFn, names: &Names) -> Result<Decl, String> {
+    let doc = doc_of(&function.attrs);
+    let params = function
+        .sig
+        .inputs
+        .iter()
+        .map(|input| match input {
+            syn::FnArg::Typed(typed) => {
+                let syn::Pat::Ident(name) = &*typed.pat else {
+                    return Err("uform-gen: a parameter without a name".to_owned());
+                };
+                Ok((name.ident.to_string(), resolve(&typed.ty, names)?))
+            }
+            syn::FnArg::Receiver(_) => Err("uform-gen: a receiver in a C function".to_owned()),
+        })
+        .collect::<Result<_, _>>()?;
+    let ret = match &function.sig.output {
+        syn::ReturnType::Default => None,
+        syn::ReturnType::Type(_, ty) => Some(resolve(ty, names)?),
+    };
+    Ok(Decl::Function(Function {
+        name: function.sig.ident.to_string(),
+        directives: Directives::parse(&doc),
+        doc,
+        params,
+        ret,
+    }))
 }

@@ -2,7 +2,7 @@
 //! a tape's four fields as one pair, a handler and its context as one closure), and what follows for the
 //! struct's type (a lifetime, `Copy`, conversions, checks).
 
-use crate::ir::{CType, Struct};
+use crate::ir::{CType, Field, Struct};
 
 use super::{is_mutable_handle, Cx, Result};
 
@@ -62,16 +62,14 @@ pub(super) struct RField {
 impl Cx<'_> {
     /// The fields of a struct as the Rust layer groups them.
     pub(super) fn classify(&self, s: &Struct) -> Result<Vec<RField>> {
-        let fields = &s.fields;
-        let named = |name: &str| fields.iter().any(|f| f.name == name);
         let mut consumed: Vec<String> = Vec::new();
         let mut out = Vec::new();
-        for (index, field) in fields.iter().enumerate() {
+        for (index, field) in s.fields.iter().enumerate() {
             if consumed.contains(&field.name) {
                 continue;
             }
             let mut take = |name: String| -> Result<String> {
-                if !named(&name) {
+                if !s.fields.iter().any(|f| f.name == name) {
                     return Err(format!(
                         "uform-gen: `{}` names `{name}`, which `{}` lacks",
                         field.name, s.c
@@ -80,90 +78,9 @@ impl Cx<'_> {
                 consumed.push(name.clone());
                 Ok(name)
             };
-            // `@uform path|str|bytes [LENGTH]`: the length field, `NAME_length` unless named.
-            let length = |args: &[String]| {
-                args.first()
-                    .cloned()
-                    .unwrap_or_else(|| format!("{}_length", field.name))
-            };
-            let kind = if let Some(args) = field.directives.first("path") {
-                Kind::Path {
-                    length: take(length(args))?,
-                }
-            } else if let Some(args) = field.directives.first("str") {
-                Kind::Str {
-                    length: take(length(args))?,
-                }
-            } else if let Some(args) = field.directives.first("bytes") {
-                if !matches!(&field.ty, CType::Ptr { mutable: false, .. }) {
-                    return Err(format!(
-                        "uform-gen: the bytes `{}.{}` are not a const pointer",
-                        s.c, field.name
-                    ));
-                }
-                Kind::Bytes {
-                    length: take(length(args))?,
-                }
-            } else if field.directives.first("tape").is_some() {
-                for suffix in ["length", "offsets", "count"] {
-                    take(format!("{}_{suffix}", field.name))?;
-                }
-                let CType::Ptr { to, .. } = &field.ty else {
-                    return Err(format!(
-                        "uform-gen: the tape `{}` is not a pointer",
-                        field.name
-                    ));
-                };
-                Kind::Tape {
-                    elem: (**to).clone(),
-                }
-            } else {
-                match &field.ty {
-                    CType::Progress => {
-                        let context = fields
-                            .get(index + 1)
-                            .map(|f| f.name.clone())
-                            .filter(|name| name.ends_with("context"))
-                            .ok_or_else(|| {
-                                format!("uform-gen: `{}` has no context field after it", field.name)
-                            })?;
-                        Kind::Progress {
-                            context: take(context)?,
-                        }
-                    }
-                    CType::Ptr { to, mutable }
-                        if named(&format!("{}_count", field.name)) && !mutable =>
-                    {
-                        Kind::Slice {
-                            count: take(format!("{}_count", field.name))?,
-                            elem: (**to).clone(),
-                        }
-                    }
-                    CType::Ptr { mutable: true, to } => match &**to {
-                        CType::Struct(target) if self.is_pod(target)? => Kind::Out(target.clone()),
-                        other => {
-                            return Err(format!(
-                                "uform-gen: `{}` points to `{other:?}`",
-                                field.name
-                            ))
-                        }
-                    },
-                    CType::Handle(handle) => Kind::Handle(handle.clone()),
-                    CType::Enum(e) if self.is_flags(e) => Kind::Flags(e.clone()),
-                    CType::Enum(e) => Kind::Enum(e.clone()),
-                    CType::Struct(target) => Kind::Nested(target.clone()),
-                    CType::Array(elem, _) if **elem == CType::Char => Kind::Chars,
-                    CType::Array(elem, len) if elem.is_number() => {
-                        Kind::Array((**elem).clone(), *len)
-                    }
-                    number if number.is_number() => Kind::Number(number.clone()),
-                    other => {
-                        return Err(format!(
-                            "uform-gen: `{}.{}` has a type it cannot map: `{other:?}`",
-                            s.c, field.name
-                        ))
-                    }
-                }
+            let kind = match Self::directed_kind(s, field, &mut take)? {
+                Some(kind) => kind,
+                None => self.typed_kind(s, index, &mut take)?,
             };
             out.push(RField {
                 name: field.name.clone(),
@@ -172,6 +89,105 @@ impl Cx<'_> {
             });
         }
         Ok(out)
+    }
+
+    /// The kind a field's `@uform path|str|bytes|tape` directive gives it, taking the fields that go with it;
+    /// `None` without one.
+    fn directed_kind(
+        s: &Struct,
+        field: &Field,
+        take: &mut dyn FnMut(String) -> Result<String>,
+    ) -> Result<Option<Kind>> {
+        // `@uform path|str|bytes [LENGTH]`: the length field, `NAME_length` unless named.
+        let length = |args: &[String]| {
+            args.first()
+                .cloned()
+                .unwrap_or_else(|| format!("{}_length", field.name))
+        };
+        Ok(Some(if let Some(args) = field.directives.first("path") {
+            Kind::Path {
+                length: take(length(args))?,
+            }
+        } else if let Some(args) = field.directives.first("str") {
+            Kind::Str {
+                length: take(length(args))?,
+            }
+        } else if let Some(args) = field.directives.first("bytes") {
+            if !matches!(&field.ty, CType::Ptr { mutable: false, .. }) {
+                return Err(format!(
+                    "uform-gen: the bytes `{}.{}` are not a const pointer",
+                    s.c, field.name
+                ));
+            }
+            Kind::Bytes {
+                length: take(length(args))?,
+            }
+        } else if field.directives.first("tape").is_some() {
+            for suffix in ["length", "offsets", "count"] {
+                take(format!("{}_{suffix}", field.name))?;
+            }
+            let CType::Ptr { to, .. } = &field.ty else {
+                return Err(format!(
+                    "uform-gen: the tape `{}` is not a pointer",
+                    field.name
+                ));
+            };
+            Kind::Tape {
+                elem: (**to).clone(),
+            }
+        } else {
+            return Ok(None);
+        }))
+    }
+
+    /// The kind the type of field `index` gives it, without a directive: a handler takes its context, a const
+    /// pointer its `_count`.
+    fn typed_kind(
+        &self,
+        s: &Struct,
+        index: usize,
+        take: &mut dyn FnMut(String) -> Result<String>,
+    ) -> Result<Kind> {
+        let fields = &s.fields;
+        let field = &fields[index];
+        let named = |name: &str| fields.iter().any(|f| f.name == name);
+        Ok(match &field.ty {
+            CType::Progress => {
+                let context = fields
+                    .get(index + 1)
+                    .map(|f| f.name.clone())
+                    .filter(|name| name.ends_with("context"))
+                    .ok_or_else(|| {
+                        format!("uform-gen: `{}` has no context field after it", field.name)
+                    })?;
+                Kind::Progress {
+                    context: take(context)?,
+                }
+            }
+            CType::Ptr { to, mutable } if named(&format!("{}_count", field.name)) && !mutable => {
+                Kind::Slice {
+                    count: take(format!("{}_count", field.name))?,
+                    elem: (**to).clone(),
+                }
+            }
+            CType::Ptr { mutable: true, to } => match &**to {
+                CType::Struct(target) if self.is_pod(target)? => Kind::Out(target.clone()),
+                other => return Err(format!("uform-gen: `{}` points to `{other:?}`", field.name)),
+            },
+            CType::Handle(handle) => Kind::Handle(handle.clone()),
+            CType::Enum(e) if self.is_flags(e) => Kind::Flags(e.clone()),
+            CType::Enum(e) => Kind::Enum(e.clone()),
+            CType::Struct(target) => Kind::Nested(target.clone()),
+            CType::Array(elem, _) if **elem == CType::Char => Kind::Chars,
+            CType::Array(elem, len) if elem.is_number() => Kind::Array((**elem).clone(), *len),
+            number if number.is_number() => Kind::Number(number.clone()),
+            other => {
+                return Err(format!(
+                    "uform-gen: `{}.{}` has a type it cannot map: `{other:?}`",
+                    s.c, field.name
+                ))
+            }
+        })
     }
 
     /// Whether `holds` is true of every field of `c`, its nested structs' fields included.

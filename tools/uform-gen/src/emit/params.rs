@@ -80,79 +80,135 @@ impl Shape {
     }
 }
 
+/// The annotations of a verb that name its parameters: `@uform tape`, `per-item`, `path` and `result`.
+struct Annotations<'f> {
+    tapes: Vec<&'f [String]>,
+    per_item: Vec<String>,
+    path: Option<String>,
+    result: Option<String>,
+}
+
+impl<'f> Annotations<'f> {
+    /// Reads the annotations of `f`.
+    fn of(f: &'f Function) -> Self {
+        Annotations {
+            tapes: f.directives.all("tape").collect(),
+            per_item: f
+                .directives
+                .all("per-item")
+                .filter_map(|a| a.first().cloned())
+                .collect(),
+            path: f.directives.first("path").and_then(|a| a.first().cloned()),
+            result: f
+                .directives
+                .first("result")
+                .and_then(|a| a.first().cloned()),
+        }
+    }
+}
+
+/// Whether the C parameters after `at` are named `names`, in order.
+fn followed_by(c: &[(String, CType)], at: usize, names: &[String]) -> bool {
+    names
+        .iter()
+        .enumerate()
+        .all(|(offset, name)| c.get(at + 1 + offset).map(|p| &p.0) == Some(name))
+}
+
+/// The Rust method's name: the C name without `uform_` and the receiver's name.
+fn method_name(f: &Function, receiver: &str) -> String {
+    f.name
+        .strip_prefix("uform_")
+        .map(|n| n.strip_prefix(&format!("{}_", base(receiver))).unwrap_or(n))
+        .unwrap_or(&f.name)
+        .to_owned()
+}
+
+/// Where the verb's own parameters end: checks it takes its receiver and executor first and its outcome
+/// and message last.
+fn verb_end(f: &Function) -> Result<usize> {
+    let c = &f.params;
+    if c.len() < 4 || c[1].0 != "executor" {
+        return Err(format!(
+            "uform-gen: the verb `{}` does not take its receiver and executor first",
+            f.name
+        ));
+    }
+    let end = c.len() - 2;
+    if c[end].0 != "outcome" || c[end + 1].0 != "message" {
+        return Err(format!(
+            "uform-gen: the verb `{}` does not end with its outcome and message",
+            f.name
+        ));
+    }
+    Ok(end)
+}
+
+/// The tape input at C parameter `i` (`@uform tape NAME [paths]`), which takes four C parameters.
+fn tape_param(f: &Function, i: usize, tape: &[String]) -> Result<(Param, usize)> {
+    let (name, ty) = &f.params[i];
+    let CType::Ptr { to, .. } = ty else {
+        return Err(format!("uform-gen: the tape `{name}` is not a pointer"));
+    };
+    let input = match (&**to, tape.get(1).map(String::as_str)) {
+        (CType::Char | CType::Int("u8"), Some("paths")) => Input::Paths,
+        (CType::Char | CType::Int("u8"), _) => Input::Bytes,
+        (CType::F32, _) => Input::Samples,
+        (other, _) => return Err(format!("uform-gen: a tape of `{other:?}`")),
+    };
+    let rest = ["length", "offsets", "count"].map(|suffix| format!("{name}_{suffix}"));
+    if !followed_by(&f.params, i, &rest) {
+        return Err(format!(
+            "uform-gen: the tape `{name}` of `{}` lacks `{}`",
+            f.name,
+            rest.join("`, `")
+        ));
+    }
+    Ok((
+        Param::Input {
+            name: name.clone(),
+            input,
+        },
+        4,
+    ))
+}
+
+/// The out-pointer of the views the verb answers (`@uform result NAME`).
+fn result_param(name: &str, ty: &CType) -> Result<Param> {
+    let CType::Ptr { mutable: true, to } = ty else {
+        return Err(format!(
+            "uform-gen: the result `{name}` is not an out-pointer"
+        ));
+    };
+    let CType::Struct(c) = &**to else {
+        return Err(format!("uform-gen: the result `{name}` is not a struct"));
+    };
+    Ok(Param::Result { c: c.clone() })
+}
+
 impl Cx<'_> {
     /// Reads the `@uform verb` function `f` of the handle `receiver`.
     pub(super) fn walk(&self, f: &Function, receiver: &str) -> Result<Shape> {
-        let method = f
-            .name
-            .strip_prefix("uform_")
-            .map(|n| n.strip_prefix(&format!("{}_", base(receiver))).unwrap_or(n))
-            .unwrap_or(&f.name)
-            .to_owned();
-        let tapes: Vec<&[String]> = f.directives.all("tape").collect();
-        let per_item: Vec<String> = f
-            .directives
-            .all("per-item")
-            .filter_map(|a| a.first().cloned())
-            .collect();
-        let path: Option<String> = f.directives.first("path").and_then(|a| a.first().cloned());
-        let result: Option<String> = f
-            .directives
-            .first("result")
-            .and_then(|a| a.first().cloned());
-
-        let c = &f.params;
-        if c.len() < 4 || c[1].0 != "executor" {
-            return Err(format!(
-                "uform-gen: the verb `{}` does not take its receiver and executor first",
-                f.name
-            ));
-        }
-        let end = c.len() - 2;
-        if c[end].0 != "outcome" || c[end + 1].0 != "message" {
-            return Err(format!(
-                "uform-gen: the verb `{}` does not end with its outcome and message",
-                f.name
-            ));
-        }
-        // Whether the C parameters after `at` are named `names`, in order.
-        let followed_by = |at: usize, names: &[String]| {
-            names
-                .iter()
-                .enumerate()
-                .all(|(offset, name)| c.get(at + 1 + offset).map(|p| &p.0) == Some(name))
-        };
+        let method = method_name(f, receiver);
+        let notes = Annotations::of(f);
+        let end = verb_end(f)?;
         let mut params = Vec::new();
         let mut i = 2;
         while i < end {
-            let (name, ty) = &c[i];
-            let (param, taken) = if let Some(tape) = tapes.iter().find(|t| t.first() == Some(name))
-            {
-                let CType::Ptr { to, .. } = ty else {
-                    return Err(format!("uform-gen: the tape `{name}` is not a pointer"));
-                };
-                let input = match (&**to, tape.get(1).map(String::as_str)) {
-                    (CType::Char | CType::Int("u8"), Some("paths")) => Input::Paths,
-                    (CType::Char | CType::Int("u8"), _) => Input::Bytes,
-                    (CType::F32, _) => Input::Samples,
-                    (other, _) => return Err(format!("uform-gen: a tape of `{other:?}`")),
-                };
-                let rest = ["length", "offsets", "count"].map(|suffix| format!("{name}_{suffix}"));
-                if !followed_by(i, &rest) {
-                    return Err(format!(
-                        "uform-gen: the tape `{name}` of `{}` lacks `{}`",
-                        f.name,
-                        rest.join("`, `")
-                    ));
-                }
-                (
-                    Param::Input {
-                        name: name.clone(),
-                        input,
-                    },
-                    4,
-                )
-            } else if per_item.contains(name) {
+            let (param, taken) = self.param_at(f, &notes, i)?;
+            params.push(param);
+            i += taken;
+        }
+        Ok(Shape { method, params })
+    }
+
+    /// The parameter starting at C parameter `i`, and how many C parameters it takes.
+    fn param_at(&self, f: &Function, notes: &Annotations, i: usize) -> Result<(Param, usize)> {
+        let (name, ty) = &f.params[i];
+        Ok(
+            if let Some(tape) = notes.tapes.iter().find(|t| t.first() == Some(name)) {
+                tape_param(f, i, tape)?
+            } else if notes.per_item.contains(name) {
                 let CType::Ptr { to, .. } = ty else {
                     return Err(format!("uform-gen: `{name}` is not a pointer"));
                 };
@@ -163,11 +219,12 @@ impl Cx<'_> {
                     },
                     1,
                 )
-            } else if let Some(length) = path
+            } else if let Some(length) = notes
+                .path
                 .as_ref()
                 .filter(|length| length.strip_suffix("_length").unwrap_or(length) == name)
             {
-                if !followed_by(i, std::slice::from_ref(length)) {
+                if !followed_by(&f.params, i, std::slice::from_ref(length)) {
                     return Err(format!(
                         "uform-gen: the path `{name}` of `{}` lacks `{length}` after it",
                         f.name
@@ -180,23 +237,12 @@ impl Cx<'_> {
                     },
                     2,
                 )
-            } else if result.as_deref() == Some(name.as_str()) {
-                let CType::Ptr { mutable: true, to } = ty else {
-                    return Err(format!(
-                        "uform-gen: the result `{name}` is not an out-pointer"
-                    ));
-                };
-                let CType::Struct(c) = &**to else {
-                    return Err(format!("uform-gen: the result `{name}` is not a struct"));
-                };
-                (Param::Result { c: c.clone() }, 1)
+            } else if notes.result.as_deref() == Some(name.as_str()) {
+                (result_param(name, ty)?, 1)
             } else {
                 (self.plain_param(f, name, ty)?, 1)
-            };
-            params.push(param);
-            i += taken;
-        }
-        Ok(Shape { method, params })
+            },
+        )
     }
 
     /// A parameter no annotation names: flags, the config, the arena or a number.

@@ -144,52 +144,7 @@ impl Cx<'_> {
     /// One parameter's share of the method and the call; `items` counts the first tape's items.
     fn piece(&self, p: &Param, shape: &Shape, items: &TokenStream) -> Result<Piece> {
         Ok(match p {
-            Param::Input { name, input } => {
-                let pid = ident(name);
-                let g = generic(name);
-                let kind = match input {
-                    Input::Bytes => quote!(crate::inputs::Bytes),
-                    Input::Paths => quote!(crate::inputs::Paths),
-                    Input::Samples => quote!(crate::inputs::Samples),
-                    Input::OnePath => quote!(crate::inputs::OnePath),
-                    Input::Each(elem) => {
-                        let elem = self.elem_type(elem)?;
-                        quote!(crate::inputs::Each<#elem>)
-                    }
-                };
-                let accepts = quote!(<#g as crate::Accepts<R::Mode, #kind>>);
-                let names = tape_names(name, shape.first_tape().unwrap_or_default());
-                let check = matches!(input, Input::Each(_)).then(|| {
-                    let message = format!(
-                        "`{name}` holds one value per item of `{}`",
-                        shape.first_tape().unwrap_or_default()
-                    );
-                    quote!(crate::inputs::per_item(#pid.count, #items, &crate::inputs::TapeNames { fall: "", leave: "", per_item: #message })?;)
-                });
-                let args = match input {
-                    Input::Each(_) => quote!(#pid.data.cast(),),
-                    Input::OnePath => quote!(#pid.data.cast(), #pid.length,),
-                    _ => quote!(#pid.data.cast(), #pid.length, #pid.offsets, #pid.count,),
-                };
-                Piece {
-                    param: Some(quote!(#pid: #g)),
-                    bounds: vec![quote!(#g: crate::Accepts<Self::Mode, #kind>)],
-                    call_bound: Some(quote!(#g: crate::Accepts<R::Mode, #kind>)),
-                    field: Some((quote!(#pid: #g), quote!(#pid))),
-                    held: Some((
-                        pid.clone(),
-                        quote!(#accepts::Kept),
-                        quote!(#accepts::keep(self.#pid, tail)),
-                    )),
-                    measure: Some((
-                        quote!(let #pid = #accepts::measure(&self.#pid, #names)?;),
-                        quote!(#pid.words),
-                    )),
-                    check,
-                    tape: Some(quote!(let #pid = #accepts::tape(#pid);)),
-                    args,
-                }
-            }
+            Param::Input { name, input } => self.input_piece(name, input, shape, items)?,
             Param::Flags { name, c } => {
                 let pid = ident(name);
                 let ty = self.enum_type(c);
@@ -213,32 +168,7 @@ impl Cx<'_> {
                     ..Piece::default()
                 }
             }
-            Param::Config { c } => {
-                let rust = self.struct_ident(c);
-                let c_ty = ident(c);
-                let lifetime = self.needs_lifetime(c)?;
-                let ty = if lifetime {
-                    quote!(crate::#rust<'c>)
-                } else {
-                    quote!(crate::#rust)
-                };
-                let mut bounds = vec![quote!(Config: Into<#ty>)];
-                if lifetime {
-                    bounds.push(quote!(Self::Mode: crate::inputs::Admits<'c>));
-                }
-                let check = self
-                    .checks(c)?
-                    .then(|| quote!(crate::call::Check::check(&self.config, #items)?;));
-                Piece {
-                    param: Some(quote!(config: Config)),
-                    bounds,
-                    field: Some((quote!(config: #ty), quote!(config: config.into()))),
-                    held: Some((format_ident!("config"), quote!(sys::#c_ty), quote!(config))),
-                    check,
-                    args: quote!(config,),
-                    ..Piece::default()
-                }
-            }
+            Param::Config { c } => self.config_piece(c, items)?,
             Param::Arena { name } => {
                 let pid = ident(name);
                 Piece {
@@ -257,6 +187,88 @@ impl Cx<'_> {
                 args: quote!(raw,),
                 ..Piece::default()
             },
+        })
+    }
+
+    /// An input's piece: a generic accepted in the receiver's mode, measured, held and passed as a tape.
+    fn input_piece(
+        &self,
+        name: &str,
+        input: &Input,
+        shape: &Shape,
+        items: &TokenStream,
+    ) -> Result<Piece> {
+        let pid = ident(name);
+        let g = generic(name);
+        let kind = match input {
+            Input::Bytes => quote!(crate::inputs::Bytes),
+            Input::Paths => quote!(crate::inputs::Paths),
+            Input::Samples => quote!(crate::inputs::Samples),
+            Input::OnePath => quote!(crate::inputs::OnePath),
+            Input::Each(elem) => {
+                let elem = self.elem_type(elem)?;
+                quote!(crate::inputs::Each<#elem>)
+            }
+        };
+        let accepts = quote!(<#g as crate::Accepts<R::Mode, #kind>>);
+        let names = tape_names(name, shape.first_tape().unwrap_or_default());
+        let check = matches!(input, Input::Each(_)).then(|| {
+            let message = format!(
+                "`{name}` holds one value per item of `{}`",
+                shape.first_tape().unwrap_or_default()
+            );
+            quote!(crate::inputs::per_item(#pid.count, #items, &crate::inputs::TapeNames { fall: "", leave: "", per_item: #message })?;)
+        });
+        let args = match input {
+            Input::Each(_) => quote!(#pid.data.cast(),),
+            Input::OnePath => quote!(#pid.data.cast(), #pid.length,),
+            _ => quote!(#pid.data.cast(), #pid.length, #pid.offsets, #pid.count,),
+        };
+        Ok(Piece {
+            param: Some(quote!(#pid: #g)),
+            bounds: vec![quote!(#g: crate::Accepts<Self::Mode, #kind>)],
+            call_bound: Some(quote!(#g: crate::Accepts<R::Mode, #kind>)),
+            field: Some((quote!(#pid: #g), quote!(#pid))),
+            held: Some((
+                pid.clone(),
+                quote!(#accepts::Kept),
+                quote!(#accepts::keep(self.#pid, tail)),
+            )),
+            measure: Some((
+                quote!(let #pid = #accepts::measure(&self.#pid, #names)?;),
+                quote!(#pid.words),
+            )),
+            check,
+            tape: Some(quote!(let #pid = #accepts::tape(#pid);)),
+            args,
+        })
+    }
+
+    /// The config's piece: anything `Into` the config struct (`'c` where it borrows), checked and held raw.
+    fn config_piece(&self, c: &str, items: &TokenStream) -> Result<Piece> {
+        let rust = self.struct_ident(c);
+        let c_ty = ident(c);
+        let lifetime = self.needs_lifetime(c)?;
+        let ty = if lifetime {
+            quote!(crate::#rust<'c>)
+        } else {
+            quote!(crate::#rust)
+        };
+        let mut bounds = vec![quote!(Config: Into<#ty>)];
+        if lifetime {
+            bounds.push(quote!(Self::Mode: crate::inputs::Admits<'c>));
+        }
+        let check = self
+            .checks(c)?
+            .then(|| quote!(crate::call::Check::check(&self.config, #items)?;));
+        Ok(Piece {
+            param: Some(quote!(config: Config)),
+            bounds,
+            field: Some((quote!(config: #ty), quote!(config: config.into()))),
+            held: Some((format_ident!("config"), quote!(sys::#c_ty), quote!(config))),
+            check,
+            args: quote!(config,),
+            ..Piece::default()
         })
     }
 
@@ -406,46 +418,21 @@ impl Verb<'_> {
         let generics = &self.generics;
         let fields = pieces.iter().filter_map(|p| p.field.as_ref().map(|f| &f.0));
         let call_bounds = pieces.iter().filter_map(|p| p.call_bound.as_ref());
-        let held_names = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.0));
         let held_types = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.1));
-        let held_exprs = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.2));
-        let measures = pieces
-            .iter()
-            .filter_map(|p| p.measure.as_ref().map(|m| &m.0));
-        let words: Vec<&TokenStream> = pieces
-            .iter()
-            .filter_map(|p| p.measure.as_ref().map(|m| &m.1))
-            .collect();
-        let words = if words.is_empty() {
-            quote!(0)
-        } else {
-            quote!(#(#words)+*)
-        };
-        let checks = pieces.iter().filter_map(|p| p.check.as_ref());
-        let tapes = pieces.iter().filter_map(|p| p.tape.as_ref());
-        let args = pieces.iter().map(|p| &p.args);
-        let hold_config = if self.shape.config().is_some() {
-            quote!(let config = self.config.into_raw(slot)?;)
-        } else {
-            quote!(let _ = slot;)
-        };
-        let (raw_type, raw_unused) = match self.shape.result() {
+        let raw_type = match self.shape.result() {
             Some(c) => {
                 let c = ident(c);
-                (quote!(sys::#c), TokenStream::new())
+                quote!(sys::#c)
             }
-            None => (quote!(()), quote!(let _ = raw;)),
+            None => quote!(()),
         };
-        let function = self.f.name.as_str();
         let verb_safety = Unsafe::Verb {
-            function,
+            function: self.f.name.as_str(),
             result: self.shape.result(),
         }
         .comment();
-        let held_safety = Unsafe::Held { function }.comment();
-        let call_safety = Unsafe::Call { function }.comment();
-        let c_fn = ident(&self.f.name);
         let call_doc = doc(&format!("One call of `{}`.", self.f.name));
+        let (measure, hold, raw_call) = (self.measure(), self.hold(), self.raw_call());
         let (output, finish, struct_name) = (&self.output, &self.finish, &self.struct_name);
         quote! {
             #call_doc
@@ -463,36 +450,92 @@ impl Verb<'_> {
                 type Raw = #raw_type;
                 type Output = #output;
 
-                fn measure(&self) -> crate::Result<usize> {
-                    #(#measures)*
-                    #(#checks)*
-                    Ok(#words)
-                }
+                #measure
 
-                fn hold(self, tail: &mut &mut [usize], slot: *mut crate::call::HandlerSlot) -> crate::Result<Self::Held> {
-                    #hold_config
-                    Ok((#(#held_exprs,)*))
-                }
+                #hold
 
-                unsafe fn call(
-                    held: *const Self::Held,
-                    target: *mut core::ffi::c_void,
-                    executor: sys::uform_executor_t,
-                    raw: *mut Self::Raw,
-                    outcome: *mut sys::uform_outcome_t,
-                    message: *mut *const core::ffi::c_char,
-                ) -> sys::uform_status_t {
-                    #held_safety
-                    let (#(#held_names,)*) = unsafe { &*held };
-                    #(#tapes)*
-                    #raw_unused
-                    #call_safety
-                    unsafe { sys::#c_fn(target.cast(), executor, #(#args)* outcome, message) }
-                }
+                #raw_call
 
                 unsafe fn finish(raw: &Self::Raw) -> crate::Result<Self::Output> {
                     #finish
                 }
+            }
+        }
+    }
+
+    /// The call's `measure`: each input measured, then the checks, answering the words of scratch they need.
+    fn measure(&self) -> TokenStream {
+        let pieces = &self.pieces;
+        let measures = pieces
+            .iter()
+            .filter_map(|p| p.measure.as_ref().map(|m| &m.0));
+        let words: Vec<&TokenStream> = pieces
+            .iter()
+            .filter_map(|p| p.measure.as_ref().map(|m| &m.1))
+            .collect();
+        let words = if words.is_empty() {
+            quote!(0)
+        } else {
+            quote!(#(#words)+*)
+        };
+        let checks = pieces.iter().filter_map(|p| p.check.as_ref());
+        quote! {
+            fn measure(&self) -> crate::Result<usize> {
+                #(#measures)*
+                #(#checks)*
+                Ok(#words)
+            }
+        }
+    }
+
+    /// The call's `hold`: the config made raw in the handler slot, and what every piece holds.
+    fn hold(&self) -> TokenStream {
+        let held_exprs = self
+            .pieces
+            .iter()
+            .filter_map(|p| p.held.as_ref().map(|h| &h.2));
+        let hold_config = if self.shape.config().is_some() {
+            quote!(let config = self.config.into_raw(slot)?;)
+        } else {
+            quote!(let _ = slot;)
+        };
+        quote! {
+            fn hold(self, tail: &mut &mut [usize], slot: *mut crate::call::HandlerSlot) -> crate::Result<Self::Held> {
+                #hold_config
+                Ok((#(#held_exprs,)*))
+            }
+        }
+    }
+
+    /// The call's `call`: the held values unpacked, inputs turned into tapes, and the C function called.
+    fn raw_call(&self) -> TokenStream {
+        let pieces = &self.pieces;
+        let held_names = pieces.iter().filter_map(|p| p.held.as_ref().map(|h| &h.0));
+        let tapes = pieces.iter().filter_map(|p| p.tape.as_ref());
+        let args = pieces.iter().map(|p| &p.args);
+        let raw_unused = match self.shape.result() {
+            Some(_) => TokenStream::new(),
+            None => quote!(let _ = raw;),
+        };
+        let function = self.f.name.as_str();
+        let held_safety = Unsafe::Held { function }.comment();
+        let call_safety = Unsafe::Call { function }.comment();
+        let c_fn = ident(&self.f.name);
+        quote! {
+            unsafe fn call(
+                held: *const Self::Held,
+                target: *mut core::ffi::c_void,
+                executor: sys::uform_executor_t,
+                raw: *mut Self::Raw,
+                outcome: *mut sys::uform_outcome_t,
+                message: *mut *const core::ffi::c_char,
+            ) -> sys::uform_status_t {
+                #held_safety
+                let (#(#held_names,)*) = unsafe { &*held };
+                #(#tapes)*
+                #raw_unused
+                #call_safety
+                unsafe { sys::#c_fn(target.cast(), executor, #(#args)* outcome, message) }
             }
         }
     }
