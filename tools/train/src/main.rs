@@ -168,6 +168,7 @@ pub fn default_threads() -> usize {
         .max(2)
 }
 
+/// Runs what the command line asks for; an error is printed and the exit status is 1.
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {

@@ -66,6 +66,7 @@ pub enum PairLoss {
 }
 
 impl From<PairLoss> for PairLossForm {
+    /// The trainer's name for the same form.
     fn from(form: PairLoss) -> Self {
         match form {
             PairLoss::InfoNce => PairLossForm::InfoNce,
