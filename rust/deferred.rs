@@ -3,7 +3,7 @@
 //! which `wait`, `.await` ([`DeferredFuture`]) or its drop retires.
 
 use core::alloc::Layout;
-use core::ffi::c_void;
+use core::ffi::{c_char, c_void};
 use core::fmt;
 use core::future::{Future, IntoFuture};
 use core::marker::PhantomData;
@@ -18,7 +18,7 @@ use crate::call::{sealed, HandlerSlot, Receiver, Target, Verb};
 use crate::error::{check, failure};
 use crate::inputs::Owned;
 use crate::marshal::Handle;
-use crate::{sys, Executor, Model, Result, Status};
+use crate::{sys, Error, Executor, Model, Result, Status};
 
 /// A receiver that submits verbs to an executor and answers [`Deferred`] calls: `model.deferred(&executor)`
 /// or `trainer.deferred(&executor)`.
@@ -92,16 +92,7 @@ fn submit<'a, R: Receiver, V: Verb<R>>(
     verb: V,
 ) -> Result<Deferred<'a, V::Output>> {
     let words = verb.measure()?;
-    let too_large = crate::error::invalid("an input is too large");
-    let scratch = Layout::array::<usize>(words).map_err(|_| too_large)?;
-    let (layout, tail) = Layout::new::<Boxed<V::Held, V::Raw>>()
-        .extend(scratch)
-        .map_err(|_| too_large)?;
-    let layout = layout.pad_to_align();
-    // SAFETY: the layout is not zero-sized, since it holds a `Head`.
-    let Some(block) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
-        alloc::handle_alloc_error(layout);
-    };
+    let (block, layout, tail) = allocate::<V::Held, V::Raw>(words)?;
     let memory = block.as_ptr();
     let boxed = memory.cast::<Boxed<V::Held, V::Raw>>();
     // SAFETY: `memory` is a fresh allocation of `layout`: a `Boxed` at its start, `words` words at `tail`. The
@@ -157,7 +148,27 @@ fn submit<'a, R: Receiver, V: Verb<R>>(
     {
         return Ok(call);
     }
-    // Refused before it started: no outcome was taken and no handler ran.
+    Err(refused(call, status, message))
+}
+
+/// The memory of a box with `words` words of scratch: the allocation, its layout and the scratch's offset in it.
+fn allocate<H, Raw>(words: usize) -> Result<(NonNull<u8>, Layout, usize)> {
+    let too_large = crate::error::invalid("an input is too large");
+    let scratch = Layout::array::<usize>(words).map_err(|_| too_large)?;
+    let (layout, tail) = Layout::new::<Boxed<H, Raw>>()
+        .extend(scratch)
+        .map_err(|_| too_large)?;
+    let layout = layout.pad_to_align();
+    // SAFETY: the layout is not zero-sized, since it holds a `Head`.
+    let Some(block) = NonNull::new(unsafe { alloc::alloc(layout) }) else {
+        alloc::handle_alloc_error(layout);
+    };
+    Ok((block, layout, tail))
+}
+
+/// Frees a call the library refused before it started (no outcome was taken and no handler ran) and answers
+/// the refusal.
+fn refused<T>(call: Deferred<'_, T>, status: sys::uform_status_t, message: *const c_char) -> Error {
     let call = ManuallyDrop::new(call);
     if !call.outcome().is_null() {
         // SAFETY: an outcome the library wrote is live until released, which happens once, here.
@@ -166,7 +177,7 @@ fn submit<'a, R: Receiver, V: Verb<R>>(
     // SAFETY: the call was refused before it started, so the library holds no pointer into the box, and
     // `release` runs once: `call` is never dropped.
     unsafe { (call.release)(call.head) };
-    Err(failure(status, message))
+    failure(status, message)
 }
 
 /// Converts a finished call's result struct.
