@@ -108,14 +108,15 @@ pid_t spawn_peer(char const *self, char const *directory, int mode) {
     return spawn(argv);
 }
 
-/** A rank that never arrives: `timeout` within the options' timeout (plus a second's slack). */
+/** A rank that never arrives: `timeout` within the options' timeout (plus slack for a loaded machine: these tests
+ * bound a wait, they do not time it, and CI runs them under load). */
 void lonely(char const *directory) {
     for (std::size_t rank = 0; rank != 2; ++rank) {
         uform_mesh_t mesh = NULL;
         auto const start = std::chrono::steady_clock::now();
         CHECK_STATUS(join(directory, rank ? "lonely1" : "lonely0", rank, 2, 1, &mesh), uform_status_timeout_k);
         double const seconds = seconds_since(start);
-        CHECK(seconds >= 1.0 && seconds < 2.0);
+        CHECK(seconds >= 1.0 && seconds < 3.5);
         CHECK(mesh == NULL);
     }
 }
@@ -151,7 +152,7 @@ void killed(char const *self, char const *directory) {
         std::fprintf(stderr, "mesh: a peer killed mid-step left the step %s in %.2f s\n", status_text(stepped),
                      seconds);
         CHECK(stepped == uform_status_timeout_k || stepped == uform_status_io_k);
-        CHECK(seconds < 6.0);
+        CHECK(seconds < 10.0);
         std::string const saved = std::string(directory) + "/killed.rank0.safetensors";
         if (CHECK_OK(uform_trainer_save(peer.trainer, peer.ram, saved.c_str(), saved.size(), NULL, MSG)))
             CHECK(untouched(saved));
@@ -185,7 +186,7 @@ void hung(char const *self, char const *directory, int mode) {
                          seconds, alive ? "still alive" : "gone");
             CHECK(alive); // a hang, not a death: the peer's connections were open throughout
             CHECK_STATUS(stepped, uform_status_timeout_k);
-            CHECK(seconds >= 2.5 && seconds < 5.0);
+            CHECK(seconds >= 2.5 && seconds < 8.0);
             auto const freeing = std::chrono::steady_clock::now();
             uform_trainer_free(peer.trainer);
             uform_mesh_free(peer.mesh);
@@ -193,7 +194,7 @@ void hung(char const *self, char const *directory, int mode) {
             peer.mesh = NULL;
             double const freed = seconds_since(freeing);
             std::fprintf(stderr, "mesh: freeing the broken trainer and mesh took %.2f s\n", freed);
-            CHECK(freed < 1.0);
+            CHECK(freed < 2.0);
         }
     }
     if (peer_pid > 0) {
@@ -238,8 +239,8 @@ void counts(char const *self, char const *directory) {
     CHECK(exited_ok(peer_pid));
 }
 
-/** A directory that does not exist, or that this process cannot write in: `io`, at once, on every rank, a one-rank
- * mesh's included. */
+/** A directory that does not exist, or that this process cannot write in: `io`, at once (seconds, against a 60-second
+ * timeout), on every rank, a one-rank mesh's included. */
 void directories(char const *directory) {
     uform_mesh_t mesh = NULL;
     std::string const absent = std::string(directory) + "/absent";
@@ -260,7 +261,7 @@ void directories(char const *directory) {
         auto const start = std::chrono::steady_clock::now();
         CHECK_STATUS(join(readonly.c_str(), "job", rank % 2, rank == 2 ? 1 : 2, 60, &mesh), uform_status_io_k);
         CHECK(test_message_ && std::strstr(test_message_, "directory"));
-        CHECK(seconds_since(start) < 1.0);
+        CHECK(seconds_since(start) < 5.0);
     }
     std::fprintf(stderr, "mesh: an unwritable directory (%s) answered io at once\n", readonly.c_str());
 }

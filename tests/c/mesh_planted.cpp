@@ -64,7 +64,7 @@ void planted(char const *directory) {
             double const seconds = seconds_since(start), grown = peak_rss_mib() - rss_before;
             std::fprintf(stderr, "mesh: %s as %s: rank %zu answered in %.2f s, peak RSS +%.1f MiB\n", plant_name(plant),
                          name.c_str(), rank, seconds, grown);
-            CHECK(seconds >= 2.0 && seconds < 3.5);
+            CHECK(seconds >= 2.0 && seconds < 5.0);
             CHECK(grown < 64.0);
             CHECK(mesh == NULL);
         }
@@ -77,7 +77,7 @@ void counts(char const *directory) {
         auto const start = std::chrono::steady_clock::now();
         CHECK_STATUS(join(directory, "counts", 0, count, 4, &mesh), uform_status_invalid_argument_k);
         CHECK(test_message_ && std::strstr(test_message_, "host_domain_count"));
-        CHECK(seconds_since(start) < 0.5);
+        CHECK(seconds_since(start) < 2.0);
     }
     for (std::size_t rank : {std::size_t(0), std::size_t(4095)}) {
         uform_mesh_t mesh = NULL;
@@ -86,7 +86,7 @@ void counts(char const *directory) {
         CHECK_STATUS(join(directory, job.c_str(), rank, 4096, 1, &mesh), uform_status_timeout_k);
         double const seconds = seconds_since(start);
         std::fprintf(stderr, "mesh: rank %zu of 4096 alone answered timeout in %.2f s (timeout 1 s)\n", rank, seconds);
-        CHECK(seconds >= 1.0 && seconds < 2.0);
+        CHECK(seconds >= 1.0 && seconds < 3.5);
     }
 }
 
