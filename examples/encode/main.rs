@@ -43,8 +43,69 @@ fn main() {
     }
 }
 
+/// What the command line asks for.
+struct Args {
+    /// The checkpoint to load.
+    model_path: PathBuf,
+    /// The texts to encode.
+    texts: Vec<String>,
+    /// The folder to index and search instead, the query and how many hits to print.
+    folder: Option<PathBuf>,
+    query: Option<String>,
+    top: usize,
+}
+
 /// Parses the arguments, loads the model, encodes and prints.
 fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let Some(args) = parse_args()? else {
+        return Ok(());
+    };
+    let texts = args.texts;
+    let executor = Executor::for_ram(&[], None, 0)?;
+    let mut arena = Arena::new_in(&executor)?;
+    let model = Model::load_ram(args.model_path.as_path())?;
+    let description = model.describe()?;
+    println!(
+        "model: {} (build {}), depth {}, hidden {}, {} dimensions, dispatched as {}",
+        args.model_path.display(),
+        build_flavor(),
+        description.depth,
+        description.hidden,
+        description.dimensions,
+        description.cpu_class
+    );
+    if let Some(folder) = args.folder {
+        let query = args.query.ok_or("--folder needs a --query")?;
+        return search(&model, &executor, &mut arena, &folder, &query, args.top);
+    }
+
+    let mut stats = TextEncodeStats::default();
+    let started = Instant::now();
+    let encoded = encode(&model, &executor, &mut arena, &texts, &mut stats)?;
+    let seconds = started.elapsed().as_secs_f64();
+    if texts.len() >= PROGRESS_FROM {
+        eprintln!();
+    }
+
+    let embeddings = encoded
+        .embeddings
+        .ok_or("the model answered no embeddings")?;
+    let values: &[f32] = embeddings.values()?;
+    let columns = embeddings.columns();
+    println!("embeddings: {} x {} f32", embeddings.count(), columns);
+    print_similarities(&texts, values, columns);
+    println!(
+        "throughput: {} texts, {} tokens in {:.3} ms: {:.0} tokens/s",
+        stats.items,
+        stats.tokens,
+        seconds * 1e3,
+        stats.tokens as f64 / seconds.max(1e-9)
+    );
+    Ok(())
+}
+
+/// Reads the command line, with the built-in texts when it names none; `None` once `--help` printed the usage.
+fn parse_args() -> std::result::Result<Option<Args>, Box<dyn std::error::Error>> {
     let mut model_path = PathBuf::from(SHIPPED_MODEL);
     let mut texts: Vec<String> = Vec::new();
     let (mut folder, mut query, mut top) = (None::<PathBuf>, None::<String>, 5usize);
@@ -62,7 +123,7 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
             "--help" | "-h" => {
                 println!("usage: encode [--model PATH] [--lines FILE] [TEXT...]");
                 println!("       encode [--model PATH] --folder DIR --query TEXT [--top N]");
-                return Ok(());
+                return Ok(None);
             }
             _ => texts.push(argument),
         }
@@ -70,26 +131,24 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
     if texts.is_empty() {
         texts = BUILT_IN.iter().map(|text| text.to_string()).collect();
     }
+    Ok(Some(Args {
+        model_path,
+        texts,
+        folder,
+        query,
+        top,
+    }))
+}
 
-    let executor = Executor::for_ram(&[], None, 0)?;
-    let mut arena = Arena::new_in(&executor)?;
-    let model = Model::load_ram(model_path.as_path())?;
-    let description = model.describe()?;
-    println!(
-        "model: {} (build {}), depth {}, hidden {}, {} dimensions, dispatched as {}",
-        model_path.display(),
-        build_flavor(),
-        description.depth,
-        description.hidden,
-        description.dimensions,
-        description.cpu_class
-    );
-    if let Some(folder) = folder {
-        let query = query.ok_or("--folder needs a --query")?;
-        return search(&model, &executor, &mut arena, &folder, &query, top);
-    }
-
-    let mut stats = TextEncodeStats::default();
+/// Encodes `texts` into embeddings in `arena`, filling `stats`, with a progress bar on standard error for
+/// large batches.
+fn encode<'a>(
+    model: &'a Model,
+    executor: &'a Executor,
+    arena: &'a mut Arena,
+    texts: &[String],
+    stats: &mut TextEncodeStats,
+) -> uform::Result<Encoded<'a>> {
     let total_items = texts.len();
     let mut bar = |completed: usize, total: usize| {
         if total_items >= PROGRESS_FROM {
@@ -104,27 +163,17 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
         ControlFlow::Continue(())
     };
     let config = TextEncodeConfig {
-        stats: Some(&mut stats),
+        stats: Some(stats),
         progress: Some(&mut bar),
         ..TextEncodeConfig::from(Scalar::F32)
     };
-    let started = Instant::now();
-    let encoded =
-        model
-            .on(&executor)
-            .text_encode(&texts, Outputs::EMBEDDINGS, config, &mut arena)?;
-    let seconds = started.elapsed().as_secs_f64();
-    if total_items >= PROGRESS_FROM {
-        eprintln!();
-    }
+    model
+        .on(executor)
+        .text_encode(texts, Outputs::EMBEDDINGS, config, arena)
+}
 
-    let embeddings = encoded
-        .embeddings
-        .ok_or("the model answered no embeddings")?;
-    let values: &[f32] = embeddings.values()?;
-    let columns = embeddings.columns();
-    println!("embeddings: {} x {} f32", embeddings.count(), columns);
-
+/// Prints the cosine similarity matrix of the first texts, and the others ranked by similarity to the first.
+fn print_similarities(texts: &[String], values: &[f32], columns: usize) {
     // Embeddings are unit rows, so a dot product is their cosine.
     let cosine = |i: usize, j: usize| -> f32 {
         let (row_i, row_j) = (
@@ -149,14 +198,6 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
             println!("  {:+.3}  {}", cosine(0, j), truncate(&texts[j], 40));
         }
     }
-    println!(
-        "throughput: {} texts, {} tokens in {:.3} ms: {:.0} tokens/s",
-        stats.items,
-        stats.tokens,
-        seconds * 1e3,
-        stats.tokens as f64 / seconds.max(1e-9)
-    );
-    Ok(())
 }
 
 /// The first `limit` characters of `text`, with an ellipsis when cut.

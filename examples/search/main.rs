@@ -288,6 +288,7 @@ fn main() {
     }
 }
 
+/// Reads the corpus, encodes it and the queries, and prints each index's figures against exact search.
 fn run() -> Result<(), Box<dyn Error>> {
     let options = Options::parse()?;
     let corpus = Corpus::read(&options)?;
@@ -323,16 +324,26 @@ fn run() -> Result<(), Box<dyn Error>> {
         started.elapsed().as_secs_f64(),
         reference.truth.len()
     );
+    let rows = measure_all(&items, &queries, &reference)?;
+    print_table(rows, count, reference.truth.len());
+    Ok(())
+}
 
+/// Builds and searches each kind of index: `f32` and `i8` by cosine, `b1` by Hamming, and `b1` re-ranked.
+fn measure_all(
+    items: &Embeddings,
+    queries: &Embeddings,
+    reference: &Reference,
+) -> Result<[(String, Measured); 4], Box<dyn Error>> {
     let options = |metric, quantization| IndexOptions {
-        dimensions,
+        dimensions: reference.dimensions,
         metric,
         quantization,
         ..IndexOptions::default()
     };
     let (cosine, hamming) = (MetricKind::Cos, MetricKind::Hamming);
     let (items_b1, queries_b1) = (b1x8::from_u8s(&items.b1), b1x8::from_u8s(&queries.b1));
-    let rows = [
+    Ok([
         (
             "f32, cosine".to_owned(),
             measure(
@@ -340,7 +351,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 &items.f32,
                 &queries.f32,
                 TOP,
-                &reference,
+                reference,
             )?,
         ),
         (
@@ -350,7 +361,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 &items.i8,
                 &queries.i8,
                 TOP,
-                &reference,
+                reference,
             )?,
         ),
         (
@@ -360,7 +371,7 @@ fn run() -> Result<(), Box<dyn Error>> {
                 items_b1,
                 queries_b1,
                 TOP,
-                &reference,
+                reference,
             )?,
         ),
         (
@@ -370,10 +381,14 @@ fn run() -> Result<(), Box<dyn Error>> {
                 items_b1,
                 queries_b1,
                 SHORTLIST,
-                &reference,
+                reference,
             )?,
         ),
-    ];
+    ])
+}
+
+/// Prints the figures as a Markdown table, over `count` indexed items and `queries` queries.
+fn print_table(rows: [(String, Measured); 4], count: usize, queries: usize) {
     println!("| rows, metric | recall@{TOP} | recall@{TOP} of exact search over the same rows | build | search, per query | index memory |");
     println!("|---|---|---|---|---|---|");
     for (name, measured) in rows {
@@ -383,9 +398,8 @@ fn run() -> Result<(), Box<dyn Error>> {
             measured.exact_recall,
             measured.build_seconds,
             count as f64 / measured.build_seconds,
-            measured.search_seconds * 1e6 / reference.truth.len().max(1) as f64,
+            measured.search_seconds * 1e6 / queries.max(1) as f64,
             measured.bytes as f64 / (1 << 20) as f64
         );
     }
-    Ok(())
 }
