@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include "cpp/kernels/avx512.hpp"
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16"))),        \
                              apply_to = function)
@@ -18,24 +20,9 @@
 namespace uform::ram {
 namespace {
 
-// The lanes of the last partial vector of `count` values.
-inline __mmask16 tail_mask(std::size_t count) noexcept { return static_cast<__mmask16>((1u << count) - 1u); }
-
-// The BF16 (nearest even) of 16 floats in the high halves of their words, low halves zero; NaN lanes become quiet
-// NaNs. The same bits as skylake.cpp's `round_bf16_x16` and common/scalars.hpp's `f32_to_bf16`.
-inline __m512i bf16_high_x16(__m512 value) noexcept {
-    __m512i const bits = _mm512_castps_si512(value);
-    __m512i const lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
-    rounded = _mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
-    __mmask16 const nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
-    __m512i const quiet = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
-                                          _mm512_set1_epi32(0x00400000));
-    return _mm512_mask_blend_epi32(nan, rounded, quiet);
-}
-
-// Rounds 16 floats of a finished tile row as `gemm_round_output_k` asks.
-inline __m512 round_bf16_x16(__m512 value) noexcept { return _mm512_castsi512_ps(bf16_high_x16(value)); }
+using avx512::bf16_high_x16;
+using avx512::round_bf16_x16;
+using avx512::tail_mask;
 
 // One micro tile of `rows_k` rows by 64 columns over `pairs` pairs; columns past `columns` are computed from B's zero
 // padding and not stored.
@@ -63,8 +50,7 @@ void pairs_tile(std::size_t pairs, std::uint32_t const *a, std::size_t a_row, st
 #pragma clang loop unroll(full)
         for (std::size_t v = 0; v != 4; ++v) {
             if (v * 16 >= columns) break;
-            __mmask16 const mask =
-                columns - v * 16 >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(columns - v * 16);
+            __mmask16 const mask = tail_mask(columns - v * 16);
             float *target = c + r * ldc + v * 16;
             __m512 value = sums[r][v];
             if (flags & gemm_accumulate_k) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, target), value);
@@ -91,7 +77,7 @@ void gemm_micro_pairs_genoa(std::size_t pairs, std::uint32_t const *a, std::size
 // Two rows into words of BF16 pairs: the high row's bits above the low row's.
 void interleave_bf16_genoa(float const *low, float const *high, std::uint32_t *out, std::size_t count) noexcept {
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512i const lows = _mm512_srli_epi32(bf16_high_x16(_mm512_maskz_loadu_ps(mask, low + i)), 16);
         __m512i const highs =
             high != nullptr ? bf16_high_x16(_mm512_maskz_loadu_ps(mask, high + i)) : _mm512_setzero_si512();
@@ -102,7 +88,7 @@ void interleave_bf16_genoa(float const *low, float const *high, std::uint32_t *o
 // A row into BF16 bits.
 void convert_bf16_genoa(float const *in, std::uint16_t *out, std::size_t count) noexcept {
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512i const bits = _mm512_srli_epi32(bf16_high_x16(_mm512_maskz_loadu_ps(mask, in + i)), 16);
         _mm512_mask_cvtepi32_storeu_epi16(out + i, mask, bits);
     }

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 
+#include "cpp/kernels/avx512.hpp"
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,avx512vnni"))),        \
                              apply_to = function)
@@ -22,22 +24,8 @@
 namespace uform::ram {
 namespace {
 
-// The lanes of the last partial vector of `count` values.
-inline __mmask16 tail_mask(std::size_t count) noexcept {
-    return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
-}
-
-// The BF16 (nearest even) of 16 floats, kept as F32; NaN lanes become quiet NaNs. The bits of serial's `round_bf16`.
-inline __m512 round_bf16_x16(__m512 value) noexcept {
-    __m512i const bits = _mm512_castps_si512(value);
-    __m512i const lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
-    rounded = _mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
-    __mmask16 const nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
-    __m512i const quiet = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
-                                          _mm512_set1_epi32(0x00400000));
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, rounded, quiet));
-}
+using avx512::round_bf16_x16;
+using avx512::tail_mask;
 
 // Each block's absolute maximum and the row's finiteness, then `cvtps2dq` (nearest even under the default MXCSR, as
 // `lrint`) of every value times 127 / its block's maximum.

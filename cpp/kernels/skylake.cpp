@@ -9,6 +9,8 @@
 #include <cmath>
 #include <utility>
 
+#include "cpp/kernels/avx512.hpp"
+
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512dq,avx512vl,prfchw"))),            \
                              apply_to = function)
@@ -20,20 +22,8 @@
 namespace uform::ram {
 namespace {
 
-// The lanes of the last partial vector of `count` values.
-inline __mmask16 tail_mask(std::size_t count) noexcept { return static_cast<__mmask16>((1u << count) - 1u); }
-
-// Rounds 16 floats to BF16 (nearest even) in F32 form; NaN lanes become quiet NaNs.
-inline __m512 round_bf16_x16(__m512 value) noexcept {
-    __m512i const bits = _mm512_castps_si512(value);
-    __m512i const lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-    __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
-    rounded = _mm512_and_si512(rounded, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
-    __mmask16 const nan = _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q);
-    __m512i const quiet = _mm512_or_si512(_mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))),
-                                          _mm512_set1_epi32(0x00400000));
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(nan, rounded, quiet));
-}
+using avx512::round_bf16_x16;
+using avx512::tail_mask;
 
 // e^x for 16 lanes (Cephes' polynomial, about 1 ulp) with the exponent placed by integer arithmetic: the rounding
 // shift leaves n in the low bits of t. Inputs are clamped to [-87.3, 88.3], so results stay normal and finite
@@ -166,7 +156,7 @@ void gemm_micro_skylake(std::size_t depth, float const *a, float const *b, std::
 // Merges a finished row of products into C.
 void merge_skylake(float const *tile, float *c, std::size_t count, unsigned flags) noexcept {
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512 value = _mm512_maskz_loadu_ps(mask, tile + i);
         if (flags & gemm_accumulate_k) value = _mm512_add_ps(_mm512_maskz_loadu_ps(mask, c + i), value);
         if (flags & gemm_round_output_k) value = round_bf16_x16(value);
@@ -205,7 +195,7 @@ void rms_norm_skylake(float const *x, float const *weight, std::size_t width, fl
     float const inverse = 1.0f / std::sqrt(sum_squares(x, width) / static_cast<float>(width) + eps);
     __m512 const factor = _mm512_set1_ps(inverse);
     for (std::size_t i = 0; i < width; i += 16) {
-        __mmask16 const mask = width - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(width - i);
+        __mmask16 const mask = tail_mask(width - i);
         __m512 value = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + i), factor),
                                      _mm512_maskz_loadu_ps(mask, weight + i));
         if (round) value = round_bf16_x16(value);
@@ -220,7 +210,7 @@ void rope_round_skylake(float *x, std::size_t heads, std::size_t head_dim, float
     for (std::size_t h = 0; h != heads; ++h) {
         float *head = x + h * head_dim;
         for (std::size_t j = 0; j < half; j += 16) {
-            __mmask16 const mask = half - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(half - j);
+            __mmask16 const mask = tail_mask(half - j);
             __m512 const first = _mm512_maskz_loadu_ps(mask, head + j);
             __m512 const second = _mm512_maskz_loadu_ps(mask, head + j + half);
             __m512 const c = _mm512_maskz_loadu_ps(mask, cos + j), s = _mm512_maskz_loadu_ps(mask, sin + j);
@@ -275,7 +265,7 @@ void softmax_skylake(float *row, std::size_t count, float scale) noexcept {
     __m512 const factor = _mm512_set1_ps(scale);
     __m512 maximum = _mm512_set1_ps(-INFINITY);
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512 const value = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), factor);
         _mm512_mask_storeu_ps(row + i, mask, value);
         maximum = _mm512_mask_max_ps(maximum, mask, maximum, value);
@@ -283,14 +273,14 @@ void softmax_skylake(float *row, std::size_t count, float scale) noexcept {
     __m512 const shift = _mm512_set1_ps(_mm512_reduce_max_ps(maximum));
     __m512 sum = _mm512_setzero_ps();
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512 const value = exp_x16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, row + i), shift));
         _mm512_mask_storeu_ps(row + i, mask, value);
         sum = _mm512_mask_add_ps(sum, mask, sum, value);
     }
     __m512 const inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512 const value = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, row + i), inverse);
         _mm512_mask_storeu_ps(row + i, mask, round_k ? round_bf16_x16(value) : value);
     }
@@ -309,7 +299,7 @@ void softmax_round_skylake(float *row, std::size_t count, float scale) noexcept 
 void sigmoid_skylake(float const *in, float *out, std::size_t count) noexcept {
     __m512 const one = _mm512_set1_ps(1.0f);
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         __m512 const x = _mm512_maskz_loadu_ps(mask, in + i);
         _mm512_mask_storeu_ps(out + i, mask,
                               _mm512_div_ps(one, _mm512_add_ps(one, exp_x16(_mm512_sub_ps(_mm512_setzero_ps(), x)))));
@@ -338,7 +328,7 @@ void silu_mul_round_skylake(float const *gate, float const *up, float *out, std:
         for (std::size_t v = 0; v != unroll; ++v) _mm512_storeu_ps(out + i + v * 16, results[v]);
     }
     for (; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         _mm512_mask_storeu_ps(
             out + i, mask,
             silu_mul_round_x16(_mm512_maskz_loadu_ps(mask, gate + i), _mm512_maskz_loadu_ps(mask, up + i)));
@@ -348,7 +338,7 @@ void silu_mul_round_skylake(float const *gate, float const *up, float *out, std:
 // Adds a row into a running sum.
 void add_skylake(float *sum, float const *row, std::size_t count) noexcept {
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         _mm512_mask_storeu_ps(
             sum + i, mask, _mm512_add_ps(_mm512_maskz_loadu_ps(mask, sum + i), _mm512_maskz_loadu_ps(mask, row + i)));
     }
@@ -358,7 +348,7 @@ void add_skylake(float *sum, float const *row, std::size_t count) noexcept {
 void scale_skylake(float *x, std::size_t count, float factor) noexcept {
     __m512 const scale = _mm512_set1_ps(factor);
     for (std::size_t i = 0; i < count; i += 16) {
-        __mmask16 const mask = count - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(count - i);
+        __mmask16 const mask = tail_mask(count - i);
         _mm512_mask_storeu_ps(x + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + i), scale));
     }
 }
