@@ -15,6 +15,7 @@
 #include "common/checks.hpp"
 #include "common/media_geometry.hpp"
 #include "common/scalars.hpp"
+#include "common/schedule.hpp"
 #include "stub/rows.hpp"
 
 namespace uform::backend {
@@ -65,14 +66,6 @@ void add_scaled_unit(float *row, std::size_t columns, float const *direction, fl
     }
     float const scale = sum > 0 ? float(1.0 / std::sqrt(sum)) : 0.0f;
     for (std::size_t i = 0; i != columns; ++i) row[i] *= scale;
-}
-
-float learning_rate(uform_schedule_t const &s, std::size_t step) noexcept {
-    if (step < s.warmup_steps) return s.learning_rate * float(step + 1) / float(s.warmup_steps);
-    double const span = double(std::max<std::size_t>(1, s.steps - s.warmup_steps));
-    double const progress = std::min(1.0, double(step - s.warmup_steps) / span);
-    return float(s.min_learning_rate +
-                 (s.learning_rate - s.min_learning_rate) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
 }
 
 void fill_tensor(void *context, tensor_plan_t const &plan, std::byte *bytes) noexcept {
@@ -315,7 +308,7 @@ void fill_stats(trainer_t const &trainer, step_losses_t const &losses, std::size
     stats.late_interaction_loss = late.value;
     stats.choices_loss = choosing.value;
     stats.gradient_norm = float(0.5 * std::sqrt(norm));
-    stats.learning_rate = learning_rate(a.schedule, trainer.step);
+    stats.learning_rate = float(uform::learning_rate(a.schedule, trainer.step));
     stats.items = items;
     stats.tokens = tokens;
 }

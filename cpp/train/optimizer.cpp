@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <numbers>
 
 namespace uform::train {
 namespace {
@@ -35,14 +34,6 @@ void for_chunks(std::span<adamw_view_t const> views, ram::parallel_t const &para
 }
 
 } // namespace
-
-double learning_rate(uform_schedule_t const &schedule, std::size_t k) noexcept {
-    double const lr = schedule.learning_rate, lo = schedule.min_learning_rate;
-    if (k < schedule.warmup_steps) return lr * double(k + 1) / double(schedule.warmup_steps);
-    if (k >= schedule.steps) return lo;
-    double const span = double(std::max<std::size_t>(1, schedule.steps - schedule.warmup_steps));
-    return lo + (lr - lo) * (1 + std::cos(std::numbers::pi * double(k - schedule.warmup_steps) / span)) / 2;
-}
 
 double gradient_norm(std::span<adamw_view_t const> views) noexcept {
     double total = 0;

@@ -7,6 +7,7 @@
 
 #include <uform/train.h>
 
+#include "common/schedule.hpp"
 #include "cpp/parallel.hpp"
 
 namespace uform::train {
@@ -37,9 +38,8 @@ struct adamw_t {
     double eps = 1e-8;
 };
 
-/// Step k's learning rate (from 0), in double: `lr (k + 1) / warmup` while `k < warmup`, `min` from step `steps` on,
-/// else cosine from lr to min over `max(1, steps - warmup)` steps. `schedule` has its zeros resolved already.
-double learning_rate(uform_schedule_t const &schedule, std::size_t k) noexcept;
+/// Step k's learning rate: the one schedule every trainer follows (common/schedule.hpp).
+using uform::learning_rate;
 
 /// The L2 norm of all gradients: each tensor's squares summed in double, tensor by tensor in order.
 double gradient_norm(std::span<adamw_view_t const> views) noexcept;
