@@ -134,8 +134,8 @@ uform_status_t check_ram(uform_model_load_ram_args_t const &args, load_t &load, 
     return uform_status_ok_k;
 }
 
-uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load, std::size_t (&devices)[16],
-                          char const **message) noexcept {
+uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load,
+                          std::size_t (&devices)[max_placement_k], char const **message) noexcept {
     if (!args.devices && args.devices_count)
         return fail(message, uform_status_invalid_argument_k, "devices are null but counted");
     if (args.devices_count > max_placement_k)
@@ -202,6 +202,37 @@ void const *buffer_or_empty(void const *buffer) noexcept {
     return buffer ? buffer : &empty;
 }
 
+/// Where a load reads its checkpoint: the file at a path, or a buffer in memory.
+enum class source_t { path, buffer };
+
+/// The steps every load entry point shares, in order: the arguments and the out-pointer are present, the source is
+/// well formed (a path nonempty and without NUL, a buffer non-null unless empty), the residency's own checks
+/// (`check_residency(args, request, message)`, which fills the request's placement and classes) pass; then the load.
+template <typename args_type_, typename check_type_>
+uform_status_t load_from(args_type_ const *args, source_t source, uform_model_t *model, char const **message,
+                         check_type_ &&check_residency) noexcept {
+    bool const from_path = source == source_t::path;
+    if (!args)
+        return fail(message, uform_status_invalid_argument_k,
+                    from_path ? "the arguments are null; the path is required"
+                              : "the arguments are null; the buffer is required");
+    if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
+    if (from_path) {
+        if (uform_status_t status = check_path(args->path, args->path_length, message)) return status;
+    } else if (!args->buffer && args->buffer_length)
+        return fail(message, uform_status_invalid_argument_k, "the buffer is null but has a length");
+    load_t request{};
+    if (uform_status_t status = check_residency(*args, request, message)) return status;
+    if (from_path) {
+        request.request.path = args->path;
+        request.request.path_length = args->path_length;
+    } else {
+        request.request.buffer = buffer_or_empty(args->buffer);
+        request.request.length = args->buffer_length;
+    }
+    return load(request, model, message);
+}
+
 } // namespace
 
 } // namespace uform
@@ -212,54 +243,30 @@ extern "C" {
 
 uform_status_t uform_model_load_ram(uform_model_load_ram_args_t const *args, uform_model_t *model,
                                     char const **message) {
-    if (!args) return fail(message, uform_status_invalid_argument_k, "the arguments are null; the path is required");
-    if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
-    if (uform_status_t status = check_path(args->path, args->path_length, message)) return status;
-    load_t request{};
-    if (uform_status_t status = check_ram(*args, request, message)) return status;
-    request.request.path = args->path;
-    request.request.path_length = args->path_length;
-    return load(request, model, message);
+    return load_from(args, source_t::path, model, message, check_ram);
 }
 
 uform_status_t uform_model_load_ram_buffer(uform_model_load_ram_args_t const *args, uform_model_t *model,
                                            char const **message) {
-    if (!args) return fail(message, uform_status_invalid_argument_k, "the arguments are null; the buffer is required");
-    if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
-    if (!args->buffer && args->buffer_length)
-        return fail(message, uform_status_invalid_argument_k, "the buffer is null but has a length");
-    load_t request{};
-    if (uform_status_t status = check_ram(*args, request, message)) return status;
-    request.request.buffer = buffer_or_empty(args->buffer);
-    request.request.length = args->buffer_length;
-    return load(request, model, message);
+    return load_from(args, source_t::buffer, model, message, check_ram);
 }
 
 uform_status_t uform_model_load_vram(uform_model_load_vram_args_t const *args, uform_model_t *model,
                                      char const **message) {
-    if (!args) return fail(message, uform_status_invalid_argument_k, "the arguments are null; the path is required");
-    if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
-    if (uform_status_t status = check_path(args->path, args->path_length, message)) return status;
-    load_t request{};
-    std::size_t devices[16];
-    if (uform_status_t status = check_vram(*args, request, devices, message)) return status;
-    request.request.path = args->path;
-    request.request.path_length = args->path_length;
-    return load(request, model, message);
+    std::size_t devices[max_placement_k]; // the placement's storage, read until the load returns
+    return load_from(args, source_t::path, model, message,
+                     [&devices](uform_model_load_vram_args_t const &vram, load_t &request, char const **why) noexcept {
+                         return check_vram(vram, request, devices, why);
+                     });
 }
 
 uform_status_t uform_model_load_vram_buffer(uform_model_load_vram_args_t const *args, uform_model_t *model,
                                             char const **message) {
-    if (!args) return fail(message, uform_status_invalid_argument_k, "the arguments are null; the buffer is required");
-    if (!model) return fail(message, uform_status_invalid_argument_k, "the model out-pointer is null");
-    if (!args->buffer && args->buffer_length)
-        return fail(message, uform_status_invalid_argument_k, "the buffer is null but has a length");
-    load_t request{};
-    std::size_t devices[16];
-    if (uform_status_t status = check_vram(*args, request, devices, message)) return status;
-    request.request.buffer = buffer_or_empty(args->buffer);
-    request.request.length = args->buffer_length;
-    return load(request, model, message);
+    std::size_t devices[max_placement_k]; // the placement's storage, read until the load returns
+    return load_from(args, source_t::buffer, model, message,
+                     [&devices](uform_model_load_vram_args_t const &vram, load_t &request, char const **why) noexcept {
+                         return check_vram(vram, request, devices, why);
+                     });
 }
 
 uform_status_t uform_model_describe(uform_model_t model, uform_model_description_t *description, char const **message) {
