@@ -24,6 +24,7 @@
 
 #include <uform/uform.h>
 
+#include "tools/bench/arguments.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -164,48 +165,37 @@ bool bench_case(options_t const &options, uform_model_t model, std::string const
     return true;
 }
 
-/// Parses the command line; false with a message on standard error for an unknown or missing flag.
-bool parse(int argc, char **argv, options_t &options) {
-    for (int i = 1; i < argc; ++i) {
-        std::string const flag = argv[i];
-        if (flag == "--json") {
-            options.json = true;
-            continue;
-        }
-        if (i + 1 == argc) {
-            std::fprintf(stderr, "%s needs a value\n", flag.c_str());
-            return false;
-        }
-        std::string const value = argv[++i];
-        std::size_t const count = std::max<std::size_t>(std::strtoul(value.c_str(), nullptr, 10), 1);
-        if (flag == "--model") options.model = value;
-        else if (flag == "--media") options.media = value;
-        else if (flag == "--embeddings") options.embeddings = value;
-        else if (flag == "--only") options.only = split(value);
-        else if (flag == "--images") options.images = count;
-        else if (flag == "--clips") options.clips = count;
-        else if (flag == "--repeats") options.repeats = count;
-        else if (flag == "--threads") {
-            options.threads.clear();
-            for (std::string const &threads : split(value))
-                options.threads.push_back(std::max<std::size_t>(std::strtoul(threads.c_str(), nullptr, 10), 1));
-        } else {
-            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-            return false;
-        }
-    }
+/// Reads the command line into `options`; false when the bench should exit with `exit_code` (`--help`, or an error
+/// already on standard error).
+bool parse(int argc, char **argv, options_t &options, int &exit_code) {
+    arguments_t arguments("uform_media_bench");
+    arguments.text("--model", options.model, "the checkpoint (required)")
+        .text("--media", options.media, "the folder of media files (required)", "DIR")
+        .text("--embeddings", options.embeddings, "where to write the embeddings", "DIR")
+        .list("--only", options.only, "the cases: images, wav, mp3")
+        .count("--images", options.images, "images a call")
+        .count("--clips", options.clips, "clips a call")
+        .count("--repeats", options.repeats, "calls timed per median")
+        .counts("--threads", options.threads, "the thread counts each case runs with")
+        .flag("--json", options.json, "one JSON object per line");
+    if (!arguments.parse(argc, argv, exit_code)) return false;
+    exit_code = 2;
     if (options.model.empty() || options.media.empty()) {
         std::fprintf(stderr, "needs --model PATH and --media DIR\n");
         return false;
     }
-    return !options.threads.empty();
+    if (options.threads.empty()) {
+        std::fprintf(stderr, "--threads needs at least one count\n");
+        return false;
+    }
+    return true;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
     options_t options;
-    if (!parse(argc, argv, options)) return 2;
+    if (int exit_code = 0; !parse(argc, argv, options, exit_code)) return exit_code;
     uform_model_load_ram_args_t load{};
     load.path = options.model.data();
     load.path_length = options.model.size();

@@ -44,6 +44,7 @@
 
 #include "c/handles.hpp"
 #include "cpp/backend/mesh.hpp"
+#include "tools/bench/arguments.hpp"
 #include "tools/bench/report.hpp"
 
 extern char **environ;
@@ -323,31 +324,24 @@ int run_steps(options_t const &options, uform_mesh_t mesh, std::size_t first, st
     return ok ? 0 : 1;
 }
 
-/// Parses the flags from `argv[from]` on; false with a message on standard error.
-bool parse(int argc, char **argv, int from, options_t &options) {
-    for (int i = from; i < argc; i += 2) {
-        std::string const flag = argv[i];
-        if (i + 1 == argc) {
-            std::fprintf(stderr, "%s needs a value\n", flag.c_str());
-            return false;
-        }
-        std::string const value = argv[i + 1];
-        std::size_t const count = std::max<std::size_t>(std::strtoul(value.c_str(), nullptr, 10), 1);
-        if (flag == "--model") options.model = value;
-        else if (flag == "--only") options.only = value;
-        else if (flag == "--texts") options.texts = count;
-        else if (flag == "--bytes") options.bytes = count;
-        else if (flag == "--steps") options.steps = count;
-        else if (flag == "--repeats") options.repeats = count;
-        else if (flag == "--rank-threads") options.rank_threads = std::max<std::size_t>(count, 2);
-        else if (flag == "--pin") options.pin = value == "1";
-        else {
-            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-            return false;
-        }
-    }
+/// Reads the command line from `argv[from]` into `options`; false when the bench should exit with `exit_code`
+/// (`--help`, or an error already on standard error).
+bool parse(int argc, char **argv, int from, options_t &options, int &exit_code) {
+    arguments_t arguments("uform_mesh_bench", "[rank R DIRECTORY MODE]");
+    arguments.text("--model", options.model, "the checkpoint whose geometry the trainers take (required)")
+        .custom("--only", "allreduce|step", "one of the two parts",
+                [&options](std::string const &value) { options.only = value; })
+        .count("--texts", options.texts, "texts a step over both ranks (a multiple of 4)")
+        .count("--bytes", options.bytes, "bytes a text")
+        .count("--steps", options.steps, "steps timed")
+        .count("--repeats", options.repeats, "sums timed per median")
+        .count("--rank-threads", options.rank_threads, "threads a rank, the caller's included (2 at least)", 2)
+        .custom("--pin", "0|1", "1 pins rank r to CPU r",
+                [&options](std::string const &value) { options.pin = value == "1"; });
+    if (!arguments.parse(argc, argv, exit_code, from)) return false;
     if (options.model.empty()) std::fprintf(stderr, "needs --model PATH\n");
     if (options.texts % 4) std::fprintf(stderr, "--texts must be a multiple of 4: two ranks of bags of two\n");
+    exit_code = 2;
     return !options.model.empty() && options.texts % 4 == 0;
 }
 
@@ -376,7 +370,7 @@ int main(int argc, char **argv) {
     options_t options;
     if (argc >= 5 && std::strcmp(argv[1], "rank") == 0) {
         std::size_t const rank = std::strtoull(argv[2], nullptr, 10);
-        if (!parse(argc, argv, 5, options)) return 2;
+        if (int exit_code = 0; !parse(argc, argv, 5, options, exit_code)) return exit_code;
         std::string const mode = argv[4], directory = argv[3];
         if (mode == "allreduce") return rank_allreduce(rank, argv[3], options);
         if (mode == "single") // the one process, its own process as the ranks are
@@ -395,7 +389,7 @@ int main(int argc, char **argv) {
         uform_mesh_free(mesh);
         return code;
     }
-    if (!parse(argc, argv, 1, options)) return 2;
+    if (int exit_code = 0; !parse(argc, argv, 1, options, exit_code)) return exit_code;
     char self[4096];
     ssize_t const got = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (got <= 0) return 1;

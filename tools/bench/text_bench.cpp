@@ -53,6 +53,7 @@
 #include "cpp/linear.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
+#include "tools/bench/arguments.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -415,42 +416,31 @@ std::vector<float> bench_forward(options_t const &options, model_weights_t const
     return embeddings;
 }
 
-/// Parses the command line; false with a message on standard error for an unknown flag.
-bool parse(int argc, char **argv, options_t &options) {
-    for (int i = 1; i < argc; ++i) {
-        std::string const flag = argv[i];
-        if (flag == "--json") {
-            options.json = true;
-            continue;
-        }
-        if (i + 1 == argc) {
-            std::fprintf(stderr, "%s needs a value\n", flag.c_str());
-            return false;
-        }
-        std::string const value = argv[++i];
-        if (flag == "--tiny") options.tiny = value;
-        else if (flag == "--small") options.small = value;
-        else if (flag == "--repeats")
-            options.repeats = std::max<std::size_t>(std::strtoul(value.c_str(), nullptr, 10), 1);
-        else if (flag == "--only") options.only = split(value);
-        else if (flag == "--classes") options.classes = split(value);
-        else if (flag == "--threads") {
-            options.threads.clear();
-            for (std::string const &count : split(value))
-                options.threads.push_back(std::max<std::size_t>(std::strtoul(count.c_str(), nullptr, 10), 1));
-        } else {
-            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-            return false;
-        }
+/// Reads the command line into `options`; false when the bench should exit with `exit_code` (`--help`, or an error
+/// already on standard error).
+bool parse(int argc, char **argv, options_t &options, int &exit_code) {
+    arguments_t arguments("uform_bench");
+    arguments.list("--only", options.only, "the parts to run: ceiling, gemm, tiny, small")
+        .counts("--threads", options.threads, "the thread counts each part runs with")
+        .list("--classes", options.classes, "the forward runs: native, f32, i8, e4m3")
+        .count("--repeats", options.repeats, "calls timed per median")
+        .text("--tiny", options.tiny, "the tiny checkpoint")
+        .text("--small", options.small, "the small checkpoint")
+        .flag("--json", options.json, "one JSON object per line");
+    if (!arguments.parse(argc, argv, exit_code)) return false;
+    if (options.threads.empty()) {
+        std::fprintf(stderr, "--threads needs at least one count\n");
+        exit_code = 2;
+        return false;
     }
-    return !options.threads.empty();
+    return true;
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
     options_t options;
-    if (!parse(argc, argv, options)) return 2;
+    if (int exit_code = 0; !parse(argc, argv, options, exit_code)) return exit_code;
     uform_cpu_class_t const native = cpu_class_native();
     record_t("machine")
         .number("cpu_class", double(native))

@@ -39,6 +39,7 @@
 
 #include <uform/uform.h>
 
+#include "tools/bench/arguments.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -211,30 +212,18 @@ bool bench_steps(options_t const &options, uform_trainer_t trainer, uform_execut
     return true;
 }
 
-/// Parses the command line; false with a message on standard error for an unknown or missing flag.
-bool parse(int argc, char **argv, options_t &options) {
-    for (int i = 1; i < argc; ++i) {
-        std::string const flag = argv[i];
-        if (flag == "--json") {
-            options.json = true;
-            continue;
-        }
-        if (i + 1 == argc) {
-            std::fprintf(stderr, "%s needs a value\n", flag.c_str());
-            return false;
-        }
-        std::string const value = argv[++i];
-        std::size_t const count = std::max<std::size_t>(std::strtoul(value.c_str(), nullptr, 10), 1);
-        if (flag == "--model") options.model = value;
-        else if (flag == "--texts") options.texts = count;
-        else if (flag == "--bytes") options.bytes = count;
-        else if (flag == "--threads") options.threads = count;
-        else if (flag == "--steps") options.steps = count;
-        else {
-            std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
-            return false;
-        }
-    }
+/// Reads the command line into `options`; false when the bench should exit with `exit_code` (`--help`, or an error
+/// already on standard error).
+bool parse(int argc, char **argv, options_t &options, int &exit_code) {
+    arguments_t arguments("uform_train_bench");
+    arguments.text("--model", options.model, "the checkpoint whose geometry the trainer takes (required)")
+        .count("--texts", options.texts, "texts a step, in bags of two (even)")
+        .count("--bytes", options.bytes, "bytes a text")
+        .count("--threads", options.threads, "threads, the caller's included")
+        .count("--steps", options.steps, "steps timed")
+        .flag("--json", options.json, "one JSON object per line");
+    if (!arguments.parse(argc, argv, exit_code)) return false;
+    exit_code = 2;
     if (options.model.empty()) {
         std::fprintf(stderr, "needs --model PATH\n");
         return false;
@@ -250,7 +239,7 @@ bool parse(int argc, char **argv, options_t &options) {
 
 int main(int argc, char **argv) {
     options_t options;
-    if (!parse(argc, argv, options)) return 2;
+    if (int exit_code = 0; !parse(argc, argv, options, exit_code)) return exit_code;
     char const *message = "";
     uform_executor_t executor = nullptr;
     if (options.threads > 1 && uform_executor_init_ram(nullptr, 0, uform_cpu_class_auto_k, options.threads - 1,

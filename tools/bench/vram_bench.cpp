@@ -15,6 +15,7 @@
 
 #include <uform/uform.h>
 
+#include "tools/bench/arguments.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -27,22 +28,22 @@ struct options_t {
     bool e4m3 = false;
 };
 
-bool parse(int argc, char **argv, options_t &options) {
-    for (int i = 1; i < argc; ++i) {
-        std::string const flag = argv[i];
-        if (flag == "--e4m3") {
-            options.e4m3 = true;
-            continue;
-        }
-        if (i + 1 == argc) return false;
-        std::string const value = argv[++i];
-        if (flag == "--checkpoint") options.checkpoint = value;
-        else if (flag == "--texts") options.texts = std::strtoull(value.c_str(), nullptr, 10);
-        else if (flag == "--bytes") options.bytes = std::strtoull(value.c_str(), nullptr, 10);
-        else if (flag == "--repeats") options.repeats = std::strtoull(value.c_str(), nullptr, 10);
-        else return false;
+/// Reads the command line into `options`; false when the bench should exit with `exit_code` (`--help`, or an error
+/// already on standard error).
+bool parse(int argc, char **argv, options_t &options, int &exit_code) {
+    arguments_t arguments("uform_vram_bench");
+    arguments.text("--checkpoint", options.checkpoint, "the checkpoint (required)")
+        .count("--texts", options.texts, "texts a call (not 0)", 0)
+        .count("--bytes", options.bytes, "bytes a text", 0)
+        .count("--repeats", options.repeats, "calls timed per median (not 0)", 0)
+        .flag("--e4m3", options.e4m3, "quantizes the trunk to E4M3 at load");
+    if (!arguments.parse(argc, argv, exit_code)) return false;
+    exit_code = 2;
+    if (options.checkpoint.empty() || options.texts == 0 || options.repeats == 0) {
+        arguments.print_help(stderr);
+        return false;
     }
-    return !options.checkpoint.empty() && options.texts != 0 && options.repeats != 0;
+    return true;
 }
 
 /// Useful FLOPs of the trunk over `texts` texts of `length` tokens: the linears on every token, attention's two
@@ -64,11 +65,7 @@ int fail(char const *what, char const *message) {
 
 int main(int argc, char **argv) {
     options_t options;
-    if (!parse(argc, argv, options)) {
-        std::fprintf(stderr, "usage: uform_vram_bench --checkpoint PATH [--texts N] [--bytes N] [--repeats N] "
-                             "[--e4m3]\n");
-        return 2;
-    }
+    if (int exit_code = 0; !parse(argc, argv, options, exit_code)) return exit_code;
     char const *message = nullptr;
     std::size_t const devices[1] = {0};
     uform_executor_t executor = nullptr;
