@@ -702,7 +702,12 @@ def media_present(out):
     return True
 
 
-def main():
+OUTPUTS = ["groups.tsv", "items.tsv", "edges.tsv", "choices.tsv", "roles.tsv", "outliers.tsv"]
+"""The index files the data directory holds besides the manifest."""
+
+
+def parse_args():
+    """The command line's options."""
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=os.path.join(repo, "target", "data"),
@@ -717,32 +722,96 @@ def main():
     parser.add_argument("--choice-max-bytes", type=int, default=320, help="longest choice item text in bytes")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="espeak-ng pipelines at once")
     parser.add_argument("--force", action="store_true", help="rebuild the index files even when cached")
-    args = parser.parse_args()
+    return parser.parse_args()
 
+
+def check_sources(args):
+    """Exits with a hint when the corpora, or the tools the audio needs, are missing."""
     for source in (WORDNET, FASHION):
         if not os.path.isdir(source):
             sys.exit(f"prepare: {source} is missing; run scripts/setup.sh (it installs {', '.join(PACKAGES)})")
     if args.audio and not (shutil.which("espeak-ng") and shutil.which("sox")):
         sys.exit("prepare: espeak-ng and sox are needed for audio (scripts/setup.sh), or pass --audio 0")
 
+
+def run_config(args):
+    """What the outputs depend on: the options, this script's hash and the corpora packages' versions."""
+    return {"format": FORMAT_VERSION, "seed": SEED, "audio": args.audio, "audio_gloss_share": args.audio_gloss_share,
+            "max_gloss_words": args.max_gloss_words, "images": args.images, "outliers": args.outliers,
+            "synsets": args.synsets, "choice_max_bytes": args.choice_max_bytes,
+            "script": hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16],
+            "packages": {p: package_version(p) for p in PACKAGES}}
+
+
+def up_to_date(out, config, old, force):
+    """Whether the last run's outputs stand (same config, every file and medium present); logs so when they do."""
+    if force or not all(os.path.exists(os.path.join(out, o)) for o in OUTPUTS):
+        return False
+    if old.get("config") != config or not media_present(out):
+        return False
+    counts = old["counts"]
+    log(f"{out} is up to date ({counts['items']} items, {counts['choices']} choices); --force rebuilds")
+    return True
+
+
+def make_audio(out, synsets, args, old, timings):
+    """Plans and speaks the clips not yet on disk, recording the timings; the plan and its seconds of speech."""
+    start = time.time()
+    plan = speech_plan(synsets, args.audio, args.audio_gloss_share, args.max_gloss_words)
+    made, spent = speak_all(out, plan, max(1, args.jobs)) if plan else (0, 0.0)
+    timings["audio_s"] = round(time.time() - start, 2)
+    timings["audio_clips_made"] = made
+    if made:
+        timings["audio_s_per_clip"] = round(spent / made, 4)
+        timings["audio_clips_per_s"] = round(made / max(timings["audio_s"], 1e-9), 1)
+    elif old.get("timings", {}).get("audio_s_per_clip"):  # all cached: keep the last measurement
+        for name in ("audio_s_per_clip", "audio_clips_per_s"):
+            timings[name] = old["timings"].get(name)
+    audio_seconds = sum(wav_seconds(os.path.join(out, c["path"])) for c in plan)
+    each = f", {spent / made:.3f} s each in one pipeline" if made else ""
+    log(f"audio: {len(plan)} clips ({made} made now{each}), {audio_seconds / 60:.1f} min of speech")
+    return plan, audio_seconds
+
+
+def write_tables(out, synsets, sister_map, images, outliers, plan, choice_max_bytes):
+    """Builds and writes the index files; the groups, items, edges and choice rows."""
+    choice_rows = choices(synsets, sister_map, choice_max_bytes, calibration=0.5)
+    groups, items, edges = build_index(synsets, sister_map, lookalikes(synsets), images, plan)
+    tables = [
+        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label", "uses", "lexname"]),
+        ("items.tsv", items, ["item", "group", "split", "modality", "role", "content", "uses"]),
+        ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
+        ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),
+        ("outliers.tsv", outliers, ["path", "kind", "split"]),
+        ("choices.tsv", [[i, *r] for i, r in enumerate(choice_rows)],
+         ["choice", "split", "synset", "answer", "legal", "targets", "text"]),
+    ]
+    for name, rows, header in tables:
+        write_atomic(os.path.join(out, name), tsv(rows, header))
+    return groups, items, edges, choice_rows
+
+
+def count_by(rows, column):
+    """How many rows hold each value of `column`, by value."""
+    result = {}
+    for r in rows:
+        result[r[column]] = result.get(r[column], 0) + 1
+    return dict(sorted(result.items()))
+
+
+def main():
+    args = parse_args()
+    check_sources(args)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    config = {"format": FORMAT_VERSION, "seed": SEED, "audio": args.audio, "audio_gloss_share": args.audio_gloss_share,
-              "max_gloss_words": args.max_gloss_words, "images": args.images, "outliers": args.outliers, "synsets": args.synsets,
-              "choice_max_bytes": args.choice_max_bytes,
-              "script": hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16],
-              "packages": {p: package_version(p) for p in PACKAGES}}
+    config = run_config(args)
     manifest_path = os.path.join(out, "manifest.json")
-    outputs = ["groups.tsv", "items.tsv", "edges.tsv", "choices.tsv", "roles.tsv", "outliers.tsv"]
     old = {}
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
             old = json.load(f)
-    if not args.force and all(os.path.exists(os.path.join(out, o)) for o in outputs):
-        if old.get("config") == config and media_present(out):
-            counts = old["counts"]
-            log(f"{out} is up to date ({counts['items']} items, {counts['choices']} choices); --force rebuilds")
-            return
+    if up_to_date(out, config, old, args.force):
+        return
 
     timings = {}
     start = time.time()
@@ -761,54 +830,23 @@ def main():
     timings["outliers_s"] = round(time.time() - start, 2)
     log(f"outliers: {len(outliers)} pictures ({written} written now) in {timings['outliers_s']} s")
 
-    start = time.time()
-    plan = speech_plan(synsets, args.audio, args.audio_gloss_share, args.max_gloss_words)
-    made, spent = speak_all(out, plan, max(1, args.jobs)) if plan else (0, 0.0)
-    timings["audio_s"] = round(time.time() - start, 2)
-    timings["audio_clips_made"] = made
-    if made:
-        timings["audio_s_per_clip"] = round(spent / made, 4)
-        timings["audio_clips_per_s"] = round(made / max(timings["audio_s"], 1e-9), 1)
-    elif old.get("timings", {}).get("audio_s_per_clip"):  # all cached: keep the last measurement
-        for name in ("audio_s_per_clip", "audio_clips_per_s"):
-            timings[name] = old["timings"].get(name)
-    audio_seconds = sum(wav_seconds(os.path.join(out, c["path"])) for c in plan)
-    each = f", {spent / made:.3f} s each in one pipeline" if made else ""
-    log(f"audio: {len(plan)} clips ({made} made now{each}), {audio_seconds / 60:.1f} min of speech")
+    plan, audio_seconds = make_audio(out, synsets, args, old, timings)
 
     start = time.time()
-    choice_rows = choices(synsets, sister_map, args.choice_max_bytes, calibration=0.5)
-    groups, items, edges = build_index(synsets, sister_map, lookalikes(synsets), images, plan)
-    tables = [
-        ("groups.tsv", groups, ["group", "split", "source", "key", "first_item", "items", "label", "uses", "lexname"]),
-        ("items.tsv", items, ["item", "group", "split", "modality", "role", "content", "uses"]),
-        ("edges.tsv", edges, ["objective", "relation", "from_group", "to_group", "weight"]),
-        ("roles.tsv", ROLE_WEIGHTS, ["role_a", "role_b", "weight"]),
-        ("outliers.tsv", outliers, ["path", "kind", "split"]),
-        ("choices.tsv", [[i, *r] for i, r in enumerate(choice_rows)],
-         ["choice", "split", "synset", "answer", "legal", "targets", "text"]),
-    ]
-    for name, rows, header in tables:
-        write_atomic(os.path.join(out, name), tsv(rows, header))
+    groups, items, edges, choice_rows = write_tables(out, synsets, sister_map, images, outliers, plan,
+                                                     args.choice_max_bytes)
     timings["index_s"] = round(time.time() - start, 2)
-
-    def count(rows, column, values=None):
-        result = {}
-        for r in rows:
-            result[r[column]] = result.get(r[column], 0) + 1
-        return dict(sorted(result.items()))
 
     counts = {
         "synsets": len(synsets), "groups": len(groups), "items": len(items), "edges": len(edges),
         "choices": len(choice_rows), "images": len(images), "outliers": len(outliers), "audio_clips": len(plan),
         "audio_minutes": round(audio_seconds / 60, 1),
-        "items_by_role": count(items, 4), "items_by_split": count(items, 2), "groups_by_split": count(groups, 1),
-        "edges_by_relation": count(edges, 1), "choices_by_split": count(choice_rows, 0),
-        "synsets_by_pos": count([(s.pos,) for s in synsets.values()], 0),
+        "items_by_role": count_by(items, 4), "items_by_split": count_by(items, 2),
+        "groups_by_split": count_by(groups, 1), "edges_by_relation": count_by(edges, 1),
+        "choices_by_split": count_by(choice_rows, 0),
+        "synsets_by_pos": count_by([(s.pos,) for s in synsets.values()], 0),
     }
-    sizes = {}
-    for name in outputs:
-        sizes[name] = os.path.getsize(os.path.join(out, name))
+    sizes = {name: os.path.getsize(os.path.join(out, name)) for name in OUTPUTS}
     manifest = {"config": config, "counts": counts, "timings": timings, "bytes": sizes,
                 "sources": {"wordnet": WORDNET, "fashion_mnist": FASHION}}
     write_atomic(manifest_path, json.dumps(manifest, indent=1) + "\n")

@@ -443,105 +443,148 @@ def video_sampling_golden(m: ref.Model):
 GOLDENS = [text_golden, choose_golden, image_golden, video_golden, audio_golden, media_golden, video_sampling_golden]
 
 
+def _split(data, offs):
+    """The rows of `data` that the boundaries `offs` cut."""
+    return [data[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
+
+
+class _Verifier:
+    """Reads the goldens of `folder` back, one file per method, recomputes them with the F64 reference `m`, and
+    prints each comparison, counting the failures."""
+
+    def __init__(self, m: ref.Model, folder: str, load_file):
+        self.m = m
+        self.folder = folder
+        self.load_file = load_file
+        self.failures = 0
+
+    def load(self, name: str) -> dict:
+        """The tensors of the golden `name`, read with the `safetensors` package (not our reader)."""
+        return self.load_file(os.path.join(self.folder, name))
+
+    def report(self, name, ok, detail):
+        """Prints one comparison's verdict, counting it when it failed."""
+        self.failures += not ok
+        print(f"  [{'ok' if ok else 'FAIL'}] {name}: {detail}")
+
+    def rows(self, name, got, want_list, offs, limit=None):
+        """Holds each item's stored rows to the recomputed ones (`rows_agree`), up to the row `limit`."""
+        want = [torch.from_numpy(x) for x in _split(got, offs)]
+        for i, (a, b) in enumerate(zip(want, want_list)):
+            if limit is not None and offs[i + 1] > limit:
+                break
+            ok, det = ref.rows_agree(b, a)
+            self.report(f"{name} item {i}", ok, det)
+
+    def embeddings(self, name, out, stored):
+        """Holds the recomputed embeddings to the stored ones (`embeddings_agree`)."""
+        self.report(name, *ref.embeddings_agree(out["embeddings"], torch.from_numpy(stored).double()))
+
+    def text(self):
+        """text.safetensors: states, token vectors and embeddings."""
+        g = self.load("text.safetensors")
+        texts = [x.tobytes() for x in _split(g["bytes"], g["offsets"])]
+        out = self.m.encode_texts(texts)
+        self.rows("text states", g["states"], out["states"], g["offsets"])
+        self.rows("text token_vectors", g["token_vectors"], out["token_vectors"], g["offsets"],
+                  g["token_vectors"].shape[0])
+        self.embeddings("text embeddings", out, g["embeddings"])
+
+    def choose(self):
+        """choose.safetensors: the choice probabilities."""
+        g = self.load("choose.safetensors")
+        probs = self.m.text_choose([x.tobytes() for x in _split(g["prompt_bytes"], g["prompt_offsets"])],
+                                   [x.tobytes() for x in _split(g["legal_bytes"], g["legal_offsets"])],
+                                   list(g["groups"]))
+        d = float(np.abs(np.concatenate([p.numpy() for p in probs]) - g["probabilities"]).max())
+        self.report("choice probabilities", d <= 2e-3, f"max abs {d:.1e}")
+
+    def image(self):
+        """image.safetensors: grids, states, embeddings and patches."""
+        g = self.load("image.safetensors")
+        imgs = [x.reshape(tuple(s)) for x, s in zip(_split(g["pixels"], g["pixel_offsets"]), g["shapes"])]
+        out = self.m.encode_images(imgs)
+        self.report("image grids", [list(s.extras["grid"]) for s in out["segments"]] == g["grids"].tolist(),
+                    str(g["grids"].tolist()))
+        self.rows("image states", g["states"], out["states"], g["token_offsets"])
+        self.embeddings("image embeddings", out, g["embeddings"])
+        for k in g:
+            if k.startswith("patches."):
+                d = float(np.abs(out["segments"][int(k.split(".")[1])].extras["patches"].numpy() - g[k]).max())
+                self.report(f"image {k}", d <= 1e-5, f"max abs {d:.1e}")
+
+    def video(self):
+        """video.safetensors: the sampled frames, states and embeddings."""
+        g = self.load("video.safetensors")
+        frames = [x.reshape(tuple(s)) for x, s in zip(_split(g["frames"], g["frame_offsets"]), g["frame_shapes"])]
+        cfo = g["clip_frame_offsets"]
+        clips = [(frames[cfo[i] : cfo[i + 1]], list(g["timestamps"][cfo[i] : cfo[i + 1]]), float(g["durations"][i]))
+                 for i in range(len(cfo) - 1)]
+        out = self.m.encode_videos(clips)
+        taken = [list(map(int, x)) for x in _split(g["taken"], g["taken_offsets"])]
+        self.report("video sampled frames", [s.extras["taken"] for s in out["segments"]] == taken, str(taken))
+        self.rows("video states", g["states"], out["states"], g["token_offsets"])
+        self.embeddings("video embeddings", out, g["embeddings"])
+
+    def video_sampling(self):
+        """video-sampling.safetensors: the frames taken, sampled again from the stored times."""
+        g = self.load("video-sampling.safetensors")
+        to = g["timestamp_offsets"]
+        taken = [list(map(int, x)) for x in _split(g["taken"], g["taken_offsets"])]
+        again = [ref.sample_frames(list(g["timestamps"][to[c] : to[c + 1]]), float(g["durations"][c]), float(fps),
+                                   int(n))
+                 for c, fps, n in zip(g["case.clip"], g["case.fps"], g["case.max_frames"])]
+        self.report("video sampling from the stored times", again == taken, str(taken))
+
+    def audio(self):
+        """audio.safetensors: log-mel features, states and embeddings."""
+        g = self.load("audio.safetensors")
+        clips = list(zip(_split(g["samples"], g["sample_offsets"]), map(int, g["sample_rates"])))
+        out = self.m.encode_audio(clips)
+        lm = np.concatenate([s.extras["log_mel"].numpy() for s in out["segments"]])
+        d = float(np.abs(lm - g["log_mel"]).max())
+        self.report("audio log_mel", d <= 1e-5, f"max abs {d:.1e}")
+        self.rows("audio states", g["states"], out["states"], g["token_offsets"])
+        self.embeddings("audio embeddings", out, g["embeddings"])
+
+    def media(self):
+        """media.safetensors: the shipped media files decoded again, and raw pixels and samples."""
+        m, g = self.m, self.load("media.safetensors")
+
+        def names(prefix):
+            return [x.tobytes().decode("ascii") for x in _split(g[prefix + ".files"], g[prefix + ".file_offsets"])]
+
+        outs = {
+            "image": m.encode_images([ref.decode_image(os.path.join(MEDIA, n)) for n in names("image")]),
+            "video": m.encode_videos([ref.decode_video(os.path.join(MEDIA, n)) for n in names("video")]),
+            "audio": m.encode_audio([ref.decode_audio(os.path.join(MEDIA, n)) for n in names("audio")]),
+            "pixels": m.encode_images([g["pixels.pixels"].reshape(tuple(g["pixels.shapes"][0]))]),
+            "samples": m.encode_audio([(x, int(r)) for x, r in zip(_split(g["samples.samples"],
+                                                                          g["samples.sample_offsets"]),
+                                                                   g["samples.rates"])]),
+        }
+        for prefix, out in outs.items():
+            tokens = [s.tokens.shape[0] for s in out["segments"]]
+            self.report(f"media {prefix} tokens", offsets(tokens).tolist() == g[prefix + ".token_offsets"].tolist(),
+                        str(tokens))
+            self.embeddings(f"media {prefix} embeddings", out, g[prefix + ".embeddings"])
+            if prefix + ".state_items" in g:
+                keep = [int(i) for i in g[prefix + ".state_items"]]
+                self.rows("media " + prefix + " states", g[prefix + ".states"], [out["states"][i] for i in keep],
+                          offsets([tokens[i] for i in keep]))
+
+
 def verify(checkpoint: str, folder: str) -> int:
     """Reads the goldens with the `safetensors` package (not our reader), rebuilds every input from the
     stored tensors alone, recomputes with the F64 variant of the reference, and applies docs/model.md's
     agreement rules, as a C++ test would."""
     from safetensors.numpy import load_file
 
-    m = ref.Model(checkpoint, dtype=torch.float64)
-    failures = 0
-
-    def report(name, ok, detail):
-        nonlocal failures
-        failures += not ok
-        print(f"  [{'ok' if ok else 'FAIL'}] {name}: {detail}")
-
-    def split(data, offs):
-        return [data[offs[i] : offs[i + 1]] for i in range(len(offs) - 1)]
-
-    def rows(name, got, want_list, offs, limit=None):
-        want = [torch.from_numpy(x) for x in split(got, offs)]
-        for i, (a, b) in enumerate(zip(want, want_list)):
-            if limit is not None and offs[i + 1] > limit:
-                break
-            ok, det = ref.rows_agree(b, a)
-            report(f"{name} item {i}", ok, det)
-
-    g = load_file(os.path.join(folder, "text.safetensors"))
-    texts = [x.tobytes() for x in split(g["bytes"], g["offsets"])]
-    out = m.encode_texts(texts)
-    rows("text states", g["states"], out["states"], g["offsets"])
-    rows("text token_vectors", g["token_vectors"], out["token_vectors"], g["offsets"], g["token_vectors"].shape[0])
-    report("text embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
-
-    g = load_file(os.path.join(folder, "choose.safetensors"))
-    probs = m.text_choose([x.tobytes() for x in split(g["prompt_bytes"], g["prompt_offsets"])],
-                          [x.tobytes() for x in split(g["legal_bytes"], g["legal_offsets"])], list(g["groups"]))
-    d = float(np.abs(np.concatenate([p.numpy() for p in probs]) - g["probabilities"]).max())
-    report("choice probabilities", d <= 2e-3, f"max abs {d:.1e}")
-
-    g = load_file(os.path.join(folder, "image.safetensors"))
-    imgs = [x.reshape(tuple(s)) for x, s in zip(split(g["pixels"], g["pixel_offsets"]), g["shapes"])]
-    out = m.encode_images(imgs)
-    report("image grids", [list(s.extras["grid"]) for s in out["segments"]] == g["grids"].tolist(), str(g["grids"].tolist()))
-    rows("image states", g["states"], out["states"], g["token_offsets"])
-    report("image embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
-    for k in g:
-        if k.startswith("patches."):
-            d = float(np.abs(out["segments"][int(k.split(".")[1])].extras["patches"].numpy() - g[k]).max())
-            report(f"image {k}", d <= 1e-5, f"max abs {d:.1e}")
-
-    g = load_file(os.path.join(folder, "video.safetensors"))
-    frames = [x.reshape(tuple(s)) for x, s in zip(split(g["frames"], g["frame_offsets"]), g["frame_shapes"])]
-    cfo = g["clip_frame_offsets"]
-    clips = [(frames[cfo[i] : cfo[i + 1]], list(g["timestamps"][cfo[i] : cfo[i + 1]]), float(g["durations"][i]))
-             for i in range(len(cfo) - 1)]
-    out = m.encode_videos(clips)
-    taken = [list(map(int, x)) for x in split(g["taken"], g["taken_offsets"])]
-    report("video sampled frames", [s.extras["taken"] for s in out["segments"]] == taken, str(taken))
-    rows("video states", g["states"], out["states"], g["token_offsets"])
-    report("video embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
-
-    g = load_file(os.path.join(folder, "video-sampling.safetensors"))
-    to = g["timestamp_offsets"]
-    taken = [list(map(int, x)) for x in split(g["taken"], g["taken_offsets"])]
-    again = [ref.sample_frames(list(g["timestamps"][to[c] : to[c + 1]]), float(g["durations"][c]), float(fps), int(n))
-             for c, fps, n in zip(g["case.clip"], g["case.fps"], g["case.max_frames"])]
-    report("video sampling from the stored times", again == taken, str(taken))
-
-    g = load_file(os.path.join(folder, "audio.safetensors"))
-    clips = list(zip(split(g["samples"], g["sample_offsets"]), map(int, g["sample_rates"])))
-    out = m.encode_audio(clips)
-    lm = np.concatenate([s.extras["log_mel"].numpy() for s in out["segments"]])
-    d = float(np.abs(lm - g["log_mel"]).max())
-    report("audio log_mel", d <= 1e-5, f"max abs {d:.1e}")
-    rows("audio states", g["states"], out["states"], g["token_offsets"])
-    report("audio embeddings", *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g["embeddings"]).double()))
-    g = load_file(os.path.join(folder, "media.safetensors"))
-
-    def names(prefix):
-        return [x.tobytes().decode("ascii") for x in split(g[prefix + ".files"], g[prefix + ".file_offsets"])]
-
-    outs = {
-        "image": m.encode_images([ref.decode_image(os.path.join(MEDIA, n)) for n in names("image")]),
-        "video": m.encode_videos([ref.decode_video(os.path.join(MEDIA, n)) for n in names("video")]),
-        "audio": m.encode_audio([ref.decode_audio(os.path.join(MEDIA, n)) for n in names("audio")]),
-        "pixels": m.encode_images([g["pixels.pixels"].reshape(tuple(g["pixels.shapes"][0]))]),
-        "samples": m.encode_audio([(x, int(r)) for x, r in zip(split(g["samples.samples"], g["samples.sample_offsets"]),
-                                                              g["samples.rates"])]),
-    }
-    for prefix, out in outs.items():
-        tokens = [s.tokens.shape[0] for s in out["segments"]]
-        report(f"media {prefix} tokens", offsets(tokens).tolist() == g[prefix + ".token_offsets"].tolist(), str(tokens))
-        report(f"media {prefix} embeddings",
-               *ref.embeddings_agree(out["embeddings"], torch.from_numpy(g[prefix + ".embeddings"]).double()))
-        if prefix + ".state_items" in g:
-            keep = [int(i) for i in g[prefix + ".state_items"]]
-            rows("media " + prefix + " states", g[prefix + ".states"], [out["states"][i] for i in keep],
-                 offsets([tokens[i] for i in keep]))
-    print(f"verify: {'all agree' if not failures else str(failures) + ' FAILED'}")
-    return 1 if failures else 0
+    v = _Verifier(ref.Model(checkpoint, dtype=torch.float64), folder, load_file)
+    for step in (v.text, v.choose, v.image, v.video, v.video_sampling, v.audio, v.media):
+        step()
+    print(f"verify: {'all agree' if not v.failures else str(v.failures) + ' FAILED'}")
+    return 1 if v.failures else 0
 
 
 def main(argv=None):
