@@ -279,9 +279,13 @@ std::byte const *tensor_bytes(checkpoint_t const &checkpoint, std::span<std::byt
     return begin;
 }
 
-// Every tensor the trunk forward needs, in file order of importance: embeddings, blocks, final norm, heads.
-uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
-                            weights_options_t const &options, model_weights_t &out, char const **message) noexcept {
+namespace {
+
+/// Checks the options and the checkpoint's geometry and bytes, and starts `weights` with the CPU class and
+/// quantization.
+uform_status_t start_weights(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                             weights_options_t const &options, model_weights_t &weights,
+                             char const **message) noexcept {
     geometry_t const &geometry = checkpoint.geometry;
     uform_cpu_class_t const cpu_class =
         options.cpu_class == uform_cpu_class_auto_k ? cpu_class_native() : options.cpu_class;
@@ -292,8 +296,6 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
         return fail(message, uform_status_corrupt_k, "the checkpoint's geometry has no trunk");
     if (file.size() < checkpoint.file_size)
         return fail(message, uform_status_corrupt_k, "the checkpoint's bytes are cut short");
-
-    model_weights_t weights;
     weights.geometry = geometry;
     weights.cpu_class = cpu_class;
     weights.kernels = kernels;
@@ -303,78 +305,121 @@ uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte 
     weights.quantization = options.quantization;
     weights.amx = options.amx && options.quantization != uform_scalar_e4m3_k &&
                   cpu_class == uform_cpu_class_intel_sapphire_rapids_k && amx_available();
-    bool const amx = weights.amx;
-    std::size_t const hidden = geometry.hidden, attention = geometry.heads * geometry.head_dim;
-    loader_t loader(checkpoint, file, options);
+    return uform_status_ok_k;
+}
 
-    std::string const prefix = "blocks.";
+/// Counts every tensor the trunk loads into the progress total and makes room for the blocks; false when out of memory.
+bool plan_load(loader_t &loader, model_weights_t &weights) noexcept {
     try {
         loader.plan("embed.byte.weight");
-        for (std::size_t i = 0; i != geometry.depth; ++i)
+        for (std::size_t i = 0; i != weights.geometry.depth; ++i)
             for (char const *suffix : {".attn_norm.weight", ".attn.qkv.weight", ".attn.out.weight", ".mlp_norm.weight",
                                        ".mlp.gate_up.weight", ".mlp.down.weight"})
-                loader.plan(prefix + std::to_string(i) + suffix);
+                loader.plan("blocks." + std::to_string(i) + suffix);
         for (char const *name : {"final_norm.weight", "head.embedding.weight", "head.token.weight", "head.byte.weight"})
             loader.plan(name);
-        weights.blocks.resize(geometry.depth);
+        weights.blocks.resize(weights.geometry.depth);
     } catch (...) {
-        return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
+        return false;
     }
+    return true;
+}
 
-    bool ok = load_f32_from_bf16(loader, "embed.byte.weight", 258 * hidden, weights.byte_embedding);
-    for (std::size_t i = 0; ok && i != geometry.depth; ++i) {
-        block_weights_t &block = weights.blocks[i];
-        std::string name;
-        try {
-            name = prefix + std::to_string(i);
-        } catch (...) {
-            return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
-        }
-        ok = load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
-             load_linear(loader, *kernels, name + ".attn.qkv.weight", 3 * attention, hidden, options.quantization, amx,
-                         block.qkv) &&
-             load_linear(loader, *kernels, name + ".attn.out.weight", hidden, attention, options.quantization, amx,
-                         block.out) &&
-             load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
-             load_linear(loader, *kernels, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden,
-                         options.quantization, amx, block.gate_up) &&
-             load_linear(loader, *kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, options.quantization,
-                         amx, block.down);
+/// Loads block `i`'s norms and linear layers; false with the loader's failure set.
+bool load_block(loader_t &loader, model_weights_t &weights, std::size_t i) noexcept {
+    geometry_t const &geometry = weights.geometry;
+    kernels_t const &kernels = *weights.kernels;
+    uform_scalar_t const quantization = weights.quantization;
+    bool const amx = weights.amx;
+    std::size_t const hidden = geometry.hidden, attention = geometry.heads * geometry.head_dim;
+    block_weights_t &block = weights.blocks[i];
+    std::string name;
+    try {
+        name = "blocks." + std::to_string(i);
+    } catch (...) {
+        loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+        return false;
     }
-    ok = ok && load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) &&
-         load_linear(loader, *kernels, "head.embedding.weight", geometry.dimensions, hidden, uform_scalar_bf16_k, amx,
-                     weights.embedding_head);
-    if (ok && geometry.has_token_head)
-        ok = load_linear(loader, *kernels, "head.token.weight", geometry.token_width, hidden, uform_scalar_bf16_k, amx,
-                         weights.token_head);
-    if (ok && geometry.has_byte_head) {
-        ok =
-            load_linear(loader, *kernels, "head.byte.weight", 256, hidden, uform_scalar_bf16_k, amx, weights.byte_head);
-        if (ok && geometry.choice_groups > 0) {
-            std::byte const *source = loader.f32("head.choice.temperatures", geometry.choice_groups);
-            ok = source != nullptr;
-            if (ok && !copy_f32(source, geometry.choice_groups, weights.temperatures))
-                loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights"), ok = false;
-            for (float temperature : weights.temperatures)
-                if (ok && !(temperature > 0 && temperature <= 1e6f))
-                    loader.fail(uform_status_corrupt_k, "a choice temperature is not in (0, 1e6]"), ok = false;
-        }
+    return load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
+           load_linear(loader, kernels, name + ".attn.qkv.weight", 3 * attention, hidden, quantization, amx,
+                       block.qkv) &&
+           load_linear(loader, kernels, name + ".attn.out.weight", hidden, attention, quantization, amx, block.out) &&
+           load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
+           load_linear(loader, kernels, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, quantization,
+                       amx, block.gate_up) &&
+           load_linear(loader, kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, quantization, amx,
+                       block.down);
+}
+
+/// Loads the choice temperatures, each in (0, 1e6]; false with the loader's failure set.
+bool load_temperatures(loader_t &loader, model_weights_t &weights) noexcept {
+    std::size_t const groups = weights.geometry.choice_groups;
+    std::byte const *source = loader.f32("head.choice.temperatures", groups);
+    if (source == nullptr) return false;
+    if (!copy_f32(source, groups, weights.temperatures)) {
+        loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights");
+        return false;
     }
+    for (float temperature : weights.temperatures)
+        if (!(temperature > 0 && temperature <= 1e6f)) {
+            loader.fail(uform_status_corrupt_k, "a choice temperature is not in (0, 1e6]");
+            return false;
+        }
+    return true;
+}
+
+/// Loads the final norm and the heads the geometry has, always in BF16; false with the loader's failure set.
+bool load_heads(loader_t &loader, model_weights_t &weights) noexcept {
+    geometry_t const &geometry = weights.geometry;
+    kernels_t const &kernels = *weights.kernels;
+    bool const amx = weights.amx;
+    std::size_t const hidden = geometry.hidden;
+    if (!load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) ||
+        !load_linear(loader, kernels, "head.embedding.weight", geometry.dimensions, hidden, uform_scalar_bf16_k, amx,
+                     weights.embedding_head))
+        return false;
+    if (geometry.has_token_head && !load_linear(loader, kernels, "head.token.weight", geometry.token_width, hidden,
+                                                uform_scalar_bf16_k, amx, weights.token_head))
+        return false;
+    if (!geometry.has_byte_head) return true;
+    if (!load_linear(loader, kernels, "head.byte.weight", 256, hidden, uform_scalar_bf16_k, amx, weights.byte_head))
+        return false;
+    return geometry.choice_groups == 0 || load_temperatures(loader, weights);
+}
+
+/// The most scratch floats any of the loaded linear layers asks for.
+std::size_t largest_scratch(model_weights_t const &weights) noexcept {
+    std::size_t floats = 0;
+    for (block_weights_t const &block : weights.blocks)
+        for (linear_t const *linear : {&block.qkv, &block.out, &block.gate_up, &block.down})
+            floats = std::max(floats, linear->scratch_floats());
+    for (linear_t const *linear : {&weights.embedding_head, &weights.token_head, &weights.byte_head})
+        floats = std::max(floats, linear->scratch_floats());
+    return floats;
+}
+
+} // namespace
+
+// Every tensor the trunk forward needs, in file order of importance: embeddings, blocks, final norm, heads.
+uform_status_t weights_load(checkpoint_t const &checkpoint, std::span<std::byte const> file,
+                            weights_options_t const &options, model_weights_t &out, char const **message) noexcept {
+    model_weights_t weights;
+    if (uform_status_t status = start_weights(checkpoint, file, options, weights, message)) return status;
+    loader_t loader(checkpoint, file, options);
+    if (!plan_load(loader, weights))
+        return fail(message, uform_status_out_of_memory_k, "out of memory while loading weights");
+    bool ok = load_f32_from_bf16(loader, "embed.byte.weight", 258 * weights.geometry.hidden, weights.byte_embedding);
+    for (std::size_t i = 0; ok && i != weights.geometry.depth; ++i) ok = load_block(loader, weights, i);
+    ok = ok && load_heads(loader, weights);
     if (ok && !build_rope(weights))
         loader.fail(uform_status_out_of_memory_k, "out of memory while loading weights"), ok = false;
-    if (ok) {
-        for (block_weights_t const &block : weights.blocks)
-            for (linear_t const *linear : {&block.qkv, &block.out, &block.gate_up, &block.down})
-                weights.scratch_floats = std::max(weights.scratch_floats, linear->scratch_floats());
-        for (linear_t const *linear : {&weights.embedding_head, &weights.token_head, &weights.byte_head})
-            weights.scratch_floats = std::max(weights.scratch_floats, linear->scratch_floats());
-    }
     if (!ok) {
         failure_t const failure = loader.failure();
         return failure.status == uform_status_ok_k
                    ? fail(message, uform_status_internal_k, "the weights failed to load without a reason")
                    : fail(message, failure.status, failure.message);
     }
+    weights.scratch_floats = largest_scratch(weights);
     out = std::move(weights);
     return uform_status_ok_k;
 }
