@@ -17,7 +17,7 @@ jobs=${JOBS:-1}
 libraries=()
 options=()
 case "$target" in
-checkpoint) sources=(common/checkpoint.cpp common/json.cpp "tests/fuzz/${target}_fuzz.cpp") ;;
+checkpoint) sources=(common/checkpoint.cpp common/json.cpp common/regular_file.cpp "tests/fuzz/${target}_fuzz.cpp") ;;
 image | video | audio)
     # One source for the three media targets, built per entry point, over the system's FFmpeg.
     sources=(cpp/media/*.cpp tests/fuzz/media_fuzz.cpp "-DUFORM_FUZZ_${target^^}")
