@@ -467,3 +467,120 @@ impl Session<'_> {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A checkpoint holding only the trainer's F32 scalars the start reads and rewrites.
+    fn checkpoint(path: &Path, step: f32) {
+        let names = [
+            "trainer.step",
+            "trainer.contrastive.log_scale",
+            "trainer.contrastive.bias",
+        ];
+        let entries: Vec<String> = (0..names.len())
+            .map(|i| {
+                let (start, end) = (4 * i, 4 * i + 4);
+                format!(
+                    r#""{}":{{"dtype":"F32","shape":[1],"data_offsets":[{start},{end}]}}"#,
+                    names[i]
+                )
+            })
+            .collect();
+        let header = format!("{{{}}}", entries.join(","));
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header.as_bytes());
+        for value in [step, 2.0, 0.0] {
+            bytes.extend_from_slice(&value.to_le_bytes());
+        }
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    /// The training arguments of a stage over `recipe` (written to `directory`) and `model`, into `directory/out`.
+    fn arguments(directory: &Path, recipe: &str, model: Option<&Path>) -> TrainArgs {
+        let path = directory.join("recipe.toml");
+        std::fs::write(&path, recipe).unwrap();
+        TrainArgs {
+            recipe: Some(path),
+            model: model.map(Path::to_owned),
+            data: None,
+            out: Some(directory.join("out")),
+            resume: false,
+            steps: None,
+            threads: Some(2),
+            ranks: 1,
+            rank: 0,
+            exchange: None,
+            hostname: "127.0.0.1".to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_stage_starts_from_its_model_its_copy_or_its_own_checkpoint() {
+        let directory =
+            std::env::temp_dir().join(format!("uform-train-start-{}", std::process::id()));
+        let out = directory.join("out");
+        std::fs::create_dir_all(&out).unwrap();
+        let model = directory.join("model.safetensors");
+        checkpoint(&model, 9000.0);
+        let recipe = "from_step = 9000\nsteps = 15000\nstop_at = 10500\ncontrastive_scale = 10.0\n";
+
+        // From --model: the schedule counts on from its step; the scale is written into a copy in the run directory.
+        let stage = Stage::new(&arguments(&directory, recipe, Some(&model))).unwrap();
+        let start = stage.start().unwrap().unwrap();
+        assert_eq!(
+            (start.first, start.stage, &start.from),
+            (9000, Some(9000), &out.join(INIT_COPY))
+        );
+        let log_scale =
+            checkpoint::scalar(&start.from, "trainer.contrastive.log_scale", 0).unwrap();
+        assert_eq!(log_scale, 10f32.ln());
+        assert_eq!(
+            (stage.last_step(9000), stage.last_step(10500)),
+            (10500, 10500)
+        );
+
+        // --steps bounds a session; a model at another step, or none, is refused.
+        let mut session = arguments(&directory, recipe, Some(&model));
+        session.steps = Some(250);
+        assert_eq!(Stage::new(&session).unwrap().last_step(9000), 9250);
+        checkpoint(&model, 8000.0);
+        let error = Stage::new(&arguments(&directory, recipe, Some(&model)))
+            .unwrap()
+            .start()
+            .err()
+            .unwrap();
+        assert!(
+            error.to_string().contains("--model holds step 8000"),
+            "{error}"
+        );
+        assert!(
+            Stage::new(&arguments(&directory, recipe, None)).is_err(),
+            "the scale needs --model"
+        );
+
+        // A run directory holding a checkpoint: refused without --resume, continued with it, done past stop_at.
+        checkpoint(&model, 9000.0);
+        checkpoint(&out.join(CHECKPOINT), 10000.0);
+        let error = Stage::new(&arguments(&directory, recipe, Some(&model)))
+            .unwrap()
+            .start()
+            .err()
+            .unwrap();
+        assert!(
+            error.to_string().contains("--resume continues it"),
+            "{error}"
+        );
+        let mut resumed = arguments(&directory, recipe, Some(&model));
+        resumed.resume = true;
+        let start = Stage::new(&resumed).unwrap().start().unwrap().unwrap();
+        assert_eq!(
+            (start.first, start.stage, &start.from),
+            (10000, Some(9000), &out.join(CHECKPOINT))
+        );
+        checkpoint(&out.join(CHECKPOINT), 10500.0);
+        assert!(Stage::new(&resumed).unwrap().start().unwrap().is_none());
+        std::fs::remove_dir_all(&directory).unwrap();
+    }
+}
