@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "uform/types.h"
+#include <uform/types.h>
 
 namespace uform::media {
 

@@ -11,7 +11,7 @@ extern "C" {
 #include <libavformat/avformat.h>
 }
 
-#include "uform/types.h"
+#include <uform/types.h>
 
 #include "common/fail.hpp"
 #include "common/regular_file.hpp"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "uform/types.h"
+#include <uform/types.h>
 
 namespace uform::media {
 
