@@ -86,6 +86,11 @@ std::string acknowledgement(std::string const &count, std::string const &publish
     return count == published_count ? std::string("ack\n") : "count " + count + "\n";
 }
 
+/// The status of a rank whose peers did not all arrive before the deadline.
+uform_status_t late(char const **message) noexcept {
+    return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+}
+
 /// Agrees on the attempt's nonce with the other ranks (the protocol above). Rank 0 publishes an attempt whenever the
 /// ranks' tokens it has read change, before every rank arrived, so that a rank given another host count learns it
 /// and says so in its acknowledgement: both then answer `invalid-argument`.
@@ -99,8 +104,7 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
             if (!nonce.empty()) {
                 bool all = true;
                 for (std::size_t rank = 1; all && rank != r.host_count; ++rank) {
-                    if (std::chrono::steady_clock::now() >= r.deadline)
-                        return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+                    if (std::chrono::steady_clock::now() >= r.deadline) return late(message);
                     all = read_rendezvous_file(base + ".ack." + nonce + "." + std::to_string(rank), small_file_bytes_k,
                                                contents);
                     if (all && contents != "ack\n")
@@ -116,8 +120,7 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
             std::vector<std::string> tokens;
             bool any = false;
             for (std::size_t rank = 1; rank != r.host_count; ++rank) {
-                if (std::chrono::steady_clock::now() >= r.deadline)
-                    return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+                if (std::chrono::steady_clock::now() >= r.deadline) return late(message);
                 std::vector<std::string> lines;
                 bool const read =
                     read_rendezvous_file(base + ".ready." + std::to_string(rank), small_file_bytes_k, contents) &&
@@ -133,8 +136,7 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
                     return fail(message, uform_status_io_k, "cannot write the mesh's files in its directory");
                 published = std::move(tokens);
             }
-            if (std::chrono::steady_clock::now() >= r.deadline)
-                return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+            if (std::chrono::steady_clock::now() >= r.deadline) return late(message);
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
     }
@@ -154,8 +156,7 @@ uform_status_t agree_attempt(mesh_rendezvous_t const &r, std::string &nonce, wri
             nonce = lines[2];
         }
         if (!nonce.empty() && exists(base + ".go." + nonce)) return uform_status_ok_k;
-        if (std::chrono::steady_clock::now() >= r.deadline)
-            return fail(message, uform_status_timeout_k, "the mesh's ranks did not all arrive in time");
+        if (std::chrono::steady_clock::now() >= r.deadline) return late(message);
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
 }

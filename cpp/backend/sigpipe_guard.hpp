@@ -16,24 +16,20 @@ namespace uform::backend {
 class sigpipe_guard_t {
   public:
     sigpipe_guard_t() noexcept {
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe, &previous_);
+        sigemptyset(&pipe_);
+        sigaddset(&pipe_, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
         sigset_t pending;
         sigemptyset(&pending);
         pending_before_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
     }
 
     ~sigpipe_guard_t() {
-        sigset_t pipe;
-        sigemptyset(&pipe);
-        sigaddset(&pipe, SIGPIPE);
         sigset_t pending;
         sigemptyset(&pending);
         if (!pending_before_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1) {
             timespec const now{0, 0};
-            sigtimedwait(&pipe, nullptr, &now);
+            sigtimedwait(&pipe_, nullptr, &now);
         }
         pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
     }
@@ -42,7 +38,8 @@ class sigpipe_guard_t {
     sigpipe_guard_t &operator=(sigpipe_guard_t const &) = delete;
 
   private:
-    sigset_t previous_{};
+    sigset_t pipe_{};     // SIGPIPE alone
+    sigset_t previous_{}; // the thread's mask before
     bool pending_before_ = false;
 };
 
