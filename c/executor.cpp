@@ -260,7 +260,7 @@ uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nod
     if (!executor) return fail(message, uform_status_invalid_argument_k, "the executor out-pointer is null");
     if (!numa_nodes && numa_nodes_count)
         return fail(message, uform_status_invalid_argument_k, "NUMA nodes are null but counted");
-    if (!known_enum(cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
+    if (!known_enum(cpu_class, uform_cpu_class_wasm_simd128_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
     if (threads > max_threads_k)
         return fail(message, uform_status_invalid_argument_k, "more than 1024 threads asked for");
@@ -366,7 +366,7 @@ uform_status_t uform_executor_init_pool(size_t const *numa_nodes, size_t numa_no
     if (!pool) return fail(message, uform_status_invalid_argument_k, "the pool is null");
     if (!numa_nodes && numa_nodes_count)
         return fail(message, uform_status_invalid_argument_k, "NUMA nodes are null but counted");
-    if (!known_enum(cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
+    if (!known_enum(cpu_class, uform_cpu_class_wasm_simd128_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
     return fail(message, uform_status_unsupported_k, "borrowing a ForkUnion pool is not designed yet");
 }

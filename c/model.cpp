@@ -105,7 +105,7 @@ uform_status_t check_ram(uform_model_load_ram_args_t const &args, load_t &load, 
         return fail(message, uform_status_invalid_argument_k, "more than 16 NUMA nodes named");
     if (has_duplicates(args.numa_nodes, args.numa_nodes_count))
         return fail(message, uform_status_invalid_argument_k, "a NUMA node is named twice");
-    if (!known_enum(args.cpu_class, uform_cpu_class_wasm_v128_relaxed_k))
+    if (!known_enum(args.cpu_class, uform_cpu_class_wasm_simd128_k))
         return fail(message, uform_status_invalid_argument_k, "unknown CPU class");
     if (!legal_quantization(args.quantization, true))
         return fail(message, uform_status_invalid_argument_k, "weights load as auto, bf16, e4m3 or i8 only");

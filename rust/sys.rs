@@ -111,6 +111,8 @@ impl uform_cpu_class_t {
     pub const uform_cpu_class_arm_sme_k: uform_cpu_class_t = uform_cpu_class_t(11);
     /// WebAssembly with relaxed 128-bit SIMD.
     pub const uform_cpu_class_wasm_v128_relaxed_k: uform_cpu_class_t = uform_cpu_class_t(12);
+    /// WebAssembly with 128-bit SIMD (`-msimd128`), the class of the wasm32-wasip1 build.
+    pub const uform_cpu_class_wasm_simd128_k: uform_cpu_class_t = uform_cpu_class_t(13);
 }
 #[repr(transparent)]
 /** @brief The CPU kernels a RAM model dispatches as, named after NumKong's capability levels.

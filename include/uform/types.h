@@ -158,6 +158,8 @@ typedef enum uform_cpu_class_t {
     uform_cpu_class_arm_sme_k = 11,
     /** WebAssembly with relaxed 128-bit SIMD. */
     uform_cpu_class_wasm_v128_relaxed_k = 12,
+    /** WebAssembly with 128-bit SIMD (`-msimd128`), the class of the wasm32-wasip1 build. */
+    uform_cpu_class_wasm_simd128_k = 13,
 } uform_cpu_class_t;
 
 /** @brief The name of a CPU class, such as `"intel-haswell"`; `NULL` for an unknown value. */

@@ -369,6 +369,9 @@ pub enum CPUClass {
     /// WebAssembly with relaxed 128-bit SIMD.
     #[doc(alias = "uform_cpu_class_wasm_v128_relaxed_k")]
     WasmV128Relaxed = 12,
+    /// WebAssembly with 128-bit SIMD (`-msimd128`), the class of the wasm32-wasip1 build.
+    #[doc(alias = "uform_cpu_class_wasm_simd128_k")]
+    WasmSimd128 = 13,
 }
 
 const _: () =
@@ -390,6 +393,7 @@ impl CPUClass {
         Self::ArmSve2,
         Self::ArmSme,
         Self::WasmV128Relaxed,
+        Self::WasmSimd128,
     ];
 
     /// The name the C table owns, such as `"intel-haswell"`.
@@ -419,6 +423,7 @@ impl CPUClass {
             10 => Some(Self::ArmSve2),
             11 => Some(Self::ArmSme),
             12 => Some(Self::WasmV128Relaxed),
+            13 => Some(Self::WasmSimd128),
             _ => None,
         }
     }
