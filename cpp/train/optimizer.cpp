@@ -10,6 +10,8 @@
 #include <atomic>
 #include <cmath>
 
+#include "cpp/train/maths.hpp"
+
 namespace uform::train {
 namespace {
 
@@ -57,33 +59,13 @@ void scale_gradients(std::span<adamw_view_t const> views, double factor, ram::pa
 
 namespace {
 
+using maths::adamw_element;
+using maths::adamw_element_t;
+using maths::adamw_scalars_t;
+
 /// AdamW's per-step scalars in F32, from step `k`, rate `lr` and decay `weight_decay`.
-struct adamw_scalars_t {
-    float decay, keep1, beta2, keep2, eps, step, root2;
-};
-
 adamw_scalars_t adamw_scalars(std::size_t k, double lr, double weight_decay, adamw_t const &constants) noexcept {
-    double const t = double(k + 1);
-    double const correction1 = 1 - std::pow(constants.beta1, t), correction2 = 1 - std::pow(constants.beta2, t);
-    return {static_cast<float>(1 - lr * weight_decay), static_cast<float>(1 - constants.beta1),
-            static_cast<float>(constants.beta2),       static_cast<float>(1 - constants.beta2),
-            static_cast<float>(constants.eps),         static_cast<float>(-(lr / correction1)),
-            static_cast<float>(std::sqrt(correction2))};
-}
-
-/// One element's update: its new master value and moments from the old ones and its gradient.
-struct adamw_element_t {
-    float theta, m, v;
-};
-
-inline adamw_element_t adamw_element(adamw_scalars_t const &c, bool decays, float theta, float g, float m0,
-                                     float v0) noexcept {
-    if (decays) theta *= c.decay;
-    // torch's vectorised lerp (weight below 0.5) and addcmul: fused multiply-adds.
-    float const m = std::fma(c.keep1, g - m0, m0);
-    float const v = std::fma(c.keep2 * g, g, v0 * c.beta2);
-    float const denom = std::sqrt(v) / c.root2 + c.eps;
-    return {theta + c.step * m / denom, m, v};
+    return maths::adamw_scalars(k, lr, weight_decay, constants.beta1, constants.beta2, constants.eps);
 }
 
 } // namespace

@@ -126,7 +126,7 @@ uform_status_t trainer_core_t::agree(ram::parallel_t const &parallel, char const
         if (uform_status_t status = mesh->broadcast(&count, sizeof(count), message)) return status;
         steps = std::size_t(count);
     }
-    return parameters_refresh(parameters, parallel, message);
+    return residency().refresh(parameters, parallel, message);
 }
 
 uform_status_t trainer_core_t::arrange(std::size_t items, bool sides, bool bags, char const **message) noexcept {
@@ -306,7 +306,8 @@ uform_status_t trainer_core_t::step_forward(batch_t const &batch, ram::parallel_
                                             char const **message) noexcept {
     geometry_t const &g = parameters.geometry;
     trunk_request_t const request{batch.segments, token_vector_flags_, rows_};
-    if (uform_status_t status = trunk_.forward(parameters, request, parallel, poll, plan.out, message)) return status;
+    if (uform_status_t status = residency().forward(parameters, request, parallel, poll, plan.out, message))
+        return status;
     report.tokens = plan.out.tokens;
     report.embeddings = plan.out.z;
     if (stop(progress, 1)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
@@ -423,7 +424,7 @@ uform_status_t trainer_core_t::step_losses(batch_t const &batch, step_plan_t &pl
     if (!zeroed(grad_z_, plan.scored * g.dimensions) || !zeroed(grad_token_vectors_, plan.token_rows * g.token_width) ||
         !zeroed(grad_logits_, rows_.size() * 256))
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step's gradients");
-    for (tensor_t &t : parameters.tensors) std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+    if (uform_status_t status = residency().zero_gradients(parameters, message)) return status;
     if (plan.contrastive && plan.counts[0] > 0)
         if (uform_status_t status = contrastive_term(plan, message)) return status;
     if (plan.late && plan.counts[1] > 0 && plan.sides)
@@ -471,8 +472,8 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
             if (grad_tokens) grad_tokens += world_token_offsets_[layout_.first] * g.token_width;
         }
     }
-    if (uform_status_t status = trunk_.backward(parameters, grad_z, grad_tokens,
-                                                rows_.empty() ? nullptr : grad_logits_.data(), parallel, poll, message))
+    if (uform_status_t status = residency().backward(
+            parameters, grad_z, grad_tokens, rows_.empty() ? nullptr : grad_logits_.data(), parallel, poll, message))
         return status;
     if (stop(progress, 2)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
     if (mesh)
@@ -482,14 +483,9 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
 
 uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll_t poll, step_report_t &report,
                                            char const **message) noexcept {
-    try {
-        views_.clear();
-        for (tensor_t &t : parameters.tensors)
-            views_.push_back({t.master.data(), t.grad.data(), t.moment1.data(), t.moment2.data(), t.count(), t.decays});
-    } catch (std::bad_alloc const &) {
-        return fail(message, uform_status_out_of_memory_k, "out of memory for the optimiser");
-    }
-    double const norm = gradient_norm(views_);
+    step_kernels_t &k = residency();
+    double norm = 0;
+    if (uform_status_t status = k.gradient_norm(parameters, norm, message)) return status;
     report.gradient_norm = norm;
     if (!std::isfinite(norm))
         return fail(message, uform_status_corrupt_k, "the step's gradient is not finite: no weight was updated");
@@ -497,13 +493,13 @@ uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll
 
     // From here on the step completes unless its update would overflow: it is not interrupted.
     uform_schedule_t const &schedule = settings.schedule;
-    scale_gradients(views_, clip_factor(norm, schedule.clip_norm), parallel);
+    k.scale_gradients(parameters, clip_factor(norm, schedule.clip_norm), parallel);
     report.learning_rate = learning_rate(schedule, steps);
-    if (!adamw_stays_finite(views_, steps, report.learning_rate, schedule.weight_decay, adamw_t{}, parallel))
+    if (!k.update_stays_finite(parameters, steps, report.learning_rate, schedule.weight_decay, parallel))
         return fail(message, uform_status_corrupt_k, "the step's update would make a weight non-finite: none changed");
-    adamw_step(views_, steps, report.learning_rate, schedule.weight_decay, adamw_t{}, parallel);
+    k.update(parameters, steps, report.learning_rate, schedule.weight_decay, parallel);
     ++steps;
-    return parameters_refresh(parameters, parallel, message);
+    return k.refresh(parameters, parallel, message);
 }
 
 uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,
@@ -545,8 +541,8 @@ uform_status_t trainer_core_t::choice_logits(std::span<segment_t const> segments
         }
         trunk_outputs_t logits;
         if (uform_status_t status =
-                trunk_.forward(parameters, {segments.subspan(first, last - first), token_vector_flags_, rows_},
-                               parallel, poll, logits, message))
+                residency().forward(parameters, {segments.subspan(first, last - first), token_vector_flags_, rows_},
+                                    parallel, poll, logits, message))
             return status;
         for (std::size_t i = first; i != last; ++i)
             for (std::size_t k = offsets[i]; k != offsets[i + 1]; ++k)

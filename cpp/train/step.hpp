@@ -10,6 +10,7 @@
 #include <uform/train.h>
 
 #include "cpp/train/collectives.hpp"
+#include "cpp/train/kernels.hpp"
 #include "cpp/train/losses.hpp"
 #include "cpp/train/optimizer.hpp"
 #include "cpp/train/parameters.hpp"
@@ -108,7 +109,7 @@ struct step_plan_t {
     double sums[5] = {0, 0, 0, 0, 0};
 };
 
-/// A CPU trainer's state: its parameters, the trunk's activations, and the buffers of a step, grown to a high-water
+/// A trainer's state: its parameters, its residency's kernels, and the host buffers of a step, grown to a high-water
 /// mark so that a steady loop of same-shaped steps allocates nothing after the first.
 class trainer_core_t {
   public:
@@ -118,6 +119,11 @@ class trainer_core_t {
     std::size_t steps = 0;
     /// The mesh the trainer is a rank of (borrowed), or null for one process.
     collectives_t *mesh = nullptr;
+    /// The residency's kernels the step runs on (borrowed), or null for the RAM ones the trainer owns.
+    step_kernels_t *kernels = nullptr;
+
+    /// The kernels a step runs on: `kernels`, else the trainer's RAM ones.
+    step_kernels_t &residency() noexcept { return kernels ? *kernels : ram_kernels_; }
 
     /// Makes every rank's weights, moments and step count rank 0's (broadcast), then refreshes the BF16 copies. A
     /// mesh's trainers call it once, together, after loading.
@@ -184,14 +190,13 @@ class trainer_core_t {
     std::vector<std::uint8_t> local_flags_, world_bagged_; // bag flags, then sides: the rank's, the world's
     std::vector<uform_late_interaction_side_t> world_sides_;
     std::vector<float> world_z_, world_tokens_, bucket_;
-    trunk_t trunk_;
+    ram_kernels_t ram_kernels_;
     relations_t relations_;
     loss_scratch_t loss_scratch_;
     std::vector<logit_row_t> rows_;
     std::vector<std::uint8_t> token_vector_flags_;
     std::vector<float> grad_z_, grad_token_vectors_, grad_logits_, legal_logits_, grad_legal_;
     std::vector<std::size_t> choice_offsets_;
-    std::vector<adamw_view_t> views_;
 };
 
 } // namespace uform::train

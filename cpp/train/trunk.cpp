@@ -14,6 +14,7 @@
 #include "common/fail.hpp"
 #include "common/scalars.hpp"
 #include "cpp/kernels/product.hpp"
+#include "cpp/train/maths.hpp"
 
 namespace uform::train {
 namespace {
@@ -203,7 +204,7 @@ struct pass_t {
                 float dot = 0;
                 for (std::size_t j = 0; j != H; ++j) dot += dyr[j] * w[j] * xr[j], sum[j] += dyr[j] * xr[j] * inv;
                 float const c = inv * inv * inv * dot / static_cast<float>(H);
-                for (std::size_t j = 0; j != H; ++j) dxr[j] += inv * dyr[j] * w[j] - xr[j] * c;
+                for (std::size_t j = 0; j != H; ++j) dxr[j] += maths::rms_norm_backward(xr[j], dyr[j], w[j], inv, c);
             }
         });
         float *grad = target.tensors[index(name)].grad.data();
@@ -326,9 +327,7 @@ struct pass_t {
                     std::size_t const count = std::min(run, F - j0);
                     k.sigmoid(gate + j0, sigmoid, count);
                     for (std::size_t j = j0; j != j0 + count; ++j) {
-                        float const sig = sigmoid[j - j0], x = gate[j], y = up[j];
-                        up[j] = d[j] * x * sig;
-                        gate[j] = d[j] * y * sig * (1.0f + x * (1.0f - sig));
+                        maths::silu_gate_backward(gate[j], up[j], sigmoid[j - j0], d[j], gate[j], up[j]);
                     }
                 }
             }
@@ -395,8 +394,7 @@ struct pass_t {
     void unrotate(float const *d, std::size_t token, float *out, std::size_t half) const noexcept {
         float const *c = s.cos.data() + token * half, *sn = s.sin.data() + token * half;
         for (std::size_t j = 0; j != half; ++j) {
-            out[j] = d[j] * c[j] + d[half + j] * sn[j];
-            out[half + j] = d[half + j] * c[j] - d[j] * sn[j];
+            maths::unrotate_pair(d[j], d[half + j], c[j], sn[j], out[j], out[half + j]);
         }
     }
 };
