@@ -618,16 +618,24 @@ extern "C" {
 uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
                                        uform_trainer_t *trainer, char const **message) {
     if (!trainer) return fail(message, uform_status_invalid_argument_k, "the trainer out-pointer is null");
-    if (uform_status_t status = check_training_executor(executor, executor_kind_t::vram, message)) return status;
+    if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
+    if (executor->kind == executor_kind_t::local)
+        return fail(message, uform_status_unsupported_k, "training runs on a RAM or VRAM executor, not a local one");
+    // The configuration is checked as `uform_trainer_init_ram` checks it before the executor's kind, so a process
+    // without a device learns of a bad configuration as a RAM trainer would (train.h).
     uform_trainer_init_vram_args_t a = args ? *args : uform_trainer_init_vram_args_t{};
-    if (a.mesh) {
-        if (!mesh_valid(a.mesh)) return fail(message, uform_status_invalid_argument_k, "the mesh is not a live mesh");
-        if (a.mesh->residency != uform_residency_vram_k || a.mesh->devices != executor->devices)
-            return fail(message, uform_status_invalid_argument_k, "the mesh was joined over other devices");
-    }
+    if (a.mesh && !mesh_valid(a.mesh))
+        return fail(message, uform_status_invalid_argument_k, "the mesh is not a live mesh");
     geometry_t g{};
     checkpoint_t start;
     if (uform_status_t status = resolve_trainer(a, g, start, message)) return status;
+    if (executor->kind != executor_kind_t::vram && backend::gpu_count() == 0)
+        return fail(message, uform_status_unsupported_k,
+                    "a VRAM trainer needs a GPU and this process drives none (a RAM trainer is made by "
+                    "uform_trainer_init_ram)");
+    if (uform_status_t status = check_training_executor(executor, executor_kind_t::vram, message)) return status;
+    if (a.mesh && (a.mesh->residency != uform_residency_vram_k || a.mesh->devices != executor->devices))
+        return fail(message, uform_status_invalid_argument_k, "the mesh was joined over other devices");
     return make_trainer(executor, a, g, a.checkpoint_length ? &start : nullptr, trainer, message);
 }
 
