@@ -45,7 +45,7 @@ char const *const gpu_class_names[] = {"auto",          "nvidia-ampere",    "nvi
                                        "nvidia-hopper", "nvidia-blackwell", "amd-cdna3"};
 char const *const residency_names[] = {"ram", "vram"};
 char const *const modality_names[] = {"text", "image", "video", "audio"};
-char const *const objective_names[] = {"joint", "masking", "contrastive", "late-interaction", "choices"};
+char const *const objective_names[] = {"joint", "masking", "contrastive", "late-interaction", "choices", "distill"};
 char const *const negatives_names[] = {"device", "mesh", "hard", "mesh-and-hard"};
 char const *const pair_loss_form_names[] = {"info-nce", "sigmoid"};
 char const *const side_names[] = {"none", "query", "document"};

@@ -201,6 +201,36 @@ uform_status_t check_step_choices(uform_trainer_step_args_t const &a, uform_moda
     return check_choice_tapes(choices, targets, message);
 }
 
+/// The widest teacher row a step may carry (train.h).
+constexpr std::size_t max_teacher_width_k = 65536;
+
+/// Checks a step's teacher rows: none, or `teacher_width` finite values per item, given to a trainer whose objective
+/// distils (train.h).
+uform_status_t check_step_teacher(uform_trainer_s const *trainer, uform_trainer_step_args_t const &a, std::size_t n,
+                                  char const **message) noexcept {
+    if (!a.teacher && a.teacher_count)
+        return fail(message, uform_status_invalid_argument_k, "teacher rows are null but counted");
+    if (a.teacher_count == 0) {
+        if (a.teacher_width != 0)
+            return fail(message, uform_status_shape_mismatch_k, "a teacher width is named but no teacher rows given");
+        return uform_status_ok_k;
+    }
+    if (a.teacher_width == 0 || a.teacher_width > max_teacher_width_k)
+        return fail(message, uform_status_invalid_argument_k, "the teacher width is not between 1 and 65536");
+    std::size_t values = 0;
+    if (!multiply(n, a.teacher_width, values) || a.teacher_count != values)
+        return fail(message, uform_status_shape_mismatch_k,
+                    "the teacher rows are not the step's items times the teacher width");
+    uform_objective_t const objective = trainer->args.objective;
+    if (objective != uform_objective_joint_k && objective != uform_objective_distill_k)
+        return fail(message, uform_status_invalid_argument_k,
+                    "teacher rows given to a trainer whose objective does not distil (joint or distill)");
+    for (std::size_t k = 0; k != a.teacher_count; ++k)
+        if (!std::isfinite(a.teacher[k]))
+            return fail(message, uform_status_invalid_argument_k, "a teacher row holds a NaN or infinite value");
+    return uform_status_ok_k;
+}
+
 /// Checks a step's `n` items against the bounds its trainer's buffers were sized for, and its front-ends.
 uform_status_t check_step_bounds(uform_trainer_s const *trainer, uform_trainer_step_args_t const &a,
                                  uform_modality_t const *modalities, std::size_t const *contents_offsets, std::size_t n,
@@ -334,7 +364,7 @@ uform_status_t check_trainer_config(uform_trainer_init_vram_args_t const &a, cha
         return fail(message, uform_status_invalid_argument_k, "the checkpoint's path is null but has a length");
     if (a.checkpoint && std::memchr(a.checkpoint, 0, a.checkpoint_length))
         return fail(message, uform_status_invalid_argument_k, "the checkpoint's path holds a NUL byte");
-    if (!known_enum(a.objective, uform_objective_choices_k))
+    if (!known_enum(a.objective, uform_objective_distill_k))
         return fail(message, uform_status_invalid_argument_k, "unknown objective");
     if (!known_enum(a.contrastive.form, uform_pair_loss_form_sigmoid_k))
         return fail(message, uform_status_invalid_argument_k, "unknown pair-loss form");
@@ -347,6 +377,9 @@ uform_status_t check_trainer_config(uform_trainer_init_vram_args_t const &a, cha
                            a.contrastive.weight,
                            a.late_interaction.weight,
                            a.choices.weight,
+                           a.distill.student_temperature,
+                           a.distill.teacher_temperature,
+                           a.distill.weight,
                            a.schedule.learning_rate,
                            a.schedule.min_learning_rate,
                            a.schedule.weight_decay,
@@ -362,7 +395,8 @@ uform_status_t check_trainer_config(uform_trainer_init_vram_args_t const &a, cha
     if (a.schedule.weight_decay > max_rate_k)
         return fail(message, uform_status_invalid_argument_k, "schedule.weight_decay is above 1");
     float const weights[] = {a.masking.mean_span,  a.masking.weight,          a.contrastive.hard_negative_weight,
-                             a.contrastive.weight, a.late_interaction.weight, a.choices.weight};
+                             a.contrastive.weight, a.late_interaction.weight, a.choices.weight,
+                             a.distill.weight};
     for (float value : weights)
         if (value > max_weight_k)
             return fail(message, uform_status_invalid_argument_k, "a term's weight or span is above 1e6");
@@ -403,6 +437,9 @@ void resolve_trainer_defaults(uform_trainer_init_vram_args_t &a) noexcept {
     if (a.late_interaction.weight == 0) a.late_interaction.weight = 1;
     if (!a.choices.groups) a.choices.groups = 1;
     if (a.choices.weight == 0) a.choices.weight = 1;
+    if (a.distill.student_temperature == 0) a.distill.student_temperature = 0.05f;
+    if (a.distill.teacher_temperature == 0) a.distill.teacher_temperature = 0.05f;
+    if (a.distill.weight == 0) a.distill.weight = 1;
     uform_schedule_t &s = a.schedule;
     if (!s.steps) s.steps = 10000;
     if (!s.warmup_steps) s.warmup_steps = s.steps / 100;
@@ -426,6 +463,10 @@ uform_status_t check_resolved_config(uform_trainer_init_vram_args_t const &a, ch
     if (b.max_rows_per_device > big_k || b.max_segments_per_device > big_k || b.max_columns_per_row > big_k ||
         b.max_bags_per_device > big_k || a.late_interaction.token_width > 65536 || a.choices.groups > 65536)
         return fail(message, uform_status_invalid_argument_k, "a batch bound or head width is out of range");
+    for (float temperature : {a.distill.student_temperature, a.distill.teacher_temperature})
+        if (temperature < 1e-3f || temperature > 1e3f)
+            return fail(message, uform_status_invalid_argument_k,
+                        "a distillation temperature is not between 1e-3 and 1e3");
     return uform_status_ok_k;
 }
 
@@ -693,6 +734,7 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
                     "a step needs an item with content: it has no items, or only empty texts (nothing changed)");
     if (uform_status_t status = check_step_relations(a, n, message)) return status;
     if (uform_status_t status = check_step_choices(a, modalities, n, message)) return status;
+    if (uform_status_t status = check_step_teacher(trainer, a, n, message)) return status;
     if (uform_status_t status = check_step_bounds(trainer, a, modalities, contents_offsets, n, message)) return status;
 
     step_params_t p{};
@@ -709,6 +751,8 @@ uform_status_t uform_trainer_step(uform_trainer_t trainer, uform_executor_t exec
     p.step.choices = {a.choices, a.choices_offsets, a.choices_offsets ? a.choices_count : 0};
     p.step.choice_targets = {a.choice_targets, a.choice_targets_offsets,
                              a.choice_targets_offsets ? a.choice_targets_count : 0};
+    p.step.teacher = {a.teacher, a.teacher ? a.teacher_count : 0};
+    p.step.teacher_width = a.teacher_count ? a.teacher_width : 0;
     return dispatch(p, holds_t{executor, a.arena, nullptr, trainer}, outcome, message);
 }
 

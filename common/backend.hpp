@@ -200,6 +200,8 @@ struct trainer_step_t {
     std::span<uform_late_interaction_side_t const> sides; // empty: none for all
     tape_view_t<char> choices;                            // `count` zero or the items'
     tape_view_t<float> choice_targets;                    // shaped as `choices`
+    std::span<float const> teacher;                       // empty, or `teacher_width` finite values per item
+    std::size_t teacher_width;                            // nonzero with `teacher`; all-zero rows have no teacher
 };
 
 /// Runs one step. Fills `stats` but `nanoseconds`; when `call.has_arena()`, fills `embeddings` with the

@@ -1018,6 +1018,8 @@ impl uform_objective_t {
     pub const uform_objective_late_interaction_k: uform_objective_t = uform_objective_t(3);
     /// Choice cross-entropy alone.
     pub const uform_objective_choices_k: uform_objective_t = uform_objective_t(4);
+    /// Distillation from a teacher's embeddings alone: the step's items with a teacher row.
+    pub const uform_objective_distill_k: uform_objective_t = uform_objective_t(5);
 }
 #[repr(transparent)]
 /** @brief What a trainer optimises.
@@ -1233,6 +1235,20 @@ pub struct uform_choices_t {
     /// Weight in the joint loss; zero takes 1; at most 1e6.
     pub weight: f32,
 }
+/** @brief The distillation objective (docs/model.md, "Distillation"): over the items with a teacher row (the world's,
+over a mesh), each anchor's softmax over the others of its student cosines at `student_temperature` is matched to
+the softmax of its teacher cosines at `teacher_temperature` by KL divergence, so the teacher's width never meets
+the student's. Each temperature is at least 1e-3 and at most 1e3 once resolved.*/
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct uform_distill_t {
+    /// The student's temperature; zero takes 0.05.
+    pub student_temperature: f32,
+    /// The teacher's temperature; zero takes 0.05.
+    pub teacher_temperature: f32,
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
+    pub weight: f32,
+}
 /// @brief The optimiser's schedule: AdamW, linear warm-up then cosine decay, gradient clipping.
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1291,6 +1307,8 @@ pub struct uform_trainer_init_vram_args_t {
     pub late_interaction: uform_late_interaction_t,
     /// The choice term.
     pub choices: uform_choices_t,
+    /// The distillation term.
+    pub distill: uform_distill_t,
     /// The optimiser's schedule.
     pub schedule: uform_schedule_t,
     /// Seed of the weights, the masking and the sampling; the same seed gives the same run.
@@ -1365,6 +1383,8 @@ pub struct uform_trainer_step_stats_t {
     pub late_interaction_loss: f32,
     /// The choice term, zero when absent.
     pub choices_loss: f32,
+    /// The distillation term, zero when absent.
+    pub distill_loss: f32,
     /// The gradient norm before clipping.
     pub gradient_norm: f32,
     /// The learning rate applied.
@@ -1410,6 +1430,16 @@ pub struct uform_trainer_step_args_t {
     pub choice_targets_offsets: *const usize,
     /// Items of the `choice_targets` tape: equal to `choices_count`.
     pub choice_targets_count: usize,
+    /** The teacher's embedding of each item, row-major, `teacher_width` finite values per item; empty for a step
+    without a teacher. An all-zero row says the item has no teacher (an image in a joint step): it takes no part
+    in distillation. Rows need not be unit: the term compares their cosines. Given to a trainer whose objective
+    has no distillation term (neither joint nor distill), they are refused with `uform_status_invalid_argument_k`.*/
+    pub teacher: *const f32,
+    /// Values in `teacher`: zero or the step's items times `teacher_width`.
+    pub teacher_count: usize,
+    /** Columns of a teacher row: nonzero with rows, zero without; at most 65536. It may change from step to step,
+    but over a mesh the ranks with rows in one step name the same width.*/
+    pub teacher_width: usize,
     /// Nullable; receives what the step did.
     pub stats: *mut uform_trainer_step_stats_t,
     /// Nullable: the arena that receives the pooled embeddings the loss scored, in F32.
@@ -1543,7 +1573,12 @@ unsafe extern "C" {
     or, over a mesh, no term with a unit on any rank) answers `uform_status_invalid_argument_k` with no weight, moment
     or step count changed: the schedule does not advance. Over a mesh a rank may bring no items while its peers bring
     some. A step whose update would make a weight or moment non-finite answers `uform_status_corrupt_k`, changing
-    nothing, as a step whose loss or gradient is not finite does.
+    nothing, as a step whose loss or gradient is not finite does. Teacher rows are checked before anything runs: a
+    count that is not the items times the width answers `uform_status_shape_mismatch_k`, a NaN or infinite value
+    `uform_status_invalid_argument_k`; a `distill` objective's step of one process without two items with a teacher
+    has no unit and is refused as above, and over a mesh the distillation term scores every rank's items with a
+    teacher (their embeddings and rows gathered), normalised by the mesh's count of anchors; ranks whose widths differ
+    all answer `uform_status_invalid_argument_k`, nothing changed.
     @param embeddings Nullable; receives the scored embeddings when `args->arena` is set, else empty rows.
     @uform verb TrainVerbs
     @uform per-item modalities

@@ -260,6 +260,58 @@ loss_t choices_loss(step_items_t const &s) noexcept {
     return {float(total / double(counted)), true};
 }
 
+/// Whether item `i` has a teacher: a nonzero teacher row (train.h).
+bool has_teacher(step_items_t const &s, std::size_t i) noexcept {
+    std::size_t const width = s.step.teacher_width;
+    if (!width) return false;
+    float const *row = s.step.teacher.data() + i * width;
+    return std::any_of(row, row + width, [](float v) { return v != 0; });
+}
+
+/// The cosine of teacher rows `i` and `j`.
+double teacher_cosine(step_items_t const &s, std::size_t i, std::size_t j) noexcept {
+    std::size_t const width = s.step.teacher_width;
+    float const *a = s.step.teacher.data() + i * width, *b = s.step.teacher.data() + j * width;
+    double dot = 0, aa = 0, bb = 0;
+    for (std::size_t k = 0; k != width; ++k)
+        dot += double(a[k]) * b[k], aa += double(a[k]) * a[k], bb += double(b[k]) * b[k];
+    return dot / std::sqrt(aa * bb);
+}
+
+/// The distillation loss (docs/model.md, "Distillation"): per item with a teacher, the KL divergence of the softmax
+/// of its student cosines to the other such items from the teacher's, each at its temperature.
+loss_t distill_loss(step_items_t const &s) noexcept {
+    uform_distill_t const &d = s.trainer.args.distill;
+    double total = 0;
+    std::size_t counted = 0;
+    for (std::size_t i = 0; i != s.n; ++i) {
+        if (!has_teacher(s, i)) continue;
+        double top_t = -1e300, top_s = -1e300, sum_t = 0, sum_s = 0, cross = 0;
+        bool any = false;
+        for (std::size_t j = 0; j != s.n; ++j)
+            if (j != i && has_teacher(s, j)) {
+                top_t = std::max(top_t, teacher_cosine(s, i, j) / d.teacher_temperature);
+                top_s = std::max(top_s, s.similarity(i, j) / d.student_temperature);
+                any = true;
+            }
+        if (!any) continue;
+        for (std::size_t j = 0; j != s.n; ++j)
+            if (j != i && has_teacher(s, j)) {
+                sum_t += std::exp(teacher_cosine(s, i, j) / d.teacher_temperature - top_t);
+                sum_s += std::exp(s.similarity(i, j) / d.student_temperature - top_s);
+            }
+        double const lse_t = top_t + std::log(sum_t), lse_s = top_s + std::log(sum_s);
+        for (std::size_t j = 0; j != s.n; ++j)
+            if (j != i && has_teacher(s, j)) {
+                double const log_p = teacher_cosine(s, i, j) / d.teacher_temperature - lse_t;
+                cross += std::exp(log_p) * (log_p - (s.similarity(i, j) / d.student_temperature - lse_s));
+            }
+        total += cross, ++counted;
+    }
+    if (!counted) return {};
+    return {float(total / double(counted)), true};
+}
+
 /// The stub's logits of one held-out item's legal bytes, at temperature 1.
 void item_logits(std::span<char const> text, std::span<char const> legal, std::vector<double> &logits) {
     std::uint64_t const seed = fnv1a(item_seed(uform_modality_text_k), text.data(), text.size());
@@ -287,26 +339,28 @@ void item_loss(std::span<double const> logits, std::span<float const> targets, d
 
 /// A step's loss terms.
 struct step_losses_t {
-    loss_t masking, contrastive, late, choosing;
+    loss_t masking, contrastive, late, choosing, distilling;
 };
 
 /// Fills a step's stats from its loss terms, weighted as the trainer's arguments say.
 void fill_stats(trainer_t const &trainer, step_losses_t const &losses, std::size_t items, std::size_t tokens,
                 uform_trainer_step_stats_t &stats) noexcept {
     uform_trainer_init_vram_args_t const &a = trainer.args;
-    auto const &[masking, contrastive, late, choosing] = losses;
-    float const weighted[4] = {masking.present ? a.masking.weight * masking.value : 0,
+    auto const &[masking, contrastive, late, choosing, distilling] = losses;
+    float const weighted[5] = {masking.present ? a.masking.weight * masking.value : 0,
                                contrastive.present ? a.contrastive.weight * contrastive.value : 0,
                                late.present ? a.late_interaction.weight * late.value : 0,
-                               choosing.present ? a.choices.weight * choosing.value : 0};
+                               choosing.present ? a.choices.weight * choosing.value : 0,
+                               distilling.present ? a.distill.weight * distilling.value : 0};
     double norm = 0;
     for (float term : weighted) norm += double(term) * term;
     stats.step = trainer.step;
-    stats.loss = weighted[0] + weighted[1] + weighted[2] + weighted[3];
+    stats.loss = weighted[0] + weighted[1] + weighted[2] + weighted[3] + weighted[4];
     stats.masking_loss = masking.value;
     stats.contrastive_loss = contrastive.value;
     stats.late_interaction_loss = late.value;
     stats.choices_loss = choosing.value;
+    stats.distill_loss = distilling.value;
     stats.gradient_norm = float(0.5 * std::sqrt(norm));
     stats.learning_rate = float(uform::learning_rate(a.schedule, trainer.step));
     stats.items = items;
@@ -361,6 +415,12 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
     if ((joint || objective == uform_objective_late_interaction_k) && !step.sides.empty() && g.token_width)
         losses.late = late_interaction_loss(items);
     if ((joint || objective == uform_objective_choices_k) && step.choices.count) losses.choosing = choices_loss(items);
+    if ((joint || objective == uform_objective_distill_k) && step.teacher_width)
+        losses.distilling = distill_loss(items);
+    if (!losses.masking.present && !losses.contrastive.present && !losses.late.present && !losses.choosing.present &&
+        !losses.distilling.present && objective == uform_objective_distill_k)
+        return fail(message, uform_status_invalid_argument_k,
+                    "the step has nothing to learn from: no two items with a teacher (no weight changed)");
 
     if (call.report(1, 1)) return fail(message, uform_status_cancelled_k, "a progress handler stopped the step");
 

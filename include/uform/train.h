@@ -40,6 +40,8 @@ typedef enum uform_objective_t {
     uform_objective_late_interaction_k = 3,
     /** Choice cross-entropy alone. */
     uform_objective_choices_k = 4,
+    /** Distillation from a teacher's embeddings alone: the step's items with a teacher row. */
+    uform_objective_distill_k = 5,
 } uform_objective_t;
 
 /** @brief The name of an objective, such as `"late-interaction"`; `NULL` for an unknown value. */
@@ -298,6 +300,21 @@ typedef struct uform_choices_t {
     float weight;
 } uform_choices_t;
 
+/**
+ * @brief The distillation objective (docs/model.md, "Distillation"): over the items with a teacher row (the world's,
+ * over a mesh), each anchor's softmax over the others of its student cosines at `student_temperature` is matched to
+ * the softmax of its teacher cosines at `teacher_temperature` by KL divergence, so the teacher's width never meets
+ * the student's. Each temperature is at least 1e-3 and at most 1e3 once resolved.
+ */
+typedef struct uform_distill_t {
+    /** The student's temperature; zero takes 0.05. */
+    float student_temperature;
+    /** The teacher's temperature; zero takes 0.05. */
+    float teacher_temperature;
+    /** Weight in the joint loss; zero takes 1; at most 1e6. */
+    float weight;
+} uform_distill_t;
+
 /** @brief The optimiser's schedule: AdamW, linear warm-up then cosine decay, gradient clipping. */
 typedef struct uform_schedule_t {
     /** Steps in all; zero takes 10000. */
@@ -351,6 +368,8 @@ typedef struct uform_trainer_init_vram_args_t {
     uform_late_interaction_t late_interaction;
     /** The choice term. */
     uform_choices_t choices;
+    /** The distillation term. */
+    uform_distill_t distill;
     /** The optimiser's schedule. */
     uform_schedule_t schedule;
     /** Seed of the weights, the masking and the sampling; the same seed gives the same run. */
@@ -453,6 +472,8 @@ typedef struct uform_trainer_step_stats_t {
     float late_interaction_loss;
     /** The choice term, zero when absent. */
     float choices_loss;
+    /** The distillation term, zero when absent. */
+    float distill_loss;
     /** The gradient norm before clipping. */
     float gradient_norm;
     /** The learning rate applied. */
@@ -500,6 +521,17 @@ typedef struct uform_trainer_step_args_t {
     size_t const *choice_targets_offsets;
     /** Items of the `choice_targets` tape: equal to `choices_count`. */
     size_t choice_targets_count;
+    /** The teacher's embedding of each item, row-major, `teacher_width` finite values per item; empty for a step
+     *  without a teacher. An all-zero row says the item has no teacher (an image in a joint step): it takes no part
+     *  in distillation. Rows need not be unit: the term compares their cosines. Given to a trainer whose objective
+     *  has no distillation term (neither joint nor distill), they are refused with `uform_status_invalid_argument_k`.
+     */
+    float const *teacher;
+    /** Values in `teacher`: zero or the step's items times `teacher_width`. */
+    size_t teacher_count;
+    /** Columns of a teacher row: nonzero with rows, zero without; at most 65536. It may change from step to step,
+     *  but over a mesh the ranks with rows in one step name the same width. */
+    size_t teacher_width;
     /** Nullable; receives what the step did. */
     uform_trainer_step_stats_t *stats;
     /** Nullable: the arena that receives the pooled embeddings the loss scored, in F32. */
@@ -518,7 +550,12 @@ typedef struct uform_trainer_step_args_t {
  * or, over a mesh, no term with a unit on any rank) answers `uform_status_invalid_argument_k` with no weight, moment
  * or step count changed: the schedule does not advance. Over a mesh a rank may bring no items while its peers bring
  * some. A step whose update would make a weight or moment non-finite answers `uform_status_corrupt_k`, changing
- * nothing, as a step whose loss or gradient is not finite does.
+ * nothing, as a step whose loss or gradient is not finite does. Teacher rows are checked before anything runs: a
+ * count that is not the items times the width answers `uform_status_shape_mismatch_k`, a NaN or infinite value
+ * `uform_status_invalid_argument_k`; a `distill` objective's step of one process without two items with a teacher
+ * has no unit and is refused as above, and over a mesh the distillation term scores every rank's items with a
+ * teacher (their embeddings and rows gathered), normalised by the mesh's count of anchors; ranks whose widths differ
+ * all answer `uform_status_invalid_argument_k`, nothing changed.
  * @param embeddings Nullable; receives the scored embeddings when `args->arena` is set, else empty rows.
  * @uform verb TrainVerbs
  * @uform per-item modalities

@@ -27,6 +27,9 @@ pub enum Objective {
     /// Choice cross-entropy alone.
     #[doc(alias = "uform_objective_choices_k")]
     Choices = 4,
+    /// Distillation from a teacher's embeddings alone: the step's items with a teacher row.
+    #[doc(alias = "uform_objective_distill_k")]
+    Distill = 5,
 }
 
 const _: () =
@@ -40,6 +43,7 @@ impl Objective {
         Self::Contrastive,
         Self::LateInteraction,
         Self::Choices,
+        Self::Distill,
     ];
 
     /// The name the C table owns, such as `"late-interaction"`.
@@ -61,6 +65,7 @@ impl Objective {
             2 => Some(Self::Contrastive),
             3 => Some(Self::LateInteraction),
             4 => Some(Self::Choices),
+            5 => Some(Self::Distill),
             _ => None,
         }
     }
@@ -872,6 +877,52 @@ impl Choices {
     }
 }
 
+/// The distillation objective (docs/model.md, "Distillation"): over the items with a teacher row (the world's,
+/// over a mesh), each anchor's softmax over the others of its student cosines at `student_temperature` is matched to
+/// the softmax of its teacher cosines at `teacher_temperature` by KL divergence, so the teacher's width never meets
+/// the student's. Each temperature is at least 1e-3 and at most 1e3 once resolved.
+///
+/// Mirrors `uform_distill_t` field by field.
+#[doc(alias = "uform_distill_t")]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Distill {
+    /// The student's temperature; zero takes 0.05.
+    pub student_temperature: f32,
+    /// The teacher's temperature; zero takes 0.05.
+    pub teacher_temperature: f32,
+    /// Weight in the joint loss; zero takes 1; at most 1e6.
+    pub weight: f32,
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<Distill>() == core::mem::size_of::<sys::uform_distill_t>(),);
+    assert!(core::mem::align_of::<Distill>() == core::mem::align_of::<sys::uform_distill_t>(),);
+    assert!(
+        core::mem::offset_of!(Distill, student_temperature)
+            == core::mem::offset_of!(sys::uform_distill_t, student_temperature),
+    );
+    assert!(
+        core::mem::offset_of!(Distill, teacher_temperature)
+            == core::mem::offset_of!(sys::uform_distill_t, teacher_temperature),
+    );
+    assert!(
+        core::mem::offset_of!(Distill, weight)
+            == core::mem::offset_of!(sys::uform_distill_t, weight),
+    );
+};
+
+impl Distill {
+    /// The C struct.
+    pub(crate) fn as_raw(&self) -> crate::Result<sys::uform_distill_t> {
+        Ok(sys::uform_distill_t {
+            student_temperature: self.student_temperature,
+            teacher_temperature: self.teacher_temperature,
+            weight: self.weight,
+        })
+    }
+}
+
 /// The optimiser's schedule: AdamW, linear warm-up then cosine decay, gradient clipping.
 ///
 /// Mirrors `uform_schedule_t` field by field.
@@ -969,6 +1020,8 @@ pub struct TrainerInitVramConfig<'a> {
     pub late_interaction: crate::LateInteraction,
     /// The choice term.
     pub choices: crate::Choices,
+    /// The distillation term.
+    pub distill: crate::Distill,
     /// The optimiser's schedule.
     pub schedule: crate::Schedule,
     /// Seed of the weights, the masking and the sampling; the same seed gives the same run.
@@ -991,6 +1044,7 @@ impl Default for TrainerInitVramConfig<'_> {
             contrastive: Default::default(),
             late_interaction: Default::default(),
             choices: Default::default(),
+            distill: Default::default(),
             schedule: Default::default(),
             seed: 0,
         }
@@ -1019,6 +1073,7 @@ impl<'a> TrainerInitVramConfig<'a> {
             contrastive: self.contrastive.as_raw()?,
             late_interaction: self.late_interaction.as_raw()?,
             choices: self.choices.as_raw()?,
+            distill: self.distill.as_raw()?,
             schedule: self.schedule.as_raw()?,
             seed: self.seed,
         })
@@ -1129,6 +1184,8 @@ pub struct TrainerInitRamConfig<'a> {
     pub late_interaction: crate::LateInteraction,
     /// The choice term.
     pub choices: crate::Choices,
+    /// The distillation term.
+    pub distill: crate::Distill,
     /// The optimiser's schedule.
     pub schedule: crate::Schedule,
     /// Seed of the weights, the masking and the sampling; the same seed gives the same run.
@@ -1151,6 +1208,7 @@ impl Default for TrainerInitRamConfig<'_> {
             contrastive: Default::default(),
             late_interaction: Default::default(),
             choices: Default::default(),
+            distill: Default::default(),
             schedule: Default::default(),
             seed: 0,
         }
@@ -1179,6 +1237,7 @@ impl<'a> TrainerInitRamConfig<'a> {
             contrastive: self.contrastive.as_raw()?,
             late_interaction: self.late_interaction.as_raw()?,
             choices: self.choices.as_raw()?,
+            distill: self.distill.as_raw()?,
             schedule: self.schedule.as_raw()?,
             seed: self.seed,
         })
@@ -1323,6 +1382,8 @@ pub struct TrainerStepStats {
     pub late_interaction_loss: f32,
     /// The choice term, zero when absent.
     pub choices_loss: f32,
+    /// The distillation term, zero when absent.
+    pub distill_loss: f32,
     /// The gradient norm before clipping.
     pub gradient_norm: f32,
     /// The learning rate applied.
@@ -1369,6 +1430,10 @@ const _: () = {
             == core::mem::offset_of!(sys::uform_trainer_step_stats_t, choices_loss),
     );
     assert!(
+        core::mem::offset_of!(TrainerStepStats, distill_loss)
+            == core::mem::offset_of!(sys::uform_trainer_step_stats_t, distill_loss),
+    );
+    assert!(
         core::mem::offset_of!(TrainerStepStats, gradient_norm)
             == core::mem::offset_of!(sys::uform_trainer_step_stats_t, gradient_norm),
     );
@@ -1413,6 +1478,14 @@ pub struct TrainerStepConfig<'a> {
     ///
     /// A `(data, offsets)` tape: item `i` spans `data[offsets[i]..offsets[i + 1]]`.
     pub choice_targets: (&'a [f32], &'a [usize]),
+    /// The teacher's embedding of each item, row-major, `teacher_width` finite values per item; empty for a step
+    /// without a teacher. An all-zero row says the item has no teacher (an image in a joint step): it takes no part
+    /// in distillation. Rows need not be unit: the term compares their cosines. Given to a trainer whose objective
+    /// has no distillation term (neither joint nor distill), they are refused with `uform_status_invalid_argument_k`.
+    pub teacher: &'a [f32],
+    /// Columns of a teacher row: nonzero with rows, zero without; at most 65536. It may change from step to step,
+    /// but over a mesh the ranks with rows in one step name the same width.
+    pub teacher_width: usize,
     /// Nullable; receives what the step did.
     pub stats: Option<&'a mut crate::TrainerStepStats>,
     /// Nullable: the arena that receives the pooled embeddings the loss scored, in F32.
@@ -1430,6 +1503,8 @@ impl core::fmt::Debug for TrainerStepConfig<'_> {
             .field("sides", &self.sides)
             .field("choices", &self.choices)
             .field("choice_targets", &self.choice_targets)
+            .field("teacher", &self.teacher)
+            .field("teacher_width", &self.teacher_width)
             .field("stats", &self.stats)
             .field("arena", &self.arena)
             .field("progress", &self.progress.as_ref().map(|_| "FnMut"))
@@ -1460,6 +1535,9 @@ impl<'a> TrainerStepConfig<'a> {
             choice_targets_length: choice_targets.length,
             choice_targets_offsets: choice_targets.offsets,
             choice_targets_count: choice_targets.count,
+            teacher: crate::marshal::slice(self.teacher).cast(),
+            teacher_count: self.teacher.len(),
+            teacher_width: self.teacher_width,
             stats: crate::marshal::out(self.stats),
             arena: crate::marshal::handle_mut(self.arena),
             progress,
@@ -1730,7 +1808,12 @@ pub trait TrainVerbs: crate::Receiver {
     /// or, over a mesh, no term with a unit on any rank) answers `uform_status_invalid_argument_k` with no weight, moment
     /// or step count changed: the schedule does not advance. Over a mesh a rank may bring no items while its peers bring
     /// some. A step whose update would make a weight or moment non-finite answers `uform_status_corrupt_k`, changing
-    /// nothing, as a step whose loss or gradient is not finite does.
+    /// nothing, as a step whose loss or gradient is not finite does. Teacher rows are checked before anything runs: a
+    /// count that is not the items times the width answers `uform_status_shape_mismatch_k`, a NaN or infinite value
+    /// `uform_status_invalid_argument_k`; a `distill` objective's step of one process without two items with a teacher
+    /// has no unit and is refused as above, and over a mesh the distillation term scores every rank's items with a
+    /// teacher (their embeddings and rows gathered), normalised by the mesh's count of anchors; ranks whose widths differ
+    /// all answer `uform_status_invalid_argument_k`, nothing changed.
     ///
     /// Calls `uform_trainer_step`.
     #[doc(alias = "uform_trainer_step")]

@@ -148,7 +148,8 @@ static void training_enumerations(void) {
     ROUND_TRIP(uform_objective_t, uform_objective_name, uform_objective_parse, uform_objective_late_interaction_k,
                "late-interaction");
     ROUND_TRIP(uform_objective_t, uform_objective_name, uform_objective_parse, uform_objective_choices_k, "choices");
-    CHECK(uform_objective_name((uform_objective_t)5) == NULL);
+    ROUND_TRIP(uform_objective_t, uform_objective_name, uform_objective_parse, uform_objective_distill_k, "distill");
+    CHECK(uform_objective_name((uform_objective_t)6) == NULL);
     REFUSALS(uform_objective_t, uform_objective_parse, "late-interaction");
 
     ROUND_TRIP(uform_negatives_t, uform_negatives_name, uform_negatives_parse, uform_negatives_device_k, "device");

@@ -91,8 +91,9 @@ static void without_gpus(void) {
 
 static int finite_stats(uform_trainer_step_stats_t const *stats) {
     return isfinite(stats->loss) && isfinite(stats->masking_loss) && isfinite(stats->contrastive_loss) &&
-           isfinite(stats->late_interaction_loss) && isfinite(stats->choices_loss) && isfinite(stats->gradient_norm) &&
-           stats->gradient_norm >= 0 && isfinite(stats->learning_rate) && stats->learning_rate >= 0;
+           isfinite(stats->late_interaction_loss) && isfinite(stats->choices_loss) && isfinite(stats->distill_loss) &&
+           isfinite(stats->gradient_norm) && stats->gradient_norm >= 0 && isfinite(stats->learning_rate) &&
+           stats->learning_rate >= 0;
 }
 
 static uform_trainer_step_args_t base_step(uform_trainer_step_stats_t *stats) {
@@ -196,7 +197,7 @@ static void mesh_and_trainer(void) {
             uform_executor_free(local);
         }
     }
-    init.objective = (uform_objective_t)5;
+    init.objective = (uform_objective_t)6;
     CHECK_STATUS(uform_trainer_init_vram(vram, &init, &trainer, MSG), uform_status_invalid_argument_k);
     init.objective = uform_objective_joint_k;
     init.contrastive.form = (uform_pair_loss_form_t)2;
@@ -785,6 +786,117 @@ static void ram_trainer(void) {
 }
 
 /** Host 0 of two waits for a peer that never comes. */
+/* A step of `trainer` over the four texts with `args`, on `ram`. */
+static uform_status_t ram_step(uform_trainer_t trainer, uform_executor_t ram, uform_trainer_step_args_t const *args) {
+    return uform_trainer_step(trainer, ram, texts_only, content_tape.data, content_tape.length, content_tape.offsets,
+                              content_tape.count, args, NULL, NULL, MSG);
+}
+
+/* A trainer of the tiny checkpoint on `ram` with `objective`, or NULL. */
+static uform_trainer_t distill_trainer(uform_executor_t ram, uform_objective_t objective) {
+    uform_trainer_init_ram_args_t init;
+    uform_trainer_t trainer = NULL;
+    memset(&init, 0, sizeof(init));
+    init.checkpoint = tiny_path();
+    init.checkpoint_length = strlen(tiny_path());
+    init.batch.max_rows_per_device = 8;
+    init.batch.max_columns_per_row = 64;
+    init.objective = objective;
+    init.schedule.steps = 10;
+    return CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG)) ? trainer : NULL;
+}
+
+/* The distillation term's configuration refusals: temperatures out of [1e-3, 1e3], weights above 1e6, NaN. */
+static void distill_config(uform_executor_t ram) {
+    uform_trainer_init_ram_args_t init;
+    uform_trainer_t trainer = NULL;
+    float const bad[][3] = {{1e-4f, 0, 0}, {0, 2e3f, 0}, {0, 0, 2e6f}, {NAN, 0, 0}, {0, -1, 0}, {0, 0, INFINITY}};
+    memset(&init, 0, sizeof(init));
+    init.checkpoint = tiny_path();
+    init.checkpoint_length = strlen(tiny_path());
+    init.objective = uform_objective_distill_k;
+    for (size_t k = 0; k != sizeof(bad) / sizeof(bad[0]); ++k) {
+        init.distill.student_temperature = bad[k][0];
+        init.distill.teacher_temperature = bad[k][1];
+        init.distill.weight = bad[k][2];
+        CHECK_STATUS(uform_trainer_init_ram(ram, &init, &trainer, MSG), uform_status_invalid_argument_k);
+    }
+}
+
+/* The distillation term: teacher rows drive a `distill` trainer's loss and join a joint trainer's; bad rows are
+ * refused with nothing changed (the next good step is still step 0). */
+static void distillation(void) {
+    static float teacher[12] = {1, 0, 0, 0.9f, 0.1f, 0, 0, 1, 0, 0, 0.8f, 0.2f};
+    static float partial[12] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0.8f, 0.2f};
+    static float lonely[12] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    uform_executor_t ram = NULL;
+    uform_trainer_t trainer = NULL;
+    uform_trainer_step_stats_t stats;
+    uform_trainer_step_args_t args;
+    if (!CHECK_OK(uform_executor_init_ram(NULL, 0, uform_cpu_class_auto_k, 1, &ram, MSG))) return;
+    distill_config(ram);
+    if ((trainer = distill_trainer(ram, uform_objective_distill_k))) {
+        memset(&args, 0, sizeof(args));
+        args.stats = &stats;
+        /* No teacher rows: a distill step has nothing to learn from. */
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        args.teacher = teacher;
+        args.teacher_count = 12;
+        args.teacher_width = 0;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        args.teacher_width = 4;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_shape_mismatch_k);
+        args.teacher_width = 3;
+        args.teacher_count = 9;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_shape_mismatch_k);
+        args.teacher_count = 0;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_shape_mismatch_k);
+        args.teacher = NULL;
+        args.teacher_count = 12;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        args.teacher = teacher;
+        teacher[4] = NAN;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        teacher[4] = INFINITY;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        teacher[4] = 0.1f;
+        /* One item with a teacher has no other to compare with: nothing to learn from. */
+        args.teacher = lonely;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        args.teacher = teacher;
+        memset(&stats, 0, sizeof(stats));
+        if (CHECK_OK(ram_step(trainer, ram, &args))) {
+            CHECK_SIZE(stats.step, 0);
+            CHECK(finite_stats(&stats) && stats.distill_loss > 0 && stats.contrastive_loss == 0 &&
+                  stats.masking_loss == 0 && fabsf(stats.loss - stats.distill_loss) <= 1e-6f * stats.loss);
+        }
+        /* An all-zero row leaves its item out: three items with a teacher still score. */
+        args.teacher = partial;
+        if (CHECK_OK(ram_step(trainer, ram, &args))) CHECK(stats.step == 1 && stats.distill_loss > 0);
+        uform_trainer_free(trainer);
+    }
+    /* A contrastive trainer refuses teacher rows; a joint one adds the term to its sum. */
+    if ((trainer = distill_trainer(ram, uform_objective_contrastive_k))) {
+        memset(&args, 0, sizeof(args));
+        args.teacher = teacher;
+        args.teacher_count = 12;
+        args.teacher_width = 3;
+        CHECK_STATUS(ram_step(trainer, ram, &args), uform_status_invalid_argument_k);
+        uform_trainer_free(trainer);
+    }
+    if ((trainer = distill_trainer(ram, uform_objective_joint_k))) {
+        args = base_step(&stats);
+        args.teacher = teacher;
+        args.teacher_count = 12;
+        args.teacher_width = 3;
+        if (CHECK_OK(ram_step(trainer, ram, &args)))
+            CHECK(finite_stats(&stats) && stats.distill_loss > 0 && stats.contrastive_loss > 0 &&
+                  stats.loss > stats.distill_loss);
+        uform_trainer_free(trainer);
+    }
+    uform_executor_free(ram);
+}
+
 static void timeout(void) {
     uform_mesh_options_t options;
     uform_mesh_t mesh = NULL;
@@ -815,6 +927,7 @@ int main(void) {
         without_gpus();
         tape_of(&content_tape, contents, 4);
         ram_trainer();
+        distillation();
         return test_report("train");
     }
     width = count < 2 ? count : 2;
@@ -826,6 +939,7 @@ int main(void) {
         mesh_and_trainer();
         from_checkpoint();
         ram_trainer();
+        distillation();
         timeout();
         remove(directory); /* succeeds only when the mesh left nothing behind; harmless otherwise */
     }
