@@ -1743,6 +1743,15 @@ impl<'a> crate::Trainer<'a> {
     /// front-ends' shape fields) are taken from it: each may be left at zero or name the checkpoint's value, and any other
     /// value answers `uform_status_invalid_argument_k`.
     ///
+    /// The configuration is checked exactly as `uform_trainer_init_ram` checks it (the same statuses and messages) before
+    /// the executor's kind, so a process without a device (no GPU residency in the build, or no GPU on the machine, and
+    /// so a RAM executor passed here) learns of a bad configuration first, and of a good one answers
+    /// `uform_status_unsupported_k`, naming the missing GPU. An executor of more than one device answers
+    /// `uform_status_unsupported_k`: data parallelism over one executor's devices is not built yet. The CUDA residency's
+    /// trainer kernels (the step's products, norms, attention and update on the device) are built, but its device trunk is
+    /// not yet wired to them: on a GPU this call answers `uform_status_unsupported_k` too, and training runs through
+    /// `uform_trainer_init_ram`.
+    ///
     /// Calls `uform_trainer_init_vram`.
     #[doc(alias = "uform_trainer_init_vram")]
     pub fn init_vram(
