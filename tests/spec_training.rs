@@ -187,6 +187,53 @@ fn choices_and_sides_cross_as_tapes() {
 }
 
 #[test]
+fn teacher_rows_cross_as_a_slice_and_a_width() {
+    with_trainer(|executor, trainer| {
+        let step = |teacher: &[f32], teacher_width: usize, stats: Option<&mut TrainerStepStats>| {
+            let config = TrainerStepConfig {
+                bags: &[0, 0, 1],
+                teacher,
+                teacher_width,
+                stats,
+                ..TrainerStepConfig::default()
+            };
+            let texts = ["a cat", "a kitten", "a truck"];
+            trainer
+                .on(executor)
+                .step(&[Modality::Text; 3], &texts, config)
+                .map(|_| ())
+        };
+        let rows = [1.0, 0.1, 0.0, 0.9, 0.2, 0.0, 0.0, 0.0, 1.0];
+        let mut stats = TrainerStepStats::default();
+        step(&rows, 3, Some(&mut stats)).unwrap();
+        assert!(stats.distill_loss > 0.0 && stats.contrastive_loss > 0.0);
+        assert!(
+            stats.loss > stats.distill_loss,
+            "the joint sum holds the term"
+        );
+        let status = |teacher: &[f32], width| step(teacher, width, None).unwrap_err().status;
+        assert_eq!(
+            status(&rows, 4),
+            Status::ShapeMismatch,
+            "rows not one per item"
+        );
+        assert_eq!(
+            status(&rows, 0),
+            Status::InvalidArgument,
+            "rows without a width"
+        );
+        assert_eq!(
+            status(&[], 3),
+            Status::ShapeMismatch,
+            "a width without rows"
+        );
+        let mut bad = rows;
+        bad[4] = f32::NAN;
+        assert_eq!(status(&bad, 3), Status::InvalidArgument, "a NaN row");
+    });
+}
+
+#[test]
 fn relations_are_checked_against_the_items() {
     with_trainer(|executor, trainer| {
         let step = |relations: Relations<'_>| {

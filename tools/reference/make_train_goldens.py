@@ -33,8 +33,8 @@ import uform_reference as ref  # noqa: E402
 from make_goldens import CHECKPOINT, ROOT, Lcg, printable_text, test_image  # noqa: E402
 from train_batch import Batch, Item, sample_mask  # noqa: E402
 from train_calibrate import fit_temperatures  # noqa: E402
-from train_losses import FORMS, NEGATIVES, TERMS, Objective, info_nce, joint, late_interaction, relations, \
-    sigmoid_pairs, term_values, terms  # noqa: E402
+from train_losses import FORMS, NEGATIVES, TERMS, Objective, distill, info_nce, joint, late_interaction, \
+    relations, sigmoid_pairs, term_values, terms  # noqa: E402
 from train_model import SCALE_CAP, TrainableModel, scalar_inits, seeded_value  # noqa: E402
 from train_optim import Optimizer, Schedule  # noqa: E402
 from train_random import Stream, fnv1a64  # noqa: E402
@@ -47,6 +47,8 @@ STEPS = 20
 MASK_SEED = 2026
 INIT_SEED = 42
 BUDGET = 1 << 20
+DISTILL_WIDTH = 7  # a teacher narrower than the student: the term never compares the two widths
+DISTILL_TEMPERATURES = ((0.05, 0.05), (0.1, 0.02), (1.0, 1.0))  # (student, teacher)
 
 OBJECTIVE = Objective(terms=TERMS, form="info-nce", negatives="mesh-and-hard", hard_negative_weight=2.0,
                       weights={"masking": 1.0, "contrastive": 0.5, "late_interaction": 0.7, "choices": 0.3})
@@ -309,6 +311,31 @@ def frontend_entries(model, batch: Batch, masks: dict) -> list:
     return out
 
 
+def distill_teacher(batch: Batch) -> np.ndarray:
+    """Seeded teacher rows, one per item of the batch, of DISTILL_WIDTH columns; the media items' rows are zero (no
+    teacher), and two texts share a direction (a near-duplicate the student should learn)."""
+    rng = Lcg(36)
+    rows = (rng.uniform(len(batch.items) * DISTILL_WIDTH) * 2 - 1).astype(np.float32).reshape(-1, DISTILL_WIDTH)
+    for i, item in enumerate(batch.items):
+        if item.modality != "text":
+            rows[i] = 0
+    rows[1] = rows[0] * np.float32(3) + np.float32(0.01)
+    return rows
+
+
+def distill_variants(z: torch.Tensor, teacher: np.ndarray):
+    """Each (student, teacher) temperature pair: the distillation term and its gradient in z."""
+    losses, gz = [], []
+    for student_temperature, teacher_temperature in DISTILL_TEMPERATURES:
+        zz = z.detach().clone().requires_grad_(True)
+        _, per = distill(zz, torch.from_numpy(teacher), student_temperature, teacher_temperature)
+        loss = per.sum() / len(per)
+        loss.backward()
+        losses.append(float(loss.detach()))
+        gz.append(f32(zz.grad))
+    return np.array(losses), np.stack(gz)
+
+
 def step0_entries(model, batch: Batch, masks: dict, names: list, desc: dict) -> list:
     """Step 0: the embeddings and token vectors, each term, the joint loss's gradient of every tensor, each
     term's own gradient norms, and every contrastive and late-interaction variant on those inputs."""
@@ -339,8 +366,12 @@ def step0_entries(model, batch: Batch, masks: dict, names: list, desc: dict) -> 
         out += tensor_entries("grad", n, grads[n].numpy())
     cl, cz, cs = contrastive_variants(fwd.z, batch)
     ll, lt, lgs = late_variants(fwd.token_vectors, batch)
-    desc["variants"] = {"contrastive": [[f, n] for f in FORMS for n in NEGATIVES], "late_interaction": list(NEGATIVES)}
-    return out + [("variants.contrastive", cl), ("variants.contrastive.grad_z", cz),
+    teacher = distill_teacher(batch)
+    dl, dz = distill_variants(fwd.z, teacher)
+    desc["variants"] = {"contrastive": [[f, n] for f in FORMS for n in NEGATIVES], "late_interaction": list(NEGATIVES),
+                        "distill": [list(t) for t in DISTILL_TEMPERATURES]}
+    return out + [("variants.distill.teacher", teacher), ("variants.distill", dl), ("variants.distill.grad_z", dz),
+                  ("variants.contrastive", cl), ("variants.contrastive.grad_z", cz),
                   ("variants.contrastive.grad_scalars", cs), ("variants.late_interaction", ll),
                   ("variants.late_interaction.grad_token_vectors", lt),
                   ("variants.late_interaction.grad_log_scale", lgs)]

@@ -17,7 +17,7 @@ import make_train_goldens as mtg  # noqa: E402
 import uform_reference as ref  # noqa: E402
 from train_batch import Batch, Item, sample_mask  # noqa: E402
 from train_calibrate import fit_temperatures  # noqa: E402
-from train_losses import NEGATIVES, Objective, info_nce, joint, late_interaction, relations, \
+from train_losses import NEGATIVES, Objective, distill, info_nce, joint, late_interaction, relations, \
     sigmoid_pairs, term_values, terms  # noqa: E402
 from train_model import TrainableModel, decays, seeded_value  # noqa: E402
 from train_optim import Optimizer, Schedule  # noqa: E402
@@ -226,6 +226,49 @@ def test_gradcheck_loss_terms_float64():
             return late_interaction(tv, b, W, C, torch.exp(ls))[1].mean()
 
         assert torch.autograd.gradcheck(late, tuple(tv0[i].clone().requires_grad_(True) for i in (3, 4, 5)) + (ls,))
+
+
+def test_distill_by_hand_and_gradcheck_float64():
+    """Distillation: the KL of the teacher's softmax to the student's over the other items with a teacher, by hand
+    on three items (a zero row left out), a teacher of any width, and its gradient against finite differences."""
+    g = torch.Generator().manual_seed(9)
+    z0 = F.normalize(torch.randn(4, 6, generator=g, dtype=torch.float64), dim=1)
+    teacher = torch.randn(4, 11, generator=g, dtype=torch.float64)
+    teacher[2] = 0
+    ids, per = distill(z0, teacher, 0.1, 0.05)
+    assert ids.tolist() == [0, 1, 3]
+    u = F.normalize(teacher, dim=1)
+    for a, i in enumerate([0, 1, 3]):
+        others = [j for j in (0, 1, 3) if j != i]
+        p = torch.softmax(torch.stack([u[i] @ u[j] for j in others]) / 0.05, dim=0)
+        q = torch.softmax(torch.stack([z0[i] @ z0[j] for j in others]) / 0.1, dim=0)
+        assert abs(float((p * (p.log() - q.log())).sum()) - float(per[a])) <= 1e-12
+    assert len(distill(z0, teacher * torch.tensor([[1.0], [0], [0], [0]], dtype=torch.float64), 0.1, 0.1)[1]) == 0
+    assert float(distill(z0, z0 * 3, 0.1, 0.1)[1].abs().max()) <= 1e-12  # the student is its own teacher
+
+    def loss(z):
+        return distill(F.normalize(z, dim=1), teacher, 0.1, 0.05)[1].mean()
+
+    assert torch.autograd.gradcheck(loss, (torch.randn(4, 6, generator=g, dtype=torch.float64, requires_grad=True),))
+
+
+def test_distill_split_batch_adds_up():
+    """Two ranks, each owning half the anchors over the gathered embeddings and teacher rows, each dividing by the
+    global count: their sum is the one-process term, and so is the gradient."""
+    g = torch.Generator().manual_seed(10)
+    z0 = F.normalize(torch.randn(6, 5, generator=g, dtype=torch.float32), dim=1)
+    teacher = torch.randn(6, 9, generator=g, dtype=torch.float32)
+    teacher[4] = 0
+    whole_z = z0.clone().requires_grad_(True)
+    ids, per = distill(whole_z, teacher, 0.05, 0.05)
+    per.mean().backward()
+    split_z = z0.clone().requires_grad_(True)
+    ids2, per2 = distill(split_z, teacher, 0.05, 0.05)
+    shares = [per2[torch.tensor([int(o) in h for o in ids2])].sum() / len(per2) for h in (range(0, 3), range(3, 6))]
+    (shares[0] + shares[1]).backward()
+    got, want = float((shares[0] + shares[1]).detach()), float(per.mean().detach())
+    assert abs(got - want) <= 1e-6 * want
+    assert rel_err(split_z.grad, whole_z.grad) < 1e-6
 
 
 def test_gradcheck_whole_model_float64():

@@ -1,4 +1,5 @@
-"""docs/model.md's training terms ("Training": Relations, Contrastive, Late interaction, Masking, Choices, Joint).
+"""docs/model.md's training terms ("Training": Relations, Contrastive, Late interaction, Masking, Choices, Joint,
+Distillation).
 
 Each term answers per-unit losses with the item each unit belongs to (an anchor, a query, a masked item, a
 choice item): `(owners, losses)`. A term's value is `losses.sum() / len(losses)`, its count over the whole
@@ -140,6 +141,25 @@ def choices(fwd, batch: Batch):
         t = torch.tensor(batch.items[i].targets, dtype=logits.dtype)
         losses.append(-(t * torch.log_softmax(logits, dim=0)).sum())
     return torch.tensor(items, dtype=torch.long), torch.stack(losses)
+
+
+def distill(z: torch.Tensor, teacher: torch.Tensor, student_temperature: float, teacher_temperature: float):
+    """Distillation (docs/model.md, "Distillation"): over the items T with a nonzero teacher row (when T has two at
+    least), per anchor i of T, `KL(P_i || Q_i)` over the others of T, P_i the softmax of the teacher cosines
+    `<u_i, u_j> / teacher_temperature` (u the rows made unit in F64, rounded to F32), Q_i the softmax of the student
+    similarities `<z_i, z_j> / student_temperature`. The products are F32, the softmaxes F64."""
+    ids = torch.nonzero((teacher != 0).any(dim=1)).flatten()
+    if len(ids) < 2:
+        return ids[:0], torch.zeros(0, dtype=torch.float64)
+    u = F.normalize(teacher[ids].to(torch.float64), dim=1).to(z.dtype)
+    zz = z[ids]
+    off = ~torch.eye(len(ids), dtype=torch.bool)
+    far = torch.full((len(ids), len(ids)), -1e30, dtype=torch.float64)
+    t = torch.where(off, (u @ u.T).to(torch.float64) / teacher_temperature, far)
+    s = torch.where(off, (zz @ zz.T).to(torch.float64) / student_temperature, far)
+    log_p, log_q = torch.log_softmax(t, dim=1), torch.log_softmax(s, dim=1)
+    per = torch.where(off, log_p.exp() * (log_p - log_q), torch.zeros_like(t))
+    return ids, per.sum(dim=1)
 
 
 def terms(model, fwd, batch: Batch, objective: Objective) -> dict:
