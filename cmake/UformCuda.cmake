@@ -83,9 +83,9 @@ function(uform_locate_cuda)
         "PyPI, into a cache folder this build finds), or point -DUFORM_CUDA_ROOT= or CUDA_PATH at a toolkit.")
 endfunction()
 
-# Compiles cuda/*.cu into objects of `target` with nvcc, and adds the toolkit's headers and libraries to it.
+# Compiles cuda/*.cu and cuda/train/*.cu into objects of `target` with nvcc, and adds the toolkit's headers and libraries to it.
 function(uform_add_cuda target)
-    file(GLOB kernels CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/cuda/*.cu")
+    file(GLOB kernels CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/cuda/*.cu" "${PROJECT_SOURCE_DIR}/cuda/train/*.cu")
     set(flags -std=c++20 -O3 -Xcompiler=-fPIC -I "${PROJECT_SOURCE_DIR}" -I "${PROJECT_SOURCE_DIR}/include"
         -Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr)
     if(UFORM_WARNINGS_AS_ERRORS)
@@ -104,7 +104,9 @@ function(uform_add_cuda target)
     endif()
     set(objects "")
     foreach(source IN LISTS kernels)
-        cmake_path(GET source STEM stem)
+        # The object's path mirrors the source's under cuda/, so cuda/kernels.cu and cuda/train/kernels.cu differ.
+        cmake_path(RELATIVE_PATH source BASE_DIRECTORY "${PROJECT_SOURCE_DIR}/cuda" OUTPUT_VARIABLE relative)
+        cmake_path(REMOVE_EXTENSION relative LAST_ONLY OUTPUT_VARIABLE stem)
         set(object "${PROJECT_BINARY_DIR}/cuda/${stem}.o")
         add_custom_command(
             OUTPUT "${object}"

@@ -15,6 +15,10 @@
 #   scripts/gpu-check.sh          # there, through the device tool with carry [".gpu"], from the repository root
 #
 # `scripts/gpu-check.sh --build` builds on the machine it runs on instead of unpacking (where those libraries exist).
+# `scripts/gpu-check.sh --train` (after `--pack`, or with `--build`) checks the CUDA trainer's pieces instead:
+# tests/unit/vram_train_test.cpp (the device update against the RAM kernels bit for bit, cuBLASLt's forward and backward
+# products against a double reference), and the same under memcheck. The whole GPU step against the RAM one, the
+# save/load round trip and the training benchmark beside PyTorch come with the CUDA trainer's device trunk.
 # cuBLASLt is not carried (500 MB): the programs load the libcublasLt.so.13 of the machine's PyTorch (its
 # nvidia-cublas wheel) or of its CUDA toolkit. Exits nonzero when a check fails.
 set -euo pipefail
@@ -28,15 +32,29 @@ build() {
     shift
     cmake -S . -B "$dir" -G Ninja -DUFORM_STUB=OFF -DUFORM_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DUFORM_BUILD_BENCH=ON \
         -DUFORM_BUILD_TESTS=ON "$@" > "$dir.configure.log"
-    cmake --build "$dir" --target uform_unit_vram_test uform_vram_bench
+    cmake --build "$dir" --target uform_unit_vram_test uform_unit_vram_train_test uform_vram_bench
 }
 
-if [ "${1:-}" = "--pack" ]; then
+pack=0 own_build=0 train=0
+for argument in "$@"; do
+    case "$argument" in
+        --pack) pack=1 ;;
+        --build) own_build=1 ;;
+        --train) train=1 ;;
+        *)
+            log "unknown argument $argument (--pack, --build, --train)"
+            exit 2
+            ;;
+    esac
+done
+
+if [ "$pack" = 1 ]; then
     mkdir -p build
     build build/gpu
     staging="$(mktemp -d)"
     mkdir -p "$staging/bin" "$staging/lib"
-    cp build/gpu/tests/uform_unit_vram_test build/gpu/bench/uform_vram_bench "$staging/bin/"
+    cp build/gpu/tests/uform_unit_vram_test build/gpu/tests/uform_unit_vram_train_test build/gpu/bench/uform_vram_bench \
+        "$staging/bin/"
     # Every shared library they load but glibc's and the C++ runtime's, which the machine has newer (its Python 3.12.3
     # is Ubuntu 24.04's: glibc 2.39, GCC 13's libstdc++); carrying them would also reach compute-sanitizer.
     for program in "$staging"/bin/*; do
@@ -61,10 +79,11 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 libraries="" # the folders our two programs load libraries from; never PyTorch's (the carried ones could shadow its own)
-if [ "${1:-}" = "--build" ]; then
+if [ "$own_build" = 1 ]; then
     build "$work/build"
     mkdir -p "$work/bin"
-    cp "$work/build/tests/uform_unit_vram_test" "$work/build/bench/uform_vram_bench" "$work/bin/"
+    cp "$work/build/tests/uform_unit_vram_test" "$work/build/tests/uform_unit_vram_train_test" \
+        "$work/build/bench/uform_vram_bench" "$work/bin/"
 elif [ -f .gpu/pack.tar.xz ]; then
     tar -C "$work" -xJf .gpu/pack.tar.xz
     libraries="$work/lib"
@@ -87,22 +106,31 @@ done
 ours() { LD_LIBRARY_PATH="$libraries${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 
 failed=0
-log "the VRAM test (numerics, arenas, deferred calls, steady loop)"
-if ! UFORM_TEST_DATA="$root/tests/data" ours "$work/bin/uform_unit_vram_test"; then
-    log "FAILED: the VRAM test"
-    failed=1
-fi
-if command -v compute-sanitizer > /dev/null; then
-    log "the VRAM test under compute-sanitizer (memcheck)"
+# Runs `$1` (a test in $work/bin), then the same under compute-sanitizer's memcheck where it is installed.
+checked() {
+    if ! UFORM_TEST_DATA="$root/tests/data" ours "$work/bin/$1"; then
+        log "FAILED: $1"
+        failed=1
+    fi
+    command -v compute-sanitizer > /dev/null || return 0
+    log "$1 under compute-sanitizer (memcheck)"
     if ! UFORM_TEST_DATA="$root/tests/data" ours timeout 180 compute-sanitizer --tool memcheck --error-exitcode 9 \
-        "$work/bin/uform_unit_vram_test" > "$work/memcheck.log" 2>&1; then
+        "$work/bin/$1" > "$work/memcheck.log" 2>&1; then
         tail -n 40 "$work/memcheck.log"
-        log "FAILED: compute-sanitizer memcheck (or its 180 s limit)"
+        log "FAILED: compute-sanitizer memcheck of $1 (or its 180 s limit)"
         failed=1
     else
         tail -n 3 "$work/memcheck.log"
     fi
+}
+if [ "$train" = 1 ]; then
+    log "the CUDA trainer's pieces (the device update, the products forward and backward)"
+    checked uform_unit_vram_train_test
+    log "done in $((SECONDS - start)) s"
+    exit "$failed"
 fi
+log "the VRAM test (numerics, arenas, deferred calls, steady loop)"
+checked uform_unit_vram_test
 
 log "the benchmark: small geometry, 256 texts x 256 bytes"
 python3 tools/checkpoint/write_checkpoint.py --geometry small --out "$work/small.safetensors" > /dev/null
