@@ -3,6 +3,10 @@
 
 #include <numkong/capabilities.h>
 
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
+
 namespace uform::ram {
 namespace {
 
@@ -34,6 +38,24 @@ nk_capability_t capabilities() noexcept {
     return probed;
 }
 
+#if defined(__aarch64__)
+// Whether this core runs an Arm class, from the kernel's HWCAP words: NEON needs Advanced SIMD, SVE and SVE2 their
+// own bits besides. SME has no kernels of its own, so it is never available (a pinned `arm-sme` is refused).
+bool arm_class_available(uform_cpu_class_t cpu_class) noexcept {
+    unsigned long const hwcap = getauxval(AT_HWCAP), hwcap2 = getauxval(AT_HWCAP2);
+    bool const simd = (hwcap & HWCAP_ASIMD) != 0;
+    switch (cpu_class) {
+    case uform_cpu_class_arm_neon_k: return simd;
+    case uform_cpu_class_arm_sve_k: return simd && (hwcap & HWCAP_SVE) != 0;
+    case uform_cpu_class_arm_sve2_k: return simd && (hwcap & HWCAP_SVE) != 0 && (hwcap2 & HWCAP2_SVE2) != 0;
+    default: return false;
+    }
+}
+#else
+// No Arm class runs off AArch64.
+bool arm_class_available(uform_cpu_class_t) noexcept { return false; }
+#endif
+
 } // namespace
 
 // The best class the capabilities allow, most specific first.
@@ -53,6 +75,13 @@ uform_cpu_class_t cpu_class_native() noexcept {
 
 // A class is available when the hardware has its capability and the build has kernels for it.
 bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept {
+    switch (cpu_class) {
+    case uform_cpu_class_arm_neon_k:
+    case uform_cpu_class_arm_sve_k:
+    case uform_cpu_class_arm_sve2_k:
+    case uform_cpu_class_arm_sme_k: return arm_class_available(cpu_class);
+    default: break;
+    }
     nk_capability_t const needed = capability_of(cpu_class);
     if (needed == 0 || (capabilities() & needed) != needed) return false;
     switch (cpu_class) {
@@ -79,6 +108,9 @@ kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept {
     case uform_cpu_class_intel_sapphire_rapids_k: return kernels_icelake();
     case uform_cpu_class_amd_genoa_k:
     case uform_cpu_class_amd_turin_k: return kernels_genoa();
+    case uform_cpu_class_arm_neon_k: return kernels_neon();
+    case uform_cpu_class_arm_sve_k: return kernels_sve();
+    case uform_cpu_class_arm_sve2_k: return kernels_sve2();
     default: return &kernels_serial();
     }
 }

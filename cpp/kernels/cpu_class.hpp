@@ -17,7 +17,8 @@ bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept;
 
 /// The kernels `cpu_class` dispatches to (`auto` resolves to the native class); nullptr when it is not available.
 /// Classes without kernels of their own yet use the nearest lower class's (the AVX-512 classes use Skylake's, Genoa
-/// and Turin Skylake's plus BF16 pair products; the Arm and WebAssembly classes the serial ones).
+/// and Turin Skylake's plus BF16 pair products; the WebAssembly classes the serial ones). The Arm classes NEON, SVE and
+/// SVE2 have their own; `arm-sme` has none, so it is never available and a pinned `arm-sme` is refused.
 kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept;
 
 /// Prepares the calling thread to run `cpu_class`'s kernels (NumKong's `nk_configure_thread`); call it once on

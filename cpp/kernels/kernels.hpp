@@ -171,5 +171,14 @@ kernels_t const *kernels_icelake() noexcept;
 /// AVX-512 with BF16 (AMD Genoa, Turin): Ice Lake's kernels plus the BF16 pair products (x86-64 only; nullptr
 /// elsewhere).
 kernels_t const *kernels_genoa() noexcept;
+/// AArch64's NEON (every 64-bit Arm core), with the BF16 pair products on `BFDOT` where the core has BF16 and the int8
+/// products on `USDOT` (I8MM) or `SDOT` (dot product) where it has them (AArch64 only; nullptr elsewhere).
+kernels_t const *kernels_neon() noexcept;
+/// SVE, vector-length agnostic, with the BF16 pair products on `BFDOT` where the core has SVE BF16 and the int8
+/// products on `SDOT` (AArch64 only; nullptr elsewhere).
+kernels_t const *kernels_sve() noexcept;
+/// SVE2: SVE's kernels built for SVE2, the int8 products on `USDOT` where the core has SVE I8MM (AArch64 only; nullptr
+/// elsewhere).
+kernels_t const *kernels_sve2() noexcept;
 
 } // namespace uform::ram
