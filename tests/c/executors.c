@@ -75,6 +75,8 @@ static void ram_executors(void) {
 #if !defined(__wasm__)
     CHECK_STATUS(uform_executor_init_ram(NULL, 0, uform_cpu_class_wasm_v128_relaxed_k, 1, &executor, MSG),
                  uform_status_unsupported_k);
+    CHECK_STATUS(uform_executor_init_ram(NULL, 0, uform_cpu_class_wasm_simd128_k, 1, &executor, MSG),
+                 uform_status_unsupported_k);
 #endif
 #if defined(__x86_64__) || defined(_M_X64)
     CHECK_STATUS(uform_executor_init_ram(NULL, 0, uform_cpu_class_arm_neon_k, 1, &executor, MSG),
@@ -85,7 +87,7 @@ static void ram_executors(void) {
 #endif
 
     /* Refusals. */
-    CHECK_STATUS(uform_executor_init_ram(NULL, 0, (uform_cpu_class_t)13, 1, &executor, MSG),
+    CHECK_STATUS(uform_executor_init_ram(NULL, 0, (uform_cpu_class_t)14, 1, &executor, MSG),
                  uform_status_invalid_argument_k);
     CHECK_STATUS(uform_executor_init_ram(NULL, 1, uform_cpu_class_auto_k, 1, &executor, MSG),
                  uform_status_invalid_argument_k);

@@ -228,7 +228,7 @@ static void load_from_path(void) {
     args.numa_nodes_count = 1;
     CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_invalid_argument_k);
     args.numa_nodes_count = 0;
-    args.cpu_class = (uform_cpu_class_t)13;
+    args.cpu_class = (uform_cpu_class_t)14;
     CHECK_STATUS(uform_model_load_ram(&args, &model, MSG), uform_status_invalid_argument_k);
     args.cpu_class = uform_cpu_class_auto_k;
     args.quantization = (uform_scalar_t)99;

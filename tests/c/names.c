@@ -106,7 +106,9 @@ static void moods_classes_residencies_modalities(void) {
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_arm_sme_k, "arm-sme");
     ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_wasm_v128_relaxed_k,
                "wasm-v128-relaxed");
-    CHECK(uform_cpu_class_name((uform_cpu_class_t)13) == NULL);
+    ROUND_TRIP(uform_cpu_class_t, uform_cpu_class_name, uform_cpu_class_parse, uform_cpu_class_wasm_simd128_k,
+               "wasm-simd128");
+    CHECK(uform_cpu_class_name((uform_cpu_class_t)14) == NULL);
     REFUSALS(uform_cpu_class_t, uform_cpu_class_parse, "intel-haswell");
     {
         uform_cpu_class_t parsed;
