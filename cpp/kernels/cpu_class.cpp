@@ -61,12 +61,12 @@ bool arm_class_available(uform_cpu_class_t) noexcept { return false; }
 // The best class the capabilities allow, most specific first.
 uform_cpu_class_t cpu_class_native() noexcept {
     static constexpr uform_cpu_class_t preference[] = {
-        uform_cpu_class_amd_turin_k,         uform_cpu_class_intel_sapphire_rapids_k,
-        uform_cpu_class_amd_genoa_k,         uform_cpu_class_intel_icelake_k,
-        uform_cpu_class_intel_skylake_k,     uform_cpu_class_intel_haswell_k,
-        uform_cpu_class_arm_sme_k,           uform_cpu_class_arm_sve2_k,
-        uform_cpu_class_arm_sve_k,           uform_cpu_class_arm_neon_k,
-        uform_cpu_class_wasm_v128_relaxed_k,
+        uform_cpu_class_amd_turin_k,     uform_cpu_class_intel_sapphire_rapids_k,
+        uform_cpu_class_amd_genoa_k,     uform_cpu_class_intel_icelake_k,
+        uform_cpu_class_intel_skylake_k, uform_cpu_class_intel_haswell_k,
+        uform_cpu_class_arm_sme_k,       uform_cpu_class_arm_sve2_k,
+        uform_cpu_class_arm_sve_k,       uform_cpu_class_arm_neon_k,
+        uform_cpu_class_wasm_simd128_k,
     };
     for (uform_cpu_class_t cpu_class : preference)
         if (cpu_class_available(cpu_class)) return cpu_class;
@@ -75,6 +75,12 @@ uform_cpu_class_t cpu_class_native() noexcept {
 
 // A class is available when the hardware has its capability and the build has kernels for it.
 bool cpu_class_available(uform_cpu_class_t cpu_class) noexcept {
+#if defined(__wasm__)
+    // WebAssembly: the engine validated the module's SIMD128 instructions when it loaded it, so the build decides.
+    // `wasm-v128-relaxed` has no kernels, so it is refused.
+    if (cpu_class == uform_cpu_class_wasm_simd128_k) return kernels_wasm_simd128() != nullptr;
+    if (cpu_class == uform_cpu_class_wasm_v128_relaxed_k) return false;
+#endif
     switch (cpu_class) {
     case uform_cpu_class_arm_neon_k:
     case uform_cpu_class_arm_sve_k:
@@ -111,6 +117,7 @@ kernels_t const *kernels_for(uform_cpu_class_t cpu_class) noexcept {
     case uform_cpu_class_arm_neon_k: return kernels_neon();
     case uform_cpu_class_arm_sve_k: return kernels_sve();
     case uform_cpu_class_arm_sve2_k: return kernels_sve2();
+    case uform_cpu_class_wasm_simd128_k: return kernels_wasm_simd128();
     default: return &kernels_serial();
     }
 }

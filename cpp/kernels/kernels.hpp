@@ -171,6 +171,9 @@ kernels_t const *kernels_icelake() noexcept;
 /// AVX-512 with BF16 (AMD Genoa, Turin): Ice Lake's kernels plus the BF16 pair products (x86-64 only; nullptr
 /// elsewhere).
 kernels_t const *kernels_genoa() noexcept;
+/// WebAssembly SIMD128 (wasm32 builds with `-msimd128` only; nullptr elsewhere): 4-lane F32 panels and elementwise
+/// maths, and the int8 products on `i32x4.dot_i16x8_s`; no BF16 pair products.
+kernels_t const *kernels_wasm_simd128() noexcept;
 /// AArch64's NEON (every 64-bit Arm core), with the BF16 pair products on `BFDOT` where the core has BF16 and the int8
 /// products on `USDOT` (I8MM) or `SDOT` (dot product) where it has them (AArch64 only; nullptr elsewhere).
 kernels_t const *kernels_neon() noexcept;

@@ -65,8 +65,12 @@ std::string data_dir() {
 
 // region: a two-thread parallel_for, as the executor's ForkUnion pool will provide
 
-/// Runs tasks on the calling thread and one helper, pulling indices from a shared counter.
+/// Runs tasks on the calling thread and one helper, pulling indices from a shared counter. WASI has no threads: there
+/// the calling thread runs the tasks in turn as worker 0 and worker 1, so each worker's scratch is still used.
 void two_threads(void *, std::size_t count, void *fn_context, task_fn_t fn) noexcept {
+#if defined(__wasi__)
+    for (std::size_t task = 0; task != count; ++task) fn(fn_context, task, task % 2);
+#else
     std::atomic<std::size_t> next{0};
     auto work = [&](std::size_t thread) {
         for (std::size_t task; (task = next.fetch_add(1)) < count;) fn(fn_context, task, thread);
@@ -74,6 +78,7 @@ void two_threads(void *, std::size_t count, void *fn_context, task_fn_t fn) noex
     std::thread helper(work, 1);
     work(0);
     helper.join();
+#endif
 }
 
 parallel_t const serial_parallel{};
@@ -170,7 +175,8 @@ void test_scalars() {
 /// The CPU classes this machine can run, serial first.
 std::vector<uform_cpu_class_t> available_classes() {
     std::vector<uform_cpu_class_t> classes{uform_cpu_class_serial_k};
-    for (uform_cpu_class_t c : {uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k})
+    for (uform_cpu_class_t c :
+         {uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k, uform_cpu_class_wasm_simd128_k})
         if (cpu_class_available(c)) classes.push_back(c);
     return classes;
 }
@@ -385,7 +391,7 @@ std::vector<uform_cpu_class_t> int8_classes() {
     for (uform_cpu_class_t c :
          {uform_cpu_class_serial_k, uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k,
           uform_cpu_class_intel_icelake_k, uform_cpu_class_intel_sapphire_rapids_k, uform_cpu_class_amd_genoa_k,
-          uform_cpu_class_amd_turin_k})
+          uform_cpu_class_amd_turin_k, uform_cpu_class_wasm_simd128_k})
         if (c == uform_cpu_class_serial_k || cpu_class_available(c)) classes.push_back(c);
     return classes;
 }
