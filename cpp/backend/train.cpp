@@ -48,7 +48,7 @@ namespace {
 
 /// The settings of a trainer from its resolved configuration.
 train::settings_t settings_of(uform_trainer_init_vram_args_t const &a) noexcept {
-    return {a.objective, a.masking, a.contrastive, a.late_interaction, a.choices, a.schedule, a.seed};
+    return {a.objective, a.masking, a.contrastive, a.late_interaction, a.choices, a.schedule, a.seed, a.distill};
 }
 
 /// The poll hook of the trunk over a call: asks the handler again, reporting no new progress.
@@ -182,8 +182,19 @@ uform_status_t build_segments(trainer_t &t, trainer_step_t const &step, char con
 uform_status_t trainer_init(trainer_config_t const &config, call_t &call, trainer_t *&trainer,
                             char const **message) noexcept {
     trainer = nullptr;
-    if (config.residency == uform_residency_vram_k)
+    if (config.residency == uform_residency_vram_k) {
+        if (config.devices.size() > 1)
+            return fail(message, uform_status_unsupported_k,
+                        "a VRAM trainer trains on one device: data parallelism over an executor's devices is not "
+                        "built yet (join a mesh with one device per rank)");
+#if UFORM_WITH_CUDA
+        return fail(
+            message, uform_status_unsupported_k,
+            "the CUDA trainer's device trunk is not built yet: train on a RAM executor (uform_trainer_init_ram)");
+#else
         return fail(message, uform_status_unsupported_k, "a VRAM trainer runs on GPUs: this build has none");
+#endif
+    }
     auto *made = new (std::nothrow) trainer_t;
     if (made == nullptr) return fail(message, uform_status_out_of_memory_k, "out of memory making a trainer");
     uform_trainer_init_vram_args_t const &a = config.args;
@@ -218,8 +229,8 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
                             uform_trainer_step_stats_t &stats, uform_rows_t &embeddings,
                             char const **message) noexcept {
     if (trainer.core.mesh)
-        if (uform_status_t status =
-                trainer.core.arrange(step.contents.count, !step.sides.empty(), !step.bags.empty(), message))
+        if (uform_status_t status = trainer.core.arrange(step.contents.count, !step.sides.empty(), !step.bags.empty(),
+                                                         step.teacher_width, message))
             return status;
     if (uform_status_t status = build_segments(trainer, step, message)) return status;
     std::size_t const n = step.contents.count;
@@ -230,6 +241,8 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
     batch.bags = step.bags;
     batch.relations = step.relations;
     batch.sides = step.sides;
+    batch.teacher = step.teacher;
+    batch.teacher_width = step.teacher_width;
     if (step.choices.count) {
         batch.choices = reinterpret_cast<std::uint8_t const *>(step.choices.data);
         batch.choice_targets = step.choice_targets.data;
@@ -246,6 +259,7 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
     stats.contrastive_loss = float(report.contrastive);
     stats.late_interaction_loss = float(report.late_interaction);
     stats.choices_loss = float(report.choices);
+    stats.distill_loss = float(report.distill);
     stats.gradient_norm = float(report.gradient_norm);
     stats.learning_rate = float(report.learning_rate);
     stats.items = n;

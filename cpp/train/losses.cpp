@@ -1,5 +1,5 @@
-// The loss terms' forward and backward (train_losses.py): InfoNCE, the sigmoid form, MaxSim late interaction, and the
-// masking and choice cross-entropies.
+// The loss terms' forward and backward (train_losses.py): InfoNCE, the sigmoid form, MaxSim late interaction, the
+// masking and choice cross-entropies, and distillation.
 #include "cpp/train/losses.hpp"
 
 #include <algorithm>
@@ -279,6 +279,69 @@ term_t choices_cross_entropy(float const *logits, float const *targets, std::siz
     }
     term.finite = term.finite && std::isfinite(term.sum);
     return term;
+}
+
+bool has_teacher(distill_items_t const &items, std::size_t i) noexcept {
+    float const *row = items.teacher + i * items.width;
+    return std::any_of(row, row + items.width, [](float v) { return v != 0; });
+}
+
+namespace {
+
+/// One distilled anchor: `a` the teacher's logits, `b` the student's, over its `count` candidates. Answers
+/// `KL(softmax(a) || softmax(b))` and leaves in `b` each student logit's gradient `Q_j - P_j`.
+double distill_row(double const *a, double *b, std::size_t count) noexcept {
+    double top_a = -std::numeric_limits<double>::infinity(), top_b = top_a, sum_a = 0, sum_b = 0;
+    for (std::size_t e = 0; e != count; ++e) top_a = std::max(top_a, a[e]), top_b = std::max(top_b, b[e]);
+    for (std::size_t e = 0; e != count; ++e) sum_a += std::exp(a[e] - top_a), sum_b += std::exp(b[e] - top_b);
+    double const lse_a = top_a + std::log(sum_a), lse_b = top_b + std::log(sum_b);
+    double loss = 0;
+    for (std::size_t e = 0; e != count; ++e) {
+        double const log_p = a[e] - lse_a, log_q = b[e] - lse_b, p = std::exp(log_p);
+        loss += p * (log_p - log_q);
+        b[e] = std::exp(log_q) - p;
+    }
+    return loss;
+}
+
+} // namespace
+
+uform_status_t distill(distill_items_t const &items, double gradient_weight, float *grad_z, term_t &term,
+                       loss_scratch_t &scratch, char const **message) noexcept {
+    try {
+        std::size_t const dim = items.dim, width = items.width;
+        std::vector<double> &accumulated = scratch.accumulated, &a = scratch.x, &b = scratch.s;
+        std::vector<std::size_t> &ids = scratch.docs;
+        accumulated.assign(items.items * dim, 0.0);
+        term = {};
+        ids.clear();
+        for (std::size_t j = 0; j != items.items; ++j)
+            if (has_teacher(items, j)) ids.push_back(j);
+        double const inverse_student = 1.0 / double(items.student_temperature);
+        double const inverse_teacher = 1.0 / double(items.teacher_temperature);
+        for (std::size_t i = items.first_anchor; i != items.first_anchor + items.anchors; ++i) {
+            if (ids.size() < 2 || !has_teacher(items, i)) continue;
+            a.clear(), b.clear();
+            for (std::size_t j : ids)
+                if (j != i) {
+                    a.push_back(inverse_teacher * dot(items.teacher + i * width, items.teacher + j * width, width));
+                    b.push_back(inverse_student * dot(items.z + i * dim, items.z + j * dim, dim));
+                }
+            term.sum += distill_row(a.data(), b.data(), a.size());
+            ++term.count;
+            for (std::size_t e = 0, k = 0; k != ids.size(); ++k) {
+                std::size_t const j = ids[k];
+                if (j == i) continue;
+                double const g = gradient_weight * inverse_student * b[e++];
+                add_scaled(accumulated.data() + i * dim, items.z + j * dim, g, dim);
+                add_scaled(accumulated.data() + j * dim, items.z + i * dim, g, dim);
+            }
+        }
+        term.finite = add_gradient(grad_z, accumulated) && std::isfinite(term.sum);
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory computing the distillation term");
+    }
 }
 
 } // namespace uform::train

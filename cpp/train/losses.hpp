@@ -20,7 +20,7 @@ namespace uform::train {
 struct term_t {
     /// The sum of the per-unit losses.
     double sum = 0;
-    /// The units: anchors, queries, masked positions or choice items.
+    /// The units: anchors, queries, masked positions, choice items or distilled anchors.
     std::size_t count = 0;
     /// False when the sum or a gradient it added is NaN or infinite: the caller refuses the step.
     bool finite = true;
@@ -90,5 +90,28 @@ term_t masking_cross_entropy(float const *logits, std::uint8_t const *targets, s
 /// `targets`. Adds the gradient to `grad_logits` (one per entry; the caller sums duplicates into the byte's logit).
 term_t choices_cross_entropy(float const *logits, float const *targets, std::size_t const *offsets, std::size_t items,
                              double gradient_weight, float *grad_logits) noexcept;
+
+/// The items a distillation term scores: the student's unit embeddings `z` [items x dim] and the teacher's rows
+/// `teacher` [items x width], each unit or all-zero (an all-zero row: the item has no teacher); the anchors are the
+/// items `first_anchor .. first_anchor + anchors` (a mesh rank's own).
+struct distill_items_t {
+    float const *z = nullptr;
+    std::size_t dim = 0;
+    float const *teacher = nullptr;
+    std::size_t width = 0;
+    std::size_t items = 0, first_anchor = 0, anchors = 0;
+    /// The student's and the teacher's temperatures, positive.
+    float student_temperature = 1, teacher_temperature = 1;
+};
+
+/// Whether row `i` of `items.teacher` is nonzero: the item has a teacher.
+bool has_teacher(distill_items_t const &items, std::size_t i) noexcept;
+
+/// Distillation (docs/model.md, "Distillation"): per anchor with a teacher and another item with one (the set T),
+/// `KL(P_i || Q_i) = sum_{j in T, j != i} P_ij (log P_ij - log Q_ij)`, P_i the softmax of the teacher cosines
+/// `<u_i, u_j> / teacher_temperature`, Q_i the softmax of the student's `<z_i, z_j> / student_temperature`. Adds the
+/// gradient to `grad_z` (the shape of `z`). Answers out-of-memory, else ok.
+uform_status_t distill(distill_items_t const &items, double gradient_weight, float *grad_z, term_t &term,
+                       loss_scratch_t &scratch, char const **message) noexcept;
 
 } // namespace uform::train

@@ -56,7 +56,7 @@ struct shared_setting_t {
 
 /// The settings and geometry the ranks of a mesh must share: the objective and its terms, the schedule, the seed (the
 /// masks are drawn from it) and the model's shape (rank 0's weights are broadcast into every rank's tensors).
-std::array<shared_setting_t, 33> shared_settings(settings_t const &s, parameters_t const &p) noexcept {
+std::array<shared_setting_t, 36> shared_settings(settings_t const &s, parameters_t const &p) noexcept {
     geometry_t const &g = p.geometry;
     double values = 0;
     for (tensor_t const &t : p.tensors) values += double(t.master.size());
@@ -73,6 +73,9 @@ std::array<shared_setting_t, 33> shared_settings(settings_t const &s, parameters
         {"the mesh's ranks disagree on late_interaction.weight", s.late_interaction.weight},
         {"the mesh's ranks disagree on choices.groups", double(s.choices.groups)},
         {"the mesh's ranks disagree on choices.weight", s.choices.weight},
+        {"the mesh's ranks disagree on distill.student_temperature", s.distill.student_temperature},
+        {"the mesh's ranks disagree on distill.teacher_temperature", s.distill.teacher_temperature},
+        {"the mesh's ranks disagree on distill.weight", s.distill.weight},
         {"the mesh's ranks disagree on schedule.steps", double(s.schedule.steps)},
         {"the mesh's ranks disagree on schedule.warmup_steps", double(s.schedule.warmup_steps)},
         {"the mesh's ranks disagree on schedule.learning_rate", s.schedule.learning_rate},
@@ -129,10 +132,11 @@ uform_status_t trainer_core_t::agree(ram::parallel_t const &parallel, char const
     return residency().refresh(parameters, parallel, message);
 }
 
-uform_status_t trainer_core_t::arrange(std::size_t items, bool sides, bool bags, char const **message) noexcept {
+uform_status_t trainer_core_t::arrange(std::size_t items, bool sides, bool bags, std::size_t teacher_width,
+                                       char const **message) noexcept {
     std::size_t const ranks = mesh ? mesh->ranks() : 1, rank = mesh ? mesh->rank() : 0;
     try {
-        exchange_.assign(ranks + 2, 0.0);
+        exchange_.assign(2 * ranks + 2, 0.0);
         layout_.items.assign(ranks, 0);
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step");
@@ -140,8 +144,18 @@ uform_status_t trainer_core_t::arrange(std::size_t items, bool sides, bool bags,
     exchange_[rank] = double(items);
     exchange_[ranks] = sides ? 1.0 : 0.0;
     exchange_[ranks + 1] = bags ? 1.0 : 0.0;
+    exchange_[ranks + 2 + rank] = double(teacher_width);
     if (mesh)
         if (uform_status_t status = mesh->sum(exchange_, message)) return status;
+    // Every rank sees every rank's width, so ranks that name different ones all refuse the step together.
+    layout_.teacher_width = 0;
+    for (std::size_t r = 0; r != ranks; ++r) {
+        auto const width = std::size_t(exchange_[ranks + 2 + r]);
+        if (width && layout_.teacher_width && width != layout_.teacher_width)
+            return fail(message, uform_status_invalid_argument_k,
+                        "the mesh's ranks name different teacher widths in one step (no weight changed)");
+        if (width) layout_.teacher_width = width;
+    }
     layout_.first = layout_.world = 0;
     for (std::size_t r = 0; r != ranks; ++r) {
         layout_.items[r] = std::size_t(exchange_[r]);
@@ -247,7 +261,8 @@ uform_status_t trainer_core_t::plan_step(batch_t const &batch, step_plan_t &plan
     plan = {};
     plan.items = batch.segments.size();
     if (!mesh) {
-        if (uform_status_t status = arrange(plan.items, !batch.sides.empty(), !batch.bags.empty(), message))
+        if (uform_status_t status =
+                arrange(plan.items, !batch.sides.empty(), !batch.bags.empty(), batch.teacher_width, message))
             return status;
     } else if (!layout_.arranged || layout_.items[mesh->rank()] != plan.items) {
         return fail(message, uform_status_internal_k, "a mesh step's items were not arranged first");
@@ -264,6 +279,8 @@ uform_status_t trainer_core_t::plan_step(batch_t const &batch, step_plan_t &plan
         s.contrastive.negatives == uform_negatives_mesh_k || s.contrastive.negatives == uform_negatives_mesh_and_hard_k;
     plan.gathers = mesh && mesh->ranks() > 1 && world_negatives && (plan.contrastive || plan.late);
     plan.mask_count = plan.masking ? batch.mask_rows.size() : 0;
+    plan.distill = layout_.teacher_width != 0 && optimises(s.objective, uform_objective_distill_k);
+    plan.distill_gathers = plan.distill && mesh && mesh->ranks() > 1 && !plan.gathers;
     return uform_status_ok_k;
 }
 
@@ -334,11 +351,19 @@ uform_status_t trainer_core_t::step_units(step_plan_t &plan, char const **messag
             double(settings.contrastive.form == uform_pair_loss_form_sigmoid_k ? anchors_with_candidates(relations_)
                                                                                : anchors_with_positives(relations_));
     if (plan.late && plan.sides) counts[1] = double(queries_with_positive_documents(relations_, plan.sides));
+    counts[4] = 0;
+    if (plan.distill) {
+        distill_items_t const &d = plan.distilled;
+        std::size_t with = 0, anchors = 0;
+        for (std::size_t i = 0; i != d.items; ++i)
+            if (has_teacher(d, i)) ++with, anchors += i >= d.first_anchor && i < d.first_anchor + d.anchors;
+        counts[4] = with >= 2 ? double(anchors) : 0.0;
+    }
     if (mesh)
-        if (uform_status_t status = mesh->sum(std::span<double>(counts, 4), message)) return status;
+        if (uform_status_t status = mesh->sum(std::span<double>(counts, 5), message)) return status;
     // Nothing to learn from over the whole mesh (no items, only empty texts, no term with a unit): refused before
     // anything changes, the schedule not advanced, equally on every rank (the counts are the mesh's).
-    if (counts[0] == 0 && counts[1] == 0 && counts[2] == 0 && counts[3] == 0)
+    if (counts[0] == 0 && counts[1] == 0 && counts[2] == 0 && counts[3] == 0 && counts[4] == 0)
         return fail(message, uform_status_invalid_argument_k,
                     "the step has nothing to learn from: no term has an item (no weight changed)");
     return uform_status_ok_k;
@@ -362,7 +387,7 @@ uform_status_t trainer_core_t::contrastive_term(step_plan_t &plan, char const **
     add_scalar_grad(p, "trainer.contrastive.log_scale", grad_log_scale);
     add_scalar_grad(p, "trainer.contrastive.bias", grad_bias);
     plan.sums[0] = term.sum;
-    plan.sums[4] += term.finite ? 0 : 1;
+    plan.sums[5] += term.finite ? 0 : 1;
     return uform_status_ok_k;
 }
 
@@ -376,7 +401,62 @@ uform_status_t trainer_core_t::late_interaction_term(step_plan_t &plan, char con
         return status;
     add_scalar_grad(parameters, "trainer.late_interaction.log_scale", grad_log_scale);
     plan.sums[1] = term.sum;
-    plan.sums[4] += term.finite ? 0 : 1;
+    plan.sums[5] += term.finite ? 0 : 1;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::step_distill_items(batch_t const &batch, step_plan_t &plan,
+                                                  char const **message) noexcept {
+    if (!plan.distill) return uform_status_ok_k;
+    std::size_t const items = plan.items, width = layout_.teacher_width, dim = parameters.geometry.dimensions;
+    bool const world = mesh && mesh->ranks() > 1;
+    try {
+        // The rank's rows made unit in double, rounded once; an all-zero row (no teacher) stays zero.
+        local_teacher_.assign(items * width, 0.0f);
+        for (std::size_t i = 0; !batch.teacher.empty() && i != items; ++i) {
+            float const *row = batch.teacher.data() + i * width;
+            double norm = 0;
+            for (std::size_t k = 0; k != width; ++k) norm += double(row[k]) * double(row[k]);
+            if (norm == 0) continue;
+            double const inverse = 1 / std::sqrt(norm);
+            for (std::size_t k = 0; k != width; ++k) local_teacher_[i * width + k] = float(double(row[k]) * inverse);
+        }
+        if (world) {
+            std::size_t const ranks = mesh->ranks();
+            bytes_.resize(ranks);
+            world_teacher_.resize(layout_.world * width);
+            for (std::size_t r = 0; r != ranks; ++r) bytes_[r] = layout_.items[r] * width * sizeof(float);
+            if (uform_status_t status = mesh->gather(local_teacher_.data(), bytes_, world_teacher_.data(), message))
+                return status;
+            if (plan.distill_gathers) {
+                distill_z_.resize(layout_.world * dim);
+                for (std::size_t r = 0; r != ranks; ++r) bytes_[r] = layout_.items[r] * dim * sizeof(float);
+                if (uform_status_t status = mesh->gather(plan.out.z, bytes_, distill_z_.data(), message)) return status;
+            }
+        }
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the step's teacher rows");
+    }
+    distill_items_t &d = plan.distilled;
+    d.z = !world ? plan.out.z : plan.gathers ? world_z_.data() : distill_z_.data();
+    d.dim = dim;
+    d.teacher = world ? world_teacher_.data() : local_teacher_.data();
+    d.width = width;
+    d.items = world ? layout_.world : items;
+    d.first_anchor = world ? layout_.first : 0;
+    d.anchors = items;
+    d.student_temperature = settings.distill.student_temperature;
+    d.teacher_temperature = settings.distill.teacher_temperature;
+    return uform_status_ok_k;
+}
+
+uform_status_t trainer_core_t::distill_term(step_plan_t &plan, char const **message) noexcept {
+    double const weight = double(settings.distill.weight) / plan.counts[4];
+    float *grad = plan.distill_gathers ? grad_distill_z_.data() : grad_z_.data();
+    term_t term;
+    if (uform_status_t status = distill(plan.distilled, weight, grad, term, loss_scratch_, message)) return status;
+    plan.sums[4] = term.sum;
+    plan.sums[5] += term.finite ? 0 : 1;
     return uform_status_ok_k;
 }
 
@@ -413,7 +493,7 @@ uform_status_t trainer_core_t::choices_term(batch_t const &batch, step_plan_t &p
         ++row;
     }
     plan.sums[3] = term.sum;
-    plan.sums[4] += term.finite ? 0 : 1;
+    plan.sums[5] += term.finite ? 0 : 1;
     return uform_status_ok_k;
 }
 
@@ -422,7 +502,8 @@ uform_status_t trainer_core_t::step_losses(batch_t const &batch, step_plan_t &pl
     geometry_t const &g = parameters.geometry;
     settings_t const &s = settings;
     if (!zeroed(grad_z_, plan.scored * g.dimensions) || !zeroed(grad_token_vectors_, plan.token_rows * g.token_width) ||
-        !zeroed(grad_logits_, rows_.size() * 256))
+        !zeroed(grad_logits_, rows_.size() * 256) ||
+        !zeroed(grad_distill_z_, plan.distill_gathers ? layout_.world * g.dimensions : 0))
         return fail(message, uform_status_out_of_memory_k, "out of memory for the step's gradients");
     if (uform_status_t status = residency().zero_gradients(parameters, message)) return status;
     if (plan.contrastive && plan.counts[0] > 0)
@@ -434,23 +515,26 @@ uform_status_t trainer_core_t::step_losses(batch_t const &batch, step_plan_t &pl
         term_t const term = masking_cross_entropy(plan.out.logits, batch.mask_targets.data(), plan.mask_count, weight,
                                                   grad_logits_.data());
         plan.sums[2] = term.sum;
-        plan.sums[4] += term.finite ? 0 : 1;
+        plan.sums[5] += term.finite ? 0 : 1;
     }
     if (plan.choice_items)
         if (uform_status_t status = choices_term(batch, plan, message)) return status;
+    if (plan.distill && plan.counts[4] > 0)
+        if (uform_status_t status = distill_term(plan, message)) return status;
     if (mesh)
-        if (uform_status_t status = mesh->sum(std::span<double>(plan.sums, 5), message)) return status;
-    double const term_weights[4] = {s.contrastive.weight, s.late_interaction.weight, s.masking.weight,
-                                    s.choices.weight};
-    double *values[4] = {&report.contrastive, &report.late_interaction, &report.masking, &report.choices};
+        if (uform_status_t status = mesh->sum(std::span<double>(plan.sums, 6), message)) return status;
+    double const term_weights[5] = {s.contrastive.weight, s.late_interaction.weight, s.masking.weight, s.choices.weight,
+                                    s.distill.weight};
+    double *values[5] = {&report.contrastive, &report.late_interaction, &report.masking, &report.choices,
+                         &report.distill};
     double loss = 0;
-    for (std::size_t k = 0; k != 4; ++k)
+    for (std::size_t k = 0; k != 5; ++k)
         if (plan.counts[k] > 0) {
             *values[k] = plan.sums[k] / plan.counts[k];
             loss += term_weights[k] * *values[k];
         }
     report.loss = loss;
-    if (plan.sums[4] != 0 || !std::isfinite(loss))
+    if (plan.sums[5] != 0 || !std::isfinite(loss))
         return fail(message, uform_status_corrupt_k, "the step's loss is not finite: no weight was updated");
     return uform_status_ok_k;
 }
@@ -461,6 +545,14 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
     // A gathered embedding's gradient is summed over the ranks before the backward's products round it.
     float const *grad_z = grad_z_.data();
     float const *grad_tokens = plan.local_late ? grad_token_vectors_.data() : nullptr;
+    if (plan.distill_gathers) {
+        // Distillation scored the world's embeddings alone: their gradients summed, the rank's own added to its rows.
+        std::size_t const dim = g.dimensions;
+        if (uform_status_t status = mesh->sum(std::span<float>(grad_distill_z_.data(), layout_.world * dim), message))
+            return status;
+        float const *own = grad_distill_z_.data() + layout_.first * dim;
+        for (std::size_t k = 0; k != plan.items * dim; ++k) grad_z_[k] += own[k];
+    }
     if (plan.gathers) {
         if (uform_status_t status = mesh->sum(std::span<float>(grad_z_.data(), plan.scored * g.dimensions), message))
             return status;
@@ -510,6 +602,7 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
     if (uform_status_t status = step_rows(batch, plan, message)) return status;
     if (uform_status_t status = step_relations(batch, plan, message)) return status;
     if (uform_status_t status = step_forward(batch, parallel, poll, progress, plan, report, message)) return status;
+    if (uform_status_t status = step_distill_items(batch, plan, message)) return status;
     if (uform_status_t status = step_units(plan, message)) return status;
     if (uform_status_t status = step_losses(batch, plan, report, message)) return status;
     if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");

@@ -28,6 +28,7 @@ struct settings_t {
     uform_choices_t choices{};
     uform_schedule_t schedule{};
     std::uint64_t seed = 0;
+    uform_distill_t distill{};
 };
 
 /// A step's batch as the trunk and the terms read it: built by the RAM backend from the ABI's items (texts masked,
@@ -49,12 +50,15 @@ struct batch_t {
     std::uint8_t const *choices = nullptr;
     float const *choice_targets = nullptr;
     std::size_t const *choice_offsets = nullptr;
+    /// The teacher's rows, `teacher_width` values per item (an all-zero row: no teacher), or empty.
+    std::span<float const> teacher;
+    std::size_t teacher_width = 0;
 };
 
 /// What a step measured: each term's value (zero without data), the joint loss, the gradient norm before clipping,
 /// the rate applied, and the tokens through the trunk.
 struct step_report_t {
-    double masking = 0, contrastive = 0, late_interaction = 0, choices = 0;
+    double masking = 0, contrastive = 0, late_interaction = 0, choices = 0, distill = 0;
     double loss = 0, gradient_norm = 0, learning_rate = 0;
     std::size_t tokens = 0;
     /// The scored unit embeddings, [items x dimensions], valid until the next step.
@@ -80,6 +84,8 @@ struct layout_t {
     std::vector<std::size_t> items;
     /// Whether any rank's step has late-interaction sides, or bags.
     bool sides = false, bags = false;
+    /// The teacher rows' width the ranks with rows named (zero: no rank has any).
+    std::size_t teacher_width = 0;
     /// Whether `trainer_core_t::arrange` ran for the next step.
     bool arranged = false;
 };
@@ -93,6 +99,9 @@ struct step_plan_t {
     std::size_t items = 0;
     /// Which terms the step computes, whether late interaction runs on this rank, and whether it scores the world.
     bool choices = false, masking = false, late = false, local_late = false, contrastive = false, gathers = false;
+    /// Whether the distillation term runs, and whether it gathered the embeddings itself (a mesh step that does not
+    /// otherwise score the world): its gradient then lands in a buffer of its own, summed over the mesh.
+    bool distill = false, distill_gathers = false;
     /// Masked rows, and items with choices.
     std::size_t mask_count = 0, choice_items = 0;
     /// The sides the late-interaction term reads (the world's when gathered), or null.
@@ -103,10 +112,12 @@ struct step_plan_t {
     float const *z = nullptr;
     std::size_t scored = 0, token_rows = 0;
     token_vectors_t vectors;
-    /// Each term's units over the mesh (contrastive, late interaction, masking, choices).
-    double counts[4] = {0, 0, 0, 0};
+    /// The items the distillation term scores (the world's over a mesh) and the rank's anchors among them.
+    distill_items_t distilled;
+    /// Each term's units over the mesh (contrastive, late interaction, masking, choices, distillation).
+    double counts[5] = {0, 0, 0, 0, 0};
     /// Each term's sum over the rank's units, then whether a term was not finite.
-    double sums[5] = {0, 0, 0, 0, 0};
+    double sums[6] = {0, 0, 0, 0, 0, 0};
 };
 
 /// A trainer's state: its parameters, its residency's kernels, and the host buffers of a step, grown to a high-water
@@ -129,10 +140,12 @@ class trainer_core_t {
     /// mesh's trainers call it once, together, after loading.
     uform_status_t agree(ram::parallel_t const &parallel, char const **message) noexcept;
 
-    /// Tells the mesh how many items, and whether sides and bags, the rank's next step has, and learns where its
-    /// items sit among the world's (`layout()`). Over a mesh every rank calls it before each step; without one `step`
-    /// arranges itself.
-    uform_status_t arrange(std::size_t items, bool sides, bool bags, char const **message) noexcept;
+    /// Tells the mesh how many items, whether sides and bags, and what teacher width (zero for none) the rank's next
+    /// step has, and learns where its items sit among the world's (`layout()`). Over a mesh every rank calls it before
+    /// each step; without one `step` arranges itself. Ranks naming different nonzero widths all answer
+    /// `invalid-argument`.
+    uform_status_t arrange(std::size_t items, bool sides, bool bags, std::size_t teacher_width,
+                           char const **message) noexcept;
 
     /// Where the rank's items of the next (or last) step sit among the world's.
     layout_t const &layout() const noexcept { return layout_; }
@@ -168,6 +181,11 @@ class trainer_core_t {
     uform_status_t contrastive_term(step_plan_t &plan, char const **message) noexcept;
     /// The late-interaction term of the losses phase.
     uform_status_t late_interaction_term(step_plan_t &plan, char const **message) noexcept;
+    /// Phase distillation's items: the rank's teacher rows made unit, gathered with the embeddings over a mesh, and
+    /// the term's units.
+    uform_status_t step_distill_items(batch_t const &batch, step_plan_t &plan, char const **message) noexcept;
+    /// The distillation term of the losses phase.
+    uform_status_t distill_term(step_plan_t &plan, char const **message) noexcept;
     /// The choice term of the losses phase: legal logits gathered from CHOOSE rows, their gradients scattered back.
     uform_status_t choices_term(batch_t const &batch, step_plan_t &plan, char const **message) noexcept;
     /// Phase backward: gathered outputs' gradients summed, the trunk's backward, every gradient summed over the mesh.
@@ -190,6 +208,7 @@ class trainer_core_t {
     std::vector<std::uint8_t> local_flags_, world_bagged_; // bag flags, then sides: the rank's, the world's
     std::vector<uform_late_interaction_side_t> world_sides_;
     std::vector<float> world_z_, world_tokens_, bucket_;
+    std::vector<float> local_teacher_, world_teacher_, distill_z_, grad_distill_z_;
     ram_kernels_t ram_kernels_;
     relations_t relations_;
     loss_scratch_t loss_scratch_;

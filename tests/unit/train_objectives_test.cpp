@@ -1,6 +1,7 @@
 // The trainer's objectives against the PyTorch training goldens (tests/data/train/, tools/reference/README.md "The
-// training goldens"): the contrastive and late-interaction variants on the step-0 embeddings and token vectors, the
-// masking sampler bit for bit, the schedule, the calibration, and AdamW against torch.optim.AdamW's own numbers.
+// training goldens"): the contrastive, late-interaction and distillation variants on the step-0 embeddings and token
+// vectors, the masking sampler bit for bit, the schedule, the calibration, and AdamW against torch.optim.AdamW's own
+// numbers.
 //
 // Prints "N passed, M failed" and exits nonzero on a failure. RAM build only (it includes cpp/).
 #include <algorithm>
@@ -193,6 +194,60 @@ void late_variants(goldens::json_t const &batch, std::map<std::string, goldens::
     }
     std::printf("late interaction: loss within %.2e relative, grad cosine >= %.9f, relative <= %.2e\n", worst_loss,
                 worst_cosine, worst_relative);
+}
+
+/// Distillation: every temperature pair on step0.z and the seeded teacher rows (a narrower teacher, the media
+/// items' rows zero), against the reference's autograd; then a student that is its own teacher scores zero.
+void distill_variants(goldens::json_t const &batch, std::map<std::string, goldens::tensor_t> const &golden) {
+    std::vector<float> const z(golden.at("step0.z").values.begin(), golden.at("step0.z").values.end());
+    auto const &rows = golden.at("variants.distill.teacher");
+    std::vector<float> const raw(rows.values.begin(), rows.values.end());
+    std::size_t const items = rows.shape[0], width = rows.shape[1], dim = z.size() / items;
+    // The trainer hands the term unit rows (zero rows kept), made unit in double and rounded once.
+    std::vector<float> teacher(raw.size(), 0.0f);
+    for (std::size_t i = 0; i != items; ++i) {
+        double norm = 0;
+        for (std::size_t k = 0; k != width; ++k) norm += double(raw[i * width + k]) * raw[i * width + k];
+        for (std::size_t k = 0; norm > 0 && k != width; ++k)
+            teacher[i * width + k] = float(double(raw[i * width + k]) / std::sqrt(norm));
+    }
+    auto const &variants = batch["variants"]["distill"];
+    double worst_loss = 0, worst_cosine = 1;
+    for (std::size_t v = 0; v != variants.size(); ++v) {
+        uform::train::distill_items_t const d{z.data(),
+                                              dim,
+                                              teacher.data(),
+                                              width,
+                                              items,
+                                              0,
+                                              items,
+                                              float(variants[v][0].value),
+                                              float(variants[v][1].value)};
+        std::size_t with = 0;
+        for (std::size_t i = 0; i != items; ++i) with += uform::train::has_teacher(d, i);
+        std::vector<float> grad_z(z.size(), 0.0f);
+        uform::train::term_t term;
+        char const *message = nullptr;
+        std::string const what = "distill " + std::to_string(v);
+        check(uform::train::distill(d, 1.0 / double(with), grad_z.data(), term, scratch, &message) ==
+                      uform_status_ok_k &&
+                  term.finite && term.count == with && with >= 2 && with < items,
+              what + ": runs over the items with a teacher");
+        double const loss = term.sum / double(term.count), expected = golden.at("variants.distill").values[v];
+        check(near(loss, expected, 1e-3), what + ": loss " + std::to_string(loss) + " vs " + std::to_string(expected));
+        auto const closeness = goldens::compare(
+            grad_z.data(), golden.at("variants.distill.grad_z").values.data() + v * z.size(), z.size());
+        check(closeness.cosine >= 0.999 && closeness.relative <= 1e-2, what + ": grad_z");
+        worst_loss = std::max(worst_loss, std::abs(loss - expected) / std::abs(expected));
+        worst_cosine = std::min(worst_cosine, closeness.cosine);
+    }
+    std::printf("distill: loss within %.2e relative, grad_z cosine >= %.9f\n", worst_loss, worst_cosine);
+    uform::train::distill_items_t const own{z.data(), dim, z.data(), dim, items, 0, items, 0.1f, 0.1f};
+    std::vector<float> grad_z(z.size(), 0.0f);
+    uform::train::term_t term;
+    check(uform::train::distill(own, 1.0, grad_z.data(), term, scratch, nullptr) == uform_status_ok_k &&
+              std::abs(term.sum) < 1e-4 * double(items),
+          "distill: a student that is its own teacher scores zero");
 }
 
 /// Whether `sample_mask` draws `expected` ([[position, token], ...]) for one text.
@@ -390,6 +445,7 @@ int main() {
     auto const golden = goldens::read_safetensors(goldens::directory() + "/train.safetensors");
     contrastive_variants(batch, golden);
     late_variants(batch, golden);
+    distill_variants(batch, golden);
     masks(batch);
     schedule(batch, golden);
     calibration(batch, golden);
