@@ -2,12 +2,12 @@
  * @file mesh.cpp
  * @brief The RAM mesh's equivalence across processes: the test starts itself as the ranks of meshes on 127.0.0.1, two
  * jobs at a time sharing one scratch directory, and checks that N = 2 and 3 processes with B/N items each take the
- * same 10 steps as one process with B items, for each objective and for gathered negatives: the loss, its terms and
- * the gradient norm equal on every rank and within 1e-4 of one process's, the saved weights equal on every rank and
- * within 1e-4 of one process's. A rank saves alone halfway while the others step on. Then: a rerun of a job in the
- * same directory, over the files of an earlier attempt that died, works; a joined mesh leaves no rendezvous file
- * behind; and two ranks in two network namespaces joined by a veth pair (made here, where the test may) train as one
- * process, so that the TCP path runs off loopback.
+ * same 10 steps as one process with B items, for each objective (distillation too, its teacher rows split with the
+ * items) and for gathered negatives: the loss, its terms and the gradient norm equal on every rank and within 1e-4 of
+ * one process's, the saved weights equal on every rank and within 1e-4 of one process's. A rank saves alone halfway
+ * while the others step on. Then: a rerun of a job in the same directory, over the files of an earlier attempt that
+ * died, works; a joined mesh leaves no rendezvous file behind; and two ranks in two network namespaces joined by a veth
+ * pair (made here, where the test may) train as one process, so that the TCP path runs off loopback.
  *
  *   uform_test_cpp_mesh                                          # the driver
  *   uform_test_cpp_mesh rank R DIRECTORY SCENARIO [HOSTNAME]     # one rank, started by the driver
@@ -30,6 +30,8 @@ scenario_t const scenarios_k[] = {
     {"choices-3", uform_objective_choices_k, uform_negatives_device_k, 3},
     {"joint-mesh-and-hard-2", uform_objective_joint_k, uform_negatives_mesh_and_hard_k, 2},
     {"joint-mesh-and-hard-3", uform_objective_joint_k, uform_negatives_mesh_and_hard_k, 3},
+    {"distill-2", uform_objective_distill_k, uform_negatives_device_k, 2},
+    {"distill-3", uform_objective_distill_k, uform_negatives_device_k, 3},
 };
 constexpr std::size_t scenario_count_k = sizeof(scenarios_k) / sizeof(scenarios_k[0]);
 
@@ -127,7 +129,7 @@ void finish(running_t const &running, char const *directory, char const *what, s
         std::vector<record_t> const records = read_records(base + ".records");
         if (!CHECK_SIZE(records.size(), steps_k) || !CHECK_SIZE(first.size(), steps_k)) continue;
         for (std::size_t step = 0; step != steps_k; ++step)
-            for (std::size_t k = 0; k != 6; ++k) {
+            for (std::size_t k = 0; k != 7; ++k) {
                 CHECK(records[step].values[k] == first[step].values[k]);
                 // Summed in another order, the masters round to BF16 copies that differ here and there after a few
                 // steps, which moves this tiny model's terms by up to 2e-3: 1e-4 holds for the first three steps.
@@ -148,6 +150,7 @@ void finish(running_t const &running, char const *directory, char const *what, s
     if (joint || s.objective == uform_objective_masking_k) CHECK(one.front().values[2] > 0);
     if (joint || s.objective == uform_objective_late_interaction_k) CHECK(one.front().values[3] > 0);
     if (joint || s.objective == uform_objective_choices_k) CHECK(one.front().values[4] > 0);
+    if (joint || s.objective == uform_objective_distill_k) CHECK(one.front().values[6] > 0);
     for (std::vector<unsigned char> const &bytes : saved) CHECK(bytes == saved.front());
     compare_weights(job + ".rank0.safetensors", job + ".one.safetensors", tiny_path(), s.name);
     std::size_t length = 0;

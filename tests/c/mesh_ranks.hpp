@@ -45,6 +45,13 @@ inline uform_late_interaction_side_t const sides_k[world_items_k] = {
 /** The legal bytes of each item (empty: not a choice item) and the choice items' targets, in item order. */
 inline char const *const choices_k[world_items_k] = {"", "", "", "ABC", "", "", "", "", "", "AB", "", ""};
 inline float const targets_k[world_items_k][3] = {{}, {}, {}, {0, 1, 0}, {}, {}, {}, {}, {}, {1, 0}, {}, {}};
+/** Teacher rows of width 5, one per item; the choice items (3 and 9) have none (all-zero rows). */
+constexpr std::size_t teacher_width_k = 5;
+inline float const teacher_k[world_items_k][teacher_width_k] = {
+    {1, 0.2f, 0, 0, 0}, {0, 1, 0.3f, 0, 0}, {0, 0, 1, 0.1f, 0},    {0, 0, 0, 0, 0},
+    {0.5f, 0, 0, 1, 0}, {0, 0, 0, 0.4f, 1}, {1, 0.3f, 0.1f, 0, 0}, {0, 1, 0.2f, 0.1f, 0},
+    {0.1f, 0, 1, 0, 0}, {0, 0, 0, 0, 0},    {0.6f, 0, 0, 1, 0.1f}, {0, 0.1f, 0, 0.5f, 1}};
+
 /** Hard negatives, as pairs of world items that every split of 2 or 3 ranks keeps on one rank: a repels b. */
 inline std::size_t const repels_k[3][2] = {{0, 1}, {4, 5}, {8, 9}};
 
@@ -79,9 +86,10 @@ inline uform_trainer_init_ram_args_t init_of(scenario_t const &s, uform_mesh_t m
     return init;
 }
 
-/** What a run records per step: the loss, its terms and the gradient norm. */
+/** What a run records per step: the loss, its terms (contrastive, masking, late interaction, choices), the gradient
+ * norm and the distillation term. */
 struct record_t {
-    double values[6];
+    double values[7];
 };
 
 /** The items `first .. first + count` of the world's batch as a step's arguments, with the buffers they point into. */
@@ -122,6 +130,13 @@ struct share_t {
         args.choice_targets_offsets = target_offsets.data();
         args.choice_targets_count = count;
     }
+
+    /** Gives the share its items' teacher rows. */
+    void teach(std::size_t first, std::size_t count) {
+        args.teacher = teacher_k[first];
+        args.teacher_count = count * teacher_width_k;
+        args.teacher_width = teacher_width_k;
+    }
     share_t(share_t const &) = delete;
 
     /** Steps `trainer` over the share, filling `stats`. */
@@ -144,13 +159,15 @@ inline bool train(scenario_t const &s, uform_mesh_t mesh, std::size_t first, std
     uform_trainer_init_ram_args_t const init = init_of(s, mesh);
     bool ok = CHECK_OK(uform_trainer_init_ram(ram, &init, &trainer, MSG));
     share_t share(first, count);
+    // A trainer whose objective distils takes the teacher rows; another would refuse them.
+    if (s.objective == uform_objective_joint_k || s.objective == uform_objective_distill_k) share.teach(first, count);
     for (std::size_t step = 0; ok && step != steps_k; ++step) {
         uform_trainer_step_stats_t stats;
         ok = CHECK_OK(share.step(trainer, ram, &stats));
         if (ok) {
             CHECK_SIZE(stats.items, count);
             records.push_back({{stats.loss, stats.contrastive_loss, stats.masking_loss, stats.late_interaction_loss,
-                                stats.choices_loss, stats.gradient_norm}});
+                                stats.choices_loss, stats.gradient_norm, stats.distill_loss}});
         }
         if (ok && !mid.empty() && step + 1 == steps_k / 2)
             ok = CHECK_OK(uform_trainer_save(trainer, ram, mid.c_str(), mid.size(), NULL, MSG));
