@@ -436,18 +436,8 @@ void grow(std::vector<value_type_> &v, std::size_t count) {
 
 } // namespace
 
-trunk_t::trunk_t() noexcept = default;
-trunk_t::~trunk_t() noexcept = default;
-
-// Copies the request, sizes the state, embeds, runs every block, then the final norm and the heads asked for.
-uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &request, ram::parallel_t const &parallel,
-                                poll_t poll, trunk_outputs_t &out, char const **message) noexcept {
-    if (p.kernels == nullptr || p.panels.size() != p.tensors.size())
-        return fail(message, uform_status_invalid_argument_k, "the parameters were never refreshed");
-    geometry_t const &g = p.geometry;
-    ram::kernels_t const &k = *p.kernels;
-    std::size_t const items = request.segments.size(), H = g.hidden, A = g.heads * g.head_dim, F = g.ffn_hidden;
-    std::size_t const hd = g.head_dim, half = hd / 2, D = g.dimensions, TW = g.token_width;
+uform_status_t check_request(geometry_t const &g, trunk_request_t const &request, char const **message) noexcept {
+    std::size_t const items = request.segments.size();
     for (segment_t const &segment : request.segments) {
         bool const text = segment.modality == uform_modality_text_k;
         bool const known = segment.modality == uform_modality_image_k   ? g.has_image
@@ -461,11 +451,30 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
             for (std::size_t i = 0; i != segment.count; ++i)
                 if (segment.tokens[i] > 257) return fail(message, uform_status_invalid_argument_k, "a token above 257");
     }
+    for (std::size_t i = 0; i != std::min(items, request.token_vectors.size()); ++i)
+        if (request.token_vectors[i] != 0 && !g.has_token_head)
+            return fail(message, uform_status_unsupported_k, "token vectors need the token head");
     if (!request.logit_rows.empty() && !g.has_byte_head)
         return fail(message, uform_status_unsupported_k, "byte logits need the byte head");
     for (logit_row_t const &r : request.logit_rows)
         if (r.item >= items || r.position >= request.segments[r.item].count)
             return fail(message, uform_status_invalid_argument_k, "a logit row outside its item");
+    return uform_status_ok_k;
+}
+
+trunk_t::trunk_t() noexcept = default;
+trunk_t::~trunk_t() noexcept = default;
+
+// Copies the request, sizes the state, embeds, runs every block, then the final norm and the heads asked for.
+uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &request, ram::parallel_t const &parallel,
+                                poll_t poll, trunk_outputs_t &out, char const **message) noexcept {
+    if (p.kernels == nullptr || p.panels.size() != p.tensors.size())
+        return fail(message, uform_status_invalid_argument_k, "the parameters were never refreshed");
+    geometry_t const &g = p.geometry;
+    ram::kernels_t const &k = *p.kernels;
+    std::size_t const items = request.segments.size(), H = g.hidden, A = g.heads * g.head_dim, F = g.ffn_hidden;
+    std::size_t const hd = g.head_dim, half = hd / 2, D = g.dimensions, TW = g.token_width;
+    if (uform_status_t status = check_request(g, request, message)) return status;
     try {
         if (!state_) state_ = std::make_unique<trunk_state_t>();
         trunk_state_t &s = *state_;
@@ -481,8 +490,6 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
         for (std::size_t i = 0; i != std::min(items, request.token_vectors.size()); ++i)
             s.flagged[i] = request.token_vectors[i] != 0;
         bool const any_vectors = std::find(s.flagged.begin(), s.flagged.end(), 1) != s.flagged.end();
-        if (any_vectors && !g.has_token_head)
-            return fail(message, uform_status_unsupported_k, "token vectors need the token head");
         s.vector_offsets.assign(items + 1, 0);
         for (std::size_t i = 0; i != items; ++i)
             s.vector_offsets[i + 1] = s.vector_offsets[i] + (s.flagged[i] ? request.segments[i].count : 0);

@@ -52,6 +52,11 @@ struct poll_t {
     void *context = nullptr;
 };
 
+/// Checks `request` against the model before any work, for every residency: `invalid-argument` for a modality the
+/// model lacks, a segment without its tokens or patches, a token above 257, a logit row outside its item;
+/// `unsupported` for token vectors or byte logits without their head.
+uform_status_t check_request(geometry_t const &geometry, trunk_request_t const &request, char const **message) noexcept;
+
 struct trunk_state_t;
 
 /// The training forward and backward. Owns its activations and scratch, grown to a high-water mark, so a steady

@@ -11,9 +11,10 @@ namespace {
 
 constexpr unsigned block_k = 256; // threads of the row-wise and element-wise kernels
 constexpr unsigned warp_k = 32;
-constexpr unsigned warps_k = 4;          // (token, head) jobs per block of the attention kernels
-constexpr unsigned dims_per_lane_k = 8;  // head dimensions each lane keeps: head_dim at most 256
-constexpr std::size_t elements_k = 4096; // elements per block of the element-wise kernels
+constexpr unsigned warps_k = 4;            // (token, head) jobs per block of the attention kernels
+constexpr unsigned dims_per_lane_k = 8;    // head dimensions each lane keeps: head_dim at most 256
+constexpr std::size_t elements_k = 4096;   // elements per block of the element-wise kernels
+constexpr std::uint16_t token_max_k = 257; // the last row of the byte embedding (CHOOSE); above: a media token
 
 __device__ std::uint16_t bf16_bits(float value) {
     __nv_bfloat16 const rounded = __float2bfloat16_rn(value);
@@ -267,6 +268,7 @@ __global__ void attention_keys_kernel(float const *qkv, float const *d_out, std:
 __global__ void embed_backward_kernel(float const *dx, std::uint16_t const *ids, std::size_t hidden,
                                       float *table_grad) {
     std::size_t const token = blockIdx.x;
+    if (ids[token] > token_max_k) return;
     float *target = table_grad + std::size_t(ids[token]) * hidden;
     for (std::size_t j = threadIdx.x; j < hidden; j += blockDim.x) atomicAdd(target + j, dx[token * hidden + j]);
 }
@@ -297,6 +299,32 @@ __global__ void scatter_add_rows_kernel(float const *x, std::uint32_t const *row
     std::size_t const r = blockIdx.x;
     float *target = out + std::size_t(rows[r]) * width;
     for (std::size_t j = threadIdx.x; j < width; j += blockDim.x) target[j] += x[r * width + j];
+}
+
+__global__ void round_f32_kernel(float const *x, std::size_t count, float *out) {
+    std::size_t begin, end;
+    element_range(count, begin, end);
+    for (std::size_t i = begin + threadIdx.x; i < end; i += blockDim.x) out[i] = round_bf16(x[i]);
+}
+
+__global__ void embed_text_kernel(float const *table, std::uint16_t const *ids, std::size_t hidden, float *x) {
+    std::size_t const token = blockIdx.x;
+    if (ids[token] > token_max_k) return;
+    float const *row = table + std::size_t(ids[token]) * hidden;
+    for (std::size_t j = threadIdx.x; j < hidden; j += blockDim.x) x[token * hidden + j] = row[j];
+}
+
+__global__ void scatter_bias_rows_kernel(float const *embedded, float const *bias, std::uint32_t const *rows,
+                                         std::size_t width, float *x) {
+    std::size_t const r = blockIdx.x;
+    float *target = x + std::size_t(rows[r]) * width;
+    for (std::size_t j = threadIdx.x; j < width; j += blockDim.x) target[j] = embedded[r * width + j] + bias[j];
+}
+
+__global__ void gather_rows_kernel(float const *x, std::uint32_t const *rows, std::size_t width, float *out) {
+    std::size_t const r = blockIdx.x;
+    float const *source = x + std::size_t(rows[r]) * width;
+    for (std::size_t j = threadIdx.x; j < width; j += blockDim.x) out[r * width + j] = source[j];
 }
 
 bool launched() noexcept { return cudaGetLastError() == cudaSuccess; }
@@ -410,6 +438,33 @@ bool scatter_add_rows(float const *x, std::uint32_t const *rows, std::size_t cou
                       cudaStream_t stream) noexcept {
     if (count == 0) return true;
     scatter_add_rows_kernel<<<unsigned(count), block_k, 0, stream>>>(x, rows, width, out);
+    return launched();
+}
+
+bool round_f32(float const *x, std::size_t count, float *out, cudaStream_t stream) noexcept {
+    if (count == 0) return true;
+    round_f32_kernel<<<element_blocks(count), block_k, 0, stream>>>(x, count, out);
+    return launched();
+}
+
+bool embed_text(float const *table, std::uint16_t const *ids, std::size_t tokens, std::size_t hidden, float *x,
+                cudaStream_t stream) noexcept {
+    if (tokens == 0) return true;
+    embed_text_kernel<<<unsigned(tokens), block_k, 0, stream>>>(table, ids, hidden, x);
+    return launched();
+}
+
+bool scatter_bias_rows(float const *embedded, float const *bias, std::uint32_t const *rows, std::size_t count,
+                       std::size_t width, float *x, cudaStream_t stream) noexcept {
+    if (count == 0) return true;
+    scatter_bias_rows_kernel<<<unsigned(count), block_k, 0, stream>>>(embedded, bias, rows, width, x);
+    return launched();
+}
+
+bool gather_rows(float const *x, std::uint32_t const *rows, std::size_t count, std::size_t width, float *out,
+                 cudaStream_t stream) noexcept {
+    if (count == 0) return true;
+    gather_rows_kernel<<<unsigned(count), block_k, 0, stream>>>(x, rows, width, out);
     return launched();
 }
 

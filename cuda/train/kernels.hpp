@@ -63,7 +63,8 @@ bool attention_backward(float const *qkv, float const *d_out, std::uint32_t cons
                         std::uint32_t const *segment_end, std::size_t tokens, std::size_t heads, std::size_t head_dim,
                         float *statistics, float *dqkv, cudaStream_t stream) noexcept;
 
-/// `table_grad[ids[t]] += dx[t]` for `tokens` rows of `hidden` (the byte embedding's backward).
+/// `table_grad[ids[t]] += dx[t]` for `tokens` rows of `hidden` (the byte embedding's backward); an id above 257 (a
+/// media token's row) is skipped.
 bool embed_backward(float const *dx, std::uint16_t const *ids, std::size_t tokens, std::size_t hidden,
                     float *table_grad, cudaStream_t stream) noexcept;
 
@@ -78,5 +79,21 @@ bool normalize_backward(float const *y, float const *dy, float const *lengths, s
 /// `out[rows[r]] += x[r]` for `count` rows of `width` (the byte head's rows into dL/dh); `rows` distinct.
 bool scatter_add_rows(float const *x, std::uint32_t const *rows, std::size_t count, std::size_t width, float *out,
                       cudaStream_t stream) noexcept;
+
+/// `out[i] = bf16(x[i])` as F32 values, for `count` values (the BF16 copy of a tensor the products do not read).
+bool round_f32(float const *x, std::size_t count, float *out, cudaStream_t stream) noexcept;
+
+/// `x[t] = table[ids[t]]` for `tokens` rows of `hidden` F32 values; a row whose id is above 257 (a media token's) is
+/// left as it is.
+bool embed_text(float const *table, std::uint16_t const *ids, std::size_t tokens, std::size_t hidden, float *x,
+                cudaStream_t stream) noexcept;
+
+/// `x[rows[r]] = embedded[r] + bias` for `count` rows of `width` (a front-end's tokens into the residual stream).
+bool scatter_bias_rows(float const *embedded, float const *bias, std::uint32_t const *rows, std::size_t count,
+                       std::size_t width, float *x, cudaStream_t stream) noexcept;
+
+/// `out[r] = x[rows[r]]` for `count` rows of `width` F32 values.
+bool gather_rows(float const *x, std::uint32_t const *rows, std::size_t count, std::size_t width, float *out,
+                 cudaStream_t stream) noexcept;
 
 } // namespace uform::cuda::train

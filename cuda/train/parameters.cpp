@@ -19,9 +19,11 @@ constexpr std::size_t alignment_k = 256;
 
 std::size_t aligned(std::size_t bytes) noexcept { return (bytes + alignment_k - 1) / alignment_k * alignment_k; }
 
-/// Bytes of one tensor's arrays: four F32 arrays and the BF16 copy, each aligned.
-std::size_t tensor_bytes(std::size_t count) noexcept {
-    return 4 * aligned(count * sizeof(float)) + aligned(count * sizeof(std::uint16_t));
+/// Bytes of one tensor's arrays: four F32 arrays and the BF16 copy, each aligned, and the F32 copy of a tensor that is
+/// not a product's weight.
+std::size_t tensor_bytes(uform::train::tensor_t const &t) noexcept {
+    std::size_t const floats = aligned(t.count() * sizeof(float));
+    return (t.panelled ? 4 : 5) * floats + aligned(t.count() * sizeof(std::uint16_t));
 }
 
 bool is_scalar(std::string_view name) noexcept { return name.starts_with("trainer."); }
@@ -53,7 +55,7 @@ uform_status_t device_parameters_t::open(stream_t &stream, uform::train::paramet
         return fail(message, uform_status_out_of_memory_k, "out of memory for the trainer's tensors");
     }
     std::size_t bytes = aligned(count * sizeof(double)) + aligned(sizeof(unsigned));
-    for (uform::train::tensor_t const &t : parameters.tensors) bytes += tensor_bytes(t.count());
+    for (uform::train::tensor_t const &t : parameters.tensors) bytes += tensor_bytes(t);
     if (!memory_.reserve(bytes))
         return fail(message, uform_status_out_of_memory_k, "out of device memory for the trainer's tensors");
     ++allocations_;
@@ -70,7 +72,9 @@ uform_status_t device_parameters_t::open(stream_t &stream, uform::train::paramet
         d.master = reinterpret_cast<float *>(at), d.grad = reinterpret_cast<float *>(at + floats);
         d.moment1 = reinterpret_cast<float *>(at + 2 * floats), d.moment2 = reinterpret_cast<float *>(at + 3 * floats);
         d.bits = reinterpret_cast<std::uint16_t *>(at + 4 * floats);
-        at += tensor_bytes(t.count());
+        if (!t.panelled)
+            d.copy = reinterpret_cast<float *>(at + 4 * floats + aligned(t.count() * sizeof(std::uint16_t)));
+        at += tensor_bytes(t);
     }
     return upload(parameters, message);
 }
@@ -94,7 +98,7 @@ uform_status_t device_parameters_t::refresh(uform::train::parameters_t &paramete
     cudaStream_t const stream = stream_->stream;
     for (std::size_t i = 0; i != tensors_.size(); ++i) {
         device_tensor_t const &d = tensors_[i];
-        if (!to_bf16(d.master, d.count, d.bits, stream))
+        if (!to_bf16(d.master, d.count, d.bits, stream) || (d.copy && !round_f32(d.master, d.count, d.copy, stream)))
             return fail(message, uform_status_internal_k, "the device refused the BF16 copies");
         if (d.scalar && !copy(parameters.tensors[i].master.data(), d.master, d.count * sizeof(float),
                               cudaMemcpyDeviceToHost, stream))

@@ -1,9 +1,9 @@
 // A CUDA trainer's parameters on its device: every trained tensor's F32 master, gradient and AdamW moments, and the
-// BF16 copy the products read, in one device allocation made once (a steady loop allocates nothing); and the update
-// of the step's plan on them (cpp/train/kernels.hpp: zeroed gradients, the global norm, the clip, AdamW's check and
-// step, the BF16 copies), with the CPU trainer's per-element maths (cpp/train/maths.hpp). The host's `parameters_t`
-// stays the record of names, shapes and decay, and of the `trainer.*` scalars the host's loss terms read and whose
-// gradients they write.
+// BF16 copy the products read (an F32 copy of BF16 values for the other tensors), in one device allocation made once (a
+// steady loop allocates nothing); and the update of the step's plan on them (cpp/train/kernels.hpp: zeroed gradients,
+// the global norm, the clip, AdamW's check and step, the BF16 copies), with the CPU trainer's per-element maths
+// (cpp/train/maths.hpp). The host's `parameters_t` stays the record of names, shapes and decay, and of the `trainer.*`
+// scalars the host's loss terms read and whose gradients they write.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,7 @@ namespace uform::cuda::train {
 struct device_tensor_t {
     float *master = nullptr, *grad = nullptr, *moment1 = nullptr, *moment2 = nullptr;
     std::uint16_t *bits = nullptr; // bf16(master), as the products read it
+    float *copy = nullptr; // bf16(master) as F32 (norms, biases, the byte embedding); null for a product's weight
     std::size_t count = 0;
     bool decays = false, scalar = false; // `scalar`: a `trainer.*` tensor, whose gradient the host computes
 };

@@ -1,0 +1,59 @@
+// The CUDA residency's step kernels (cpp/train/kernels.hpp's interface): the device trunk (cuda/train/trunk.hpp) and
+// the device parameters' update (cuda/train/parameters.hpp) on one GPU's own stream. `trainer_core_t` runs the step's
+// phases over them as over the RAM ones; its host-side work (relations, the loss terms, checks, stats, save,
+// calibration) is unchanged.
+#pragma once
+
+#include <cstddef>
+
+#include "cpp/train/kernels.hpp"
+#include "cuda/device.hpp"
+#include "cuda/train/parameters.hpp"
+#include "cuda/train/trunk.hpp"
+
+namespace uform::cuda::train {
+
+/// One GPU's step kernels. `open` first; every call makes the GPU current on the calling thread for its duration.
+class cuda_kernels_t final : public uform::train::step_kernels_t {
+  public:
+    /// Opens a stream on the process's GPU `ordinal` and uploads `parameters`' masters and moments. Answers
+    /// `not-found`, `out-of-memory` or `internal` with a message.
+    uform_status_t open(std::size_t ordinal, uform::train::parameters_t const &parameters,
+                        char const **message) noexcept;
+
+    uform_status_t forward(uform::train::parameters_t const &parameters, uform::train::trunk_request_t const &request,
+                           ram::parallel_t const &parallel, uform::train::poll_t poll,
+                           uform::train::trunk_outputs_t &out, char const **message) noexcept override;
+    uform_status_t zero_gradients(uform::train::parameters_t &parameters, char const **message) noexcept override;
+    uform_status_t backward(uform::train::parameters_t &parameters, float const *d_z, float const *d_token_vectors,
+                            float const *d_logits, ram::parallel_t const &parallel, uform::train::poll_t poll,
+                            char const **message) noexcept override;
+    uform_status_t gradient_norm(uform::train::parameters_t &parameters, double &norm,
+                                 char const **message) noexcept override;
+    /// A refused launch is kept and answered by the next `refresh` (`update_stays_finite` then answers false).
+    void scale_gradients(uform::train::parameters_t &parameters, double factor,
+                         ram::parallel_t const &parallel) noexcept override;
+    /// False, too, when the device failed the check: the step is refused and no weight changed.
+    bool update_stays_finite(uform::train::parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                             ram::parallel_t const &parallel) noexcept override;
+    /// A refused launch is kept and answered by the `refresh` that follows.
+    void update(uform::train::parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                ram::parallel_t const &parallel) noexcept override;
+    uform_status_t refresh(uform::train::parameters_t &parameters, ram::parallel_t const &parallel,
+                           char const **message) noexcept override;
+    uform_status_t to_host(uform::train::parameters_t &parameters, char const **message) noexcept override;
+
+    /// Device allocations made so far, the parameters' and the trunk's: constant over a steady loop after its first
+    /// step (scripts/gpu-check.sh --train asserts it).
+    std::size_t allocations() const noexcept { return device_.allocations() + trunk_.allocations(); }
+    /// The trunk, for tests that bound what it keeps.
+    device_trunk_t &trunk() noexcept { return trunk_; }
+
+  private:
+    stream_t stream_;
+    device_parameters_t device_;
+    device_trunk_t trunk_;
+    char const *failure_ = nullptr; // a refused launch of `scale_gradients` or `update`, answered by `refresh`
+};
+
+} // namespace uform::cuda::train
