@@ -176,7 +176,8 @@ void test_scalars() {
 std::vector<uform_cpu_class_t> available_classes() {
     std::vector<uform_cpu_class_t> classes{uform_cpu_class_serial_k};
     for (uform_cpu_class_t c :
-         {uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k, uform_cpu_class_wasm_simd128_k})
+         {uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k, uform_cpu_class_arm_neon_k,
+          uform_cpu_class_arm_sve_k, uform_cpu_class_arm_sve2_k, uform_cpu_class_wasm_simd128_k})
         if (cpu_class_available(c)) classes.push_back(c);
     return classes;
 }
@@ -391,7 +392,8 @@ std::vector<uform_cpu_class_t> int8_classes() {
     for (uform_cpu_class_t c :
          {uform_cpu_class_serial_k, uform_cpu_class_intel_haswell_k, uform_cpu_class_intel_skylake_k,
           uform_cpu_class_intel_icelake_k, uform_cpu_class_intel_sapphire_rapids_k, uform_cpu_class_amd_genoa_k,
-          uform_cpu_class_amd_turin_k, uform_cpu_class_wasm_simd128_k})
+          uform_cpu_class_amd_turin_k, uform_cpu_class_arm_neon_k, uform_cpu_class_arm_sve_k,
+          uform_cpu_class_arm_sve2_k, uform_cpu_class_wasm_simd128_k})
         if (c == uform_cpu_class_serial_k || cpu_class_available(c)) classes.push_back(c);
     return classes;
 }
