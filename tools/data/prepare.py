@@ -722,6 +722,11 @@ def parse_args():
     parser.add_argument("--choice-max-bytes", type=int, default=320, help="longest choice item text in bytes")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="espeak-ng pipelines at once")
     parser.add_argument("--force", action="store_true", help="rebuild the index files even when cached")
+    parser.add_argument("--teacher", action="store_true",
+                        help="also the teacher's embeddings (tools/data/teacher_data.py; scripts/setup-teacher.sh)")
+    parser.add_argument("--teacher-extra", type=int, default=20000,
+                        help="other English texts per source for the teacher (default: %(default)s; 0: none)")
+    parser.add_argument("--teacher-pairs", type=int, default=2000, help="held-out text pairs with teacher cosines")
     return parser.parse_args()
 
 
@@ -810,9 +815,18 @@ def main():
     if os.path.exists(manifest_path):
         with open(manifest_path) as f:
             old = json.load(f)
-    if up_to_date(out, config, old, args.force):
-        return
+    if not up_to_date(out, config, old, args.force):
+        build(args, out, config, old)
+    if args.teacher:
+        import teacher_data
 
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        teacher_data.stage(out, teacher_data.default_command(repo), args.teacher_extra, args.teacher_pairs)
+
+
+def build(args, out, config, old):
+    """The stages of the index: WordNet, the images, the outliers, the speech, the tables and the manifest (`old`: the
+    last run's, whose timings a cached stage keeps)."""
     timings = {}
     start = time.time()
     synsets = parse_wordnet(WORDNET, args.synsets)
@@ -849,7 +863,7 @@ def main():
     sizes = {name: os.path.getsize(os.path.join(out, name)) for name in OUTPUTS}
     manifest = {"config": config, "counts": counts, "timings": timings, "bytes": sizes,
                 "sources": {"wordnet": WORDNET, "fashion_mnist": FASHION}}
-    write_atomic(manifest_path, json.dumps(manifest, indent=1) + "\n")
+    write_atomic(os.path.join(out, "manifest.json"), json.dumps(manifest, indent=1) + "\n")
     log(f"wrote {len(groups)} groups, {len(items)} items, {len(edges)} edges, {len(choice_rows)} choices to {out} "
         f"in {timings['index_s']} s")
 
