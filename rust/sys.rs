@@ -1555,11 +1555,12 @@ unsafe extern "C" {
     The configuration is checked exactly as `uform_trainer_init_ram` checks it (the same statuses and messages) before
     the executor's kind, so a process without a device (no GPU residency in the build, or no GPU on the machine, and
     so a RAM executor passed here) learns of a bad configuration first, and of a good one answers
-    `uform_status_unsupported_k`, naming the missing GPU. An executor of more than one device answers
-    `uform_status_unsupported_k`: data parallelism over one executor's devices is not built yet. The CUDA residency's
-    trainer kernels (the step's products, norms, attention and update on the device) are built, but its device trunk is
-    not yet wired to them: on a GPU this call answers `uform_status_unsupported_k` too, and training runs through
-    `uform_trainer_init_ram`.*/
+    `uform_status_unsupported_k`, naming the missing GPU. On a CUDA build with a GPU, the trainer keeps its weights,
+    gradients and AdamW moments on the executor's device and runs the RAM trainer's step (the same terms, schedule,
+    clipping and update maths) with the step's dense work there; `uform_trainer_save` copies the tensors to the host
+    once and writes the same checkpoint format, which either residency loads and resumes. An executor of more than one
+    device answers `uform_status_unsupported_k` (data parallelism over one executor's devices is not built yet), and so
+    does a `mesh` (a VRAM trainer's gradient sums across hosts are not built yet).*/
     pub fn uform_trainer_init_vram(
         executor: uform_executor_t,
         args: *const uform_trainer_init_vram_args_t,

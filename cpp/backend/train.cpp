@@ -1,6 +1,6 @@
-// Training in a RAM build: the CPU trainer. A step's items become the trunk's segments here (texts masked, media
-// decoded by the same front-ends as the encoders) and cpp/train runs the step, across the ranks of a RAM mesh when
-// the trainer has one; VRAM trainers need GPUs, which this build has none of.
+// Training: a step's items become the trunk's segments here (texts masked, media decoded by the same front-ends as the
+// encoders) and cpp/train runs the step's plan, on the CPU's kernels (across the ranks of a RAM mesh when the trainer
+// has one) or, for a VRAM trainer in a CUDA build, on one GPU's (cuda/train/step_kernels.hpp).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -13,9 +13,13 @@
 #include "cpp/train/masking.hpp"
 #include "cpp/train/save.hpp"
 #include "cpp/train/step.hpp"
+#include "cpp/backend/gpu.hpp"
 #include "cpp/backend/mesh.hpp"
 #include "cpp/backend/patches.hpp"
 #include "cpp/backend/ram.hpp"
+#if UFORM_WITH_CUDA
+#include "cuda/train/step_kernels.hpp"
+#endif
 
 namespace uform::backend {
 
@@ -28,6 +32,9 @@ struct item_inputs_t {
 };
 
 struct trainer_t {
+#if UFORM_WITH_CUDA
+    cuda::train::cuda_kernels_t device; // a VRAM trainer's kernels (`core.kernels`); unopened for a RAM trainer
+#endif
     train::trainer_core_t core;
     std::vector<float> hann; // [n_fft]: the periodic Hann window of the audio front-end
     media::fft_pool_t ffts;  // its FFT plans
@@ -188,9 +195,12 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
                         "a VRAM trainer trains on one device: data parallelism over an executor's devices is not "
                         "built yet (join a mesh with one device per rank)");
 #if UFORM_WITH_CUDA
-        return fail(
-            message, uform_status_unsupported_k,
-            "the CUDA trainer's device trunk is not built yet: train on a RAM executor (uform_trainer_init_ram)");
+        if (config.devices.empty())
+            return fail(message, uform_status_invalid_argument_k, "a VRAM trainer needs a device");
+        if (config.mesh)
+            return fail(message, uform_status_unsupported_k,
+                        "a VRAM trainer in a mesh is not built yet (its gradients' sums need NCCL): join the mesh "
+                        "over RAM executors");
 #else
         return fail(message, uform_status_unsupported_k, "a VRAM trainer runs on GPUs: this build has none");
 #endif
@@ -207,6 +217,12 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
     if (status == uform_status_ok_k && config.checkpoint)
         status = train::saved_steps(a.checkpoint, a.checkpoint_length, *config.checkpoint, made->core.steps, message);
     made->core.mesh = config.mesh;
+#if UFORM_WITH_CUDA
+    if (status == uform_status_ok_k && config.residency == uform_residency_vram_k) {
+        status = made->device.open(config.devices[0], made->core.parameters, message);
+        made->core.kernels = &made->device;
+    }
+#endif
     if (status == uform_status_ok_k) status = made->core.agree(ram::parallel_of(call), message);
     geometry_t const &g = made->core.parameters.geometry;
     if (status == uform_status_ok_k && g.has_audio) try {
@@ -268,7 +284,11 @@ uform_status_t trainer_step(trainer_t &trainer, call_t &call, trainer_step_t con
         std::size_t const dims = trainer.core.parameters.geometry.dimensions;
         if (!call.allocate_rows(embeddings, n, n, dims, uform_scalar_f32_k, false))
             return fail(message, uform_status_out_of_memory_k, "out of memory for the step's embeddings");
-        if (n) std::memcpy(embeddings.data, report.embeddings, n * dims * sizeof(float));
+        std::size_t const bytes = n * dims * sizeof(float);
+        if (call.output_residency() == uform_residency_vram_k) {
+            if (uform_status_t status = gpu::copy_to_arena(call, embeddings.data, report.embeddings, bytes, message))
+                return status;
+        } else if (n) std::memcpy(embeddings.data, report.embeddings, bytes);
     }
     return uform_status_ok_k;
 }
@@ -347,6 +367,8 @@ uform_status_t trainer_calibrate(trainer_t &trainer, call_t &call, trainer_calib
 
 uform_status_t trainer_save(trainer_t &trainer, call_t &, char const *path, std::size_t path_length,
                             char const **message) noexcept {
+    // A VRAM trainer's tensors come back from the device once; the checkpoint is then the RAM trainer's.
+    if (uform_status_t status = trainer.core.residency().to_host(trainer.core.parameters, message)) return status;
     return train::save_checkpoint(trainer.core.parameters, trainer.core.steps, path, path_length, message);
 }
 

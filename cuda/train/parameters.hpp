@@ -51,6 +51,9 @@ class device_parameters_t {
     /// Copies masters, moments and gradients to the host's tensors (for `save`, and for checks).
     uform_status_t to_host(uform::train::parameters_t &parameters, char const **message) noexcept;
 
+    /// Frees the device memory (on its device, which the caller makes current).
+    void release() noexcept { memory_.release(), tensors_.clear(); }
+
     /// Tensor `index`'s device arrays (the host's order).
     device_tensor_t const &tensor(std::size_t index) const noexcept { return tensors_[index]; }
     /// Device allocations made so far (the steady-loop check: it stays at one after `open`).

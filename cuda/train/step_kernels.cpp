@@ -5,6 +5,13 @@
 
 namespace uform::cuda::train {
 
+cuda_kernels_t::~cuda_kernels_t() noexcept {
+    if (stream_.stream == nullptr) return;
+    device_guard_t const guard{stream_.device};
+    trunk_.release(), device_.release();
+    stream_.close();
+}
+
 uform_status_t cuda_kernels_t::open(std::size_t ordinal, uform::train::parameters_t const &parameters,
                                     char const **message) noexcept {
     if (uform_status_t status = stream_.open(ordinal, 0, 0, message)) return status;

@@ -16,6 +16,12 @@ namespace uform::cuda::train {
 /// One GPU's step kernels. `open` first; every call makes the GPU current on the calling thread for its duration.
 class cuda_kernels_t final : public uform::train::step_kernels_t {
   public:
+    cuda_kernels_t() noexcept = default;
+    /// Frees the device memory and the stream with the GPU current.
+    ~cuda_kernels_t() noexcept override;
+    cuda_kernels_t(cuda_kernels_t const &) = delete;
+    cuda_kernels_t &operator=(cuda_kernels_t const &) = delete;
+
     /// Opens a stream on the process's GPU `ordinal` and uploads `parameters`' masters and moments. Answers
     /// `not-found`, `out-of-memory` or `internal` with a message.
     uform_status_t open(std::size_t ordinal, uform::train::parameters_t const &parameters,

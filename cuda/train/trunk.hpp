@@ -68,6 +68,9 @@ class device_trunk_t {
                             float const *d_token_vectors, float const *d_logits, uform::train::poll_t poll,
                             char const **message) noexcept;
 
+    /// Frees the device memory (on its device, which the caller makes current); the next forward allocates again.
+    void release() noexcept { memory_.release(), buffers_ = {}; }
+
     /// Device allocations made so far (grown buffers): constant over a steady loop after its first step.
     std::size_t allocations() const noexcept { return allocations_; }
 
