@@ -3,7 +3,7 @@
 // wall-clock and process CPU time of the steps after one warm-up step, in tokens per second, with the peak resident
 // set. Not a test: tools/bench/train_compare.py runs it beside PyTorch (tools/bench/train_worker.py) on the same step.
 //
-//   uform_train_bench --model small.safetensors [--texts 32] [--bytes 256] [--threads 2] [--steps 3] [--json]
+//   uform_train_bench --model small.safetensors [--texts 32] [--bytes 256] [--threads 2] [--steps 3] [--vram] [--json]
 //
 // Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch (as uform_bench and the PyTorch
 // workers write them); items 2k and 2k + 1 share bag k, every other item of the step is a negative (`device`). The
@@ -20,6 +20,10 @@
 // two products), so `ceiling_seconds` is the shortest step the products alone allow on this machine;
 // `percent_ceiling` is the step's product rate over wall-clock time against the ceiling, `percent_ceiling_cpu` over
 // the process's CPU time against a thread's share of it (less distorted by other tenants of a shared machine).
+//
+// With `--vram` (a CUDA build on a machine with a GPU) the trainer is `uform_trainer_init_vram`'s on a VRAM executor
+// of GPU 0 (the CUDA trainer, cuda/train/), the CPU ceiling is not measured (`ceiling` and the percentages are zero),
+// and scripts/gpu-check.sh --train sets `product_gflops_per_s` beside the GPU's BF16 rate and PyTorch CUDA's step.
 //
 // The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
 #include <algorithm>
@@ -124,7 +128,7 @@ double product_flops(uform_model_description_t const &d, std::size_t texts, std:
 struct options_t {
     std::string model;
     std::size_t texts = 32, bytes = 256, threads = 2, steps = 3;
-    bool json = false;
+    bool json = false, vram = false;
 };
 
 /// The step's inputs: the texts as a tape, their modalities and their bags.
@@ -221,6 +225,7 @@ bool parse(int argc, char **argv, options_t &options, int &exit_code) {
         .count("--bytes", options.bytes, "bytes a text")
         .count("--threads", options.threads, "threads, the caller's included")
         .count("--steps", options.steps, "steps timed")
+        .flag("--vram", options.vram, "train on GPU 0 through uform_trainer_init_vram (a CUDA build)")
         .flag("--json", options.json, "one JSON object per line");
     if (!arguments.parse(argc, argv, exit_code)) return false;
     exit_code = 2;
@@ -242,13 +247,17 @@ int main(int argc, char **argv) {
     if (int exit_code = 0; !parse(argc, argv, options, exit_code)) return exit_code;
     char const *message = "";
     uform_executor_t executor = nullptr;
-    if (options.threads > 1 && uform_executor_init_ram(nullptr, 0, uform_cpu_class_auto_k, options.threads - 1,
-                                                       &executor, &message) != uform_status_ok_k) {
-        std::fprintf(stderr, "cannot make an executor of %zu threads: %s\n", options.threads - 1, message);
+    std::size_t const gpu = 0;
+    if (options.vram
+            ? uform_executor_init_vram(&gpu, 1, uform_gpu_class_auto_k, nullptr, 0, nullptr, nullptr, 0, 0, &executor,
+                                       &message) != uform_status_ok_k
+            : options.threads > 1 && uform_executor_init_ram(nullptr, 0, uform_cpu_class_auto_k, options.threads - 1,
+                                                             &executor, &message) != uform_status_ok_k) {
+        std::fprintf(stderr, "cannot make the executor: %s\n", message);
         return 1;
     }
     record_t("machine").number("hardware_threads", std::thread::hardware_concurrency()).print(options.json);
-    double const ceiling = bf16_peak(options.threads);
+    double const ceiling = options.vram ? 0.0 : bf16_peak(options.threads);
     record_t("ceiling")
         .number("threads", double(options.threads))
         .number("bf16_gflops_per_s", ceiling)
@@ -268,7 +277,8 @@ int main(int argc, char **argv) {
     double const flops = product_flops(description, options.texts, options.bytes);
     uform_trainer_init_ram_args_t const args = trainer_args(options);
     uform_trainer_t trainer = nullptr;
-    uform_status_t const status = uform_trainer_init_ram(executor, &args, &trainer, &message);
+    uform_status_t const status = options.vram ? uform_trainer_init_vram(executor, &args, &trainer, &message)
+                                               : uform_trainer_init_ram(executor, &args, &trainer, &message);
     bool ok = status == uform_status_ok_k;
     if (!ok) std::fprintf(stderr, "cannot make a trainer from %s: %s\n", options.model.c_str(), message);
     ok = ok && bench_steps(options, trainer, executor, flops, ceiling);

@@ -2,7 +2,8 @@
 """PyTorch's side of tools/bench/train_compare.py: one full training step of the small geometry, run in a process of
 its own so that its peak RSS is its own.
 
-    train_worker.py step --checkpoint C --texts 32 --bytes 256 --threads 2 --steps 3 [--bf16]
+    train_worker.py step --checkpoint C --texts 32 --bytes 256 --threads 2 --steps 3 [--bf16] [--device cuda]
+                         [--compile]
     train_worker.py check --checkpoint C --texts 4 --bytes 32
 
 `step` times the step `uform_train_bench` times: the forward of `texts` texts of `bytes` bytes (byte k of the batch is
@@ -14,7 +15,10 @@ steps after one warm-up step and their median process CPU time, tokens per secon
 peak RSS of the process, the peak RSS from the first step on (VmHWM after resetting it through
 /proc/self/clear_refs) and the RSS after the imports and after the load. The forward is eager PyTorch in F32
 (the BF16 weights are exact in F32), or with `--bf16` under `torch.autocast("cpu", torch.bfloat16)` (master
-weights, gradients and moments stay F32; the similarities and the loss are F32 either way).
+weights, gradients and moments stay F32; the similarities and the loss are F32 either way). `--device cuda` runs the
+step on the GPU (autocast on "cuda", each timed step ending with a synchronisation) and `--compile` runs the forward
+through `torch.compile`, falling back to eager when compiling fails (`compiled` says which ran); scripts/gpu-check.sh
+--train sets that run beside the CUDA trainer's (uform_train_bench --vram).
 
 `check` runs one step of the same module in F32 on a few texts beside tools/reference/train_model.py's
 `TrainableModel` within `uform_reference.exact_arithmetic()` (no BF16 rounding: the same maths in F32) and prints
@@ -144,8 +148,8 @@ def info_nce(z, log_scale):
 
     z = z.float()
     scale = torch.clamp(torch.exp(log_scale[0]), max=100.0)
-    scores = (scale * (z @ z.T)).masked_fill(torch.eye(z.shape[0], dtype=torch.bool), -torch.inf)
-    partners = torch.arange(z.shape[0]) ^ 1
+    scores = (scale * (z @ z.T)).masked_fill(torch.eye(z.shape[0], dtype=torch.bool, device=z.device), -torch.inf)
+    partners = torch.arange(z.shape[0], device=z.device) ^ 1
     return F.cross_entropy(scores, partners)
 
 
@@ -154,13 +158,15 @@ class Trainer:
     trained tensor (decay 0.01 on the 2-D weights other than embed.byte.weight; a tensor the batch does not reach
     gets a zero gradient, so its decay and moments still apply, as the trainer's do)."""
 
-    def __init__(self, model, bf16: bool):
+    def __init__(self, model, bf16: bool, compile: bool = False):
         import torch
 
         from train_model import decays
         from train_optim import Schedule
 
         self.model, self.bf16, self.schedule, self.k = model, bf16, Schedule(), 0
+        self.device = next(model.parameters()).device.type
+        self.forward = torch.compile(model) if compile else model
         self.params = model.params()
         decayed = [p for name, p in self.params.items() if decays(name, p.shape)]
         plain = [p for name, p in self.params.items() if not decays(name, p.shape)]
@@ -171,8 +177,8 @@ class Trainer:
         """One step on the [texts, bytes] tensor `ids`; answers the loss."""
         import torch
 
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-            z = self.model(ids)
+        with torch.autocast(self.device, dtype=torch.bfloat16, enabled=self.bf16):
+            z = self.forward(ids)
         loss = info_nce(z, self.model.log_scale)
         loss.backward()
         for p in self.params.values():
@@ -192,20 +198,34 @@ def run_step(args) -> dict:
 
     torch.set_num_threads(args.threads)
     after_import = rss_mib()
-    model = trainable_model(args.checkpoint, args.bytes)[0]
-    trainer = Trainer(model, args.bf16)
-    ids = torch.tensor(text_ids(args.texts, args.bytes), dtype=torch.long)
+    model = trainable_model(args.checkpoint, args.bytes)[0].to(args.device)
+    trainer = Trainer(model, args.bf16, args.compile)
+    ids = torch.tensor(text_ids(args.texts, args.bytes), dtype=torch.long, device=args.device)
     after_load = rss_mib()
     reset_peak()
-    losses, seconds, cpu = [trainer.step(ids)], [], []
+    compiled = args.compile
+    try:
+        first = trainer.step(ids)
+    except Exception as error:  # torch.compile's toolchain may be missing: the eager forward then
+        if not args.compile:
+            raise
+        print(f"torch.compile failed ({type(error).__name__}); eager instead", file=sys.stderr)
+        trainer.forward, compiled = model, False
+        first = trainer.step(ids)
+    synchronize = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    losses, seconds, cpu = [first], [], []
     for _ in range(args.steps):
+        synchronize()
         start, cpu_start = time.perf_counter(), time.process_time()
         losses.append(trainer.step(ids))
+        synchronize()
         seconds.append(time.perf_counter() - start)
         cpu.append(time.process_time() - cpu_start)
     median = statistics.median(seconds)
     return {
         "mode": "bf16-autocast" if args.bf16 else "f32",
+        "device": args.device,
+        "compiled": compiled,
         "threads": args.threads,
         "texts": args.texts,
         "bytes": args.bytes,
@@ -280,6 +300,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3, help="timed steps after the warm-up step")
     parser.add_argument("--bf16", action="store_true", help="step: the forward under BF16 autocast")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="step: where the step runs")
+    parser.add_argument("--compile", action="store_true", help="step: the forward through torch.compile")
     args = parser.parse_args()
     if args.texts < 2 or args.texts % 2:
         parser.error("--texts must be even: the items form bags of two")
