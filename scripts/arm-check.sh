@@ -60,8 +60,10 @@ install_packages() {
     [ "${#missing[@]}" -gt 0 ] || [ "$update" -eq 1 ] || return 0
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
-    as_root apt-get update -qq
-    as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
+    # Waits for another apt-get's lock instead of failing at once.
+    local wait_lock=(-o DPkg::Lock::Timeout=900)
+    as_root apt-get "${wait_lock[@]}" update -qq
+    as_root apt-get "${wait_lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" > /dev/null
 }
 
 # Gloo's arm64 shared library, unpacked from its Debian package (cmake/toolchains/aarch64-gloo/GlooConfig.cmake).
