@@ -42,18 +42,23 @@ uform_status_t ram_kernels_t::gradient_norm(parameters_t &parameters, double &no
     return uform_status_ok_k;
 }
 
-void ram_kernels_t::scale_gradients(parameters_t &, double factor, ram::parallel_t const &parallel) noexcept {
+uform_status_t ram_kernels_t::scale_gradients(parameters_t &, double factor, ram::parallel_t const &parallel,
+                                              char const **) noexcept {
     train::scale_gradients(views_, factor, parallel);
+    return uform_status_ok_k;
 }
 
-bool ram_kernels_t::update_stays_finite(parameters_t &, std::size_t k, double lr, double weight_decay,
-                                        ram::parallel_t const &parallel) noexcept {
-    return adamw_stays_finite(views_, k, lr, weight_decay, adamw_t{}, parallel);
+uform_status_t ram_kernels_t::update_stays_finite(parameters_t &, std::size_t k, double lr, double weight_decay,
+                                                  ram::parallel_t const &parallel, bool &finite,
+                                                  char const **) noexcept {
+    finite = adamw_stays_finite(views_, k, lr, weight_decay, adamw_t{}, parallel);
+    return uform_status_ok_k;
 }
 
-void ram_kernels_t::update(parameters_t &, std::size_t k, double lr, double weight_decay,
-                           ram::parallel_t const &parallel) noexcept {
+uform_status_t ram_kernels_t::update(parameters_t &, std::size_t k, double lr, double weight_decay,
+                                     ram::parallel_t const &parallel, char const **) noexcept {
     adamw_step(views_, k, lr, weight_decay, adamw_t{}, parallel);
+    return uform_status_ok_k;
 }
 
 uform_status_t ram_kernels_t::refresh(parameters_t &parameters, ram::parallel_t const &parallel,

@@ -48,15 +48,18 @@ class step_kernels_t {
     virtual uform_status_t gradient_norm(parameters_t &parameters, double &norm, char const **message) noexcept = 0;
 
     /// Multiplies every gradient by the F32 of `factor`.
-    virtual void scale_gradients(parameters_t &parameters, double factor, ram::parallel_t const &parallel) noexcept = 0;
+    virtual uform_status_t scale_gradients(parameters_t &parameters, double factor, ram::parallel_t const &parallel,
+                                           char const **message) noexcept = 0;
 
-    /// Whether AdamW at step `k`, rate `lr`, would leave every value finite (`adamw_stays_finite`), writing nothing.
-    virtual bool update_stays_finite(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
-                                     ram::parallel_t const &parallel) noexcept = 0;
+    /// Sets `finite` to whether AdamW at step `k`, rate `lr`, would leave every value finite (`adamw_stays_finite`),
+    /// writing nothing; a status other than ok when the check itself could not run.
+    virtual uform_status_t update_stays_finite(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                                               ram::parallel_t const &parallel, bool &finite,
+                                               char const **message) noexcept = 0;
 
     /// One AdamW step (`adamw_step`) on every trained tensor.
-    virtual void update(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
-                        ram::parallel_t const &parallel) noexcept = 0;
+    virtual uform_status_t update(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                                  ram::parallel_t const &parallel, char const **message) noexcept = 0;
 
     /// The BF16 copies (and whatever the products read) from the masters (`parameters_refresh`).
     virtual uform_status_t refresh(parameters_t &parameters, ram::parallel_t const &parallel,
@@ -78,11 +81,13 @@ class ram_kernels_t final : public step_kernels_t {
                             float const *d_logits, ram::parallel_t const &parallel, poll_t poll,
                             char const **message) noexcept override;
     uform_status_t gradient_norm(parameters_t &parameters, double &norm, char const **message) noexcept override;
-    void scale_gradients(parameters_t &parameters, double factor, ram::parallel_t const &parallel) noexcept override;
-    bool update_stays_finite(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
-                             ram::parallel_t const &parallel) noexcept override;
-    void update(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
-                ram::parallel_t const &parallel) noexcept override;
+    uform_status_t scale_gradients(parameters_t &parameters, double factor, ram::parallel_t const &parallel,
+                                   char const **message) noexcept override;
+    uform_status_t update_stays_finite(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                                       ram::parallel_t const &parallel, bool &finite,
+                                       char const **message) noexcept override;
+    uform_status_t update(parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                          ram::parallel_t const &parallel, char const **message) noexcept override;
     uform_status_t refresh(parameters_t &parameters, ram::parallel_t const &parallel,
                            char const **message) noexcept override;
     uform_status_t to_host(parameters_t &, char const **) noexcept override { return uform_status_ok_k; }

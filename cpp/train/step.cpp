@@ -585,11 +585,18 @@ uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll
 
     // From here on the step completes unless its update would overflow: it is not interrupted.
     uform_schedule_t const &schedule = settings.schedule;
-    k.scale_gradients(parameters, clip_factor(norm, schedule.clip_norm), parallel);
+    if (uform_status_t status = k.scale_gradients(parameters, clip_factor(norm, schedule.clip_norm), parallel, message))
+        return status;
     report.learning_rate = learning_rate(schedule, steps);
-    if (!k.update_stays_finite(parameters, steps, report.learning_rate, schedule.weight_decay, parallel))
+    bool finite = false;
+    if (uform_status_t status = k.update_stays_finite(parameters, steps, report.learning_rate, schedule.weight_decay,
+                                                      parallel, finite, message))
+        return status;
+    if (!finite)
         return fail(message, uform_status_corrupt_k, "the step's update would make a weight non-finite: none changed");
-    k.update(parameters, steps, report.learning_rate, schedule.weight_decay, parallel);
+    if (uform_status_t status =
+            k.update(parameters, steps, report.learning_rate, schedule.weight_decay, parallel, message))
+        return status;
     ++steps;
     return k.refresh(parameters, parallel, message);
 }

@@ -50,40 +50,30 @@ uform_status_t cuda_kernels_t::gradient_norm(uform::train::parameters_t &paramet
     return device_.gradient_norm(parameters, norm, message);
 }
 
-void cuda_kernels_t::scale_gradients(uform::train::parameters_t &, double factor, ram::parallel_t const &) noexcept {
+uform_status_t cuda_kernels_t::scale_gradients(uform::train::parameters_t &, double factor, ram::parallel_t const &,
+                                               char const **message) noexcept {
     device_guard_t const guard{stream_.device};
-    char const *message = nullptr;
-    if (!guard.ok() || device_.scale(factor, &message) != uform_status_ok_k)
-        failure_ = "the device refused the gradients' clip";
+    if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    return device_.scale(factor, message);
 }
 
-bool cuda_kernels_t::update_stays_finite(uform::train::parameters_t &, std::size_t k, double lr, double weight_decay,
-                                         ram::parallel_t const &) noexcept {
+uform_status_t cuda_kernels_t::update_stays_finite(uform::train::parameters_t &, std::size_t k, double lr,
+                                                   double weight_decay, ram::parallel_t const &, bool &finite,
+                                                   char const **message) noexcept {
     device_guard_t const guard{stream_.device};
-    char const *message = nullptr;
-    bool finite = false;
-    if (failure_ != nullptr || !guard.ok() ||
-        device_.stays_finite(k, lr, weight_decay, finite, &message) != uform_status_ok_k) {
-        failure_ = nullptr;
-        return false;
-    }
-    return finite;
+    if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    return device_.stays_finite(k, lr, weight_decay, finite, message);
 }
 
-void cuda_kernels_t::update(uform::train::parameters_t &, std::size_t k, double lr, double weight_decay,
-                            ram::parallel_t const &) noexcept {
+uform_status_t cuda_kernels_t::update(uform::train::parameters_t &, std::size_t k, double lr, double weight_decay,
+                                      ram::parallel_t const &, char const **message) noexcept {
     device_guard_t const guard{stream_.device};
-    char const *message = nullptr;
-    if (!guard.ok() || device_.update(k, lr, weight_decay, &message) != uform_status_ok_k)
-        failure_ = "the device refused the update";
+    if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    return device_.update(k, lr, weight_decay, message);
 }
 
 uform_status_t cuda_kernels_t::refresh(uform::train::parameters_t &parameters, ram::parallel_t const &,
                                        char const **message) noexcept {
-    if (char const *failure = failure_) {
-        failure_ = nullptr;
-        return fail(message, uform_status_internal_k, failure);
-    }
     device_guard_t const guard{stream_.device};
     if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
     return device_.refresh(parameters, message);

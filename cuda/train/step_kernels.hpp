@@ -36,15 +36,13 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
                             char const **message) noexcept override;
     uform_status_t gradient_norm(uform::train::parameters_t &parameters, double &norm,
                                  char const **message) noexcept override;
-    /// A refused launch is kept and answered by the next `refresh` (`update_stays_finite` then answers false).
-    void scale_gradients(uform::train::parameters_t &parameters, double factor,
-                         ram::parallel_t const &parallel) noexcept override;
-    /// False, too, when the device failed the check: the step is refused and no weight changed.
-    bool update_stays_finite(uform::train::parameters_t &parameters, std::size_t k, double lr, double weight_decay,
-                             ram::parallel_t const &parallel) noexcept override;
-    /// A refused launch is kept and answered by the `refresh` that follows.
-    void update(uform::train::parameters_t &parameters, std::size_t k, double lr, double weight_decay,
-                ram::parallel_t const &parallel) noexcept override;
+    uform_status_t scale_gradients(uform::train::parameters_t &parameters, double factor,
+                                   ram::parallel_t const &parallel, char const **message) noexcept override;
+    uform_status_t update_stays_finite(uform::train::parameters_t &parameters, std::size_t k, double lr,
+                                       double weight_decay, ram::parallel_t const &parallel, bool &finite,
+                                       char const **message) noexcept override;
+    uform_status_t update(uform::train::parameters_t &parameters, std::size_t k, double lr, double weight_decay,
+                          ram::parallel_t const &parallel, char const **message) noexcept override;
     uform_status_t refresh(uform::train::parameters_t &parameters, ram::parallel_t const &parallel,
                            char const **message) noexcept override;
     uform_status_t to_host(uform::train::parameters_t &parameters, char const **message) noexcept override;
@@ -59,7 +57,6 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
     stream_t stream_;
     device_parameters_t device_;
     device_trunk_t trunk_;
-    char const *failure_ = nullptr; // a refused launch of `scale_gradients` or `update`, answered by `refresh`
 };
 
 } // namespace uform::cuda::train

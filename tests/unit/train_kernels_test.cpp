@@ -3,7 +3,8 @@
 // tiny.safetensors) beside a trainer on its own RAM kernels. The calls come in the plan's order (forward, zeroed
 // gradients, backward, norm, clip, AdamW's check and step, refresh) with the batch's shapes (items, tokens, byte-logit
 // rows, token-vector items, which output gradients the backward gets), and the two trainers agree bit for bit:
-// going through the interface changes nothing. A cancelled step stops after the forward, before any update kernel.
+// going through the interface changes nothing. A cancelled step stops after the forward, before any update kernel; a
+// kernel of the update that fails answers its own status (a device's `internal`), not the overflow's `corrupt`.
 //
 // Run from the repository root (or with UFORM_TEST_DATA naming tests/data).
 #include <cmath>
@@ -27,10 +28,12 @@ void check(bool ok, std::string const &what) {
     }
 }
 
-/// The RAM kernels, each call written down as its name and shapes first.
+/// The RAM kernels, each call written down as its name and shapes first; the update's calls named by `refuse` answer
+/// `internal` instead, as a device that refused a launch does.
 class recording_kernels_t final : public uform::train::step_kernels_t {
   public:
     std::vector<std::string> calls;
+    std::string refuse;
 
     uform_status_t forward(uform::train::parameters_t const &p, uform::train::trunk_request_t const &request,
                            uform::ram::parallel_t const &parallel, uform::train::poll_t poll,
@@ -57,20 +60,24 @@ class recording_kernels_t final : public uform::train::step_kernels_t {
         record("gradient_norm");
         return ram.gradient_norm(p, norm, message);
     }
-    void scale_gradients(uform::train::parameters_t &p, double factor,
-                         uform::ram::parallel_t const &parallel) noexcept override {
+    uform_status_t scale_gradients(uform::train::parameters_t &p, double factor, uform::ram::parallel_t const &parallel,
+                                   char const **message) noexcept override {
         record(std::string("scale_gradients clipped=") + (factor < 1 ? "1" : "0"));
-        ram.scale_gradients(p, factor, parallel);
+        if (refuse == "scale_gradients") return refused(message);
+        return ram.scale_gradients(p, factor, parallel, message);
     }
-    bool update_stays_finite(uform::train::parameters_t &p, std::size_t k, double lr, double wd,
-                             uform::ram::parallel_t const &parallel) noexcept override {
+    uform_status_t update_stays_finite(uform::train::parameters_t &p, std::size_t k, double lr, double wd,
+                                       uform::ram::parallel_t const &parallel, bool &finite,
+                                       char const **message) noexcept override {
         record("update_stays_finite k=" + std::to_string(k));
-        return ram.update_stays_finite(p, k, lr, wd, parallel);
+        if (refuse == "update_stays_finite") return refused(message);
+        return ram.update_stays_finite(p, k, lr, wd, parallel, finite, message);
     }
-    void update(uform::train::parameters_t &p, std::size_t k, double lr, double wd,
-                uform::ram::parallel_t const &parallel) noexcept override {
+    uform_status_t update(uform::train::parameters_t &p, std::size_t k, double lr, double wd,
+                          uform::ram::parallel_t const &parallel, char const **message) noexcept override {
         record("update k=" + std::to_string(k));
-        ram.update(p, k, lr, wd, parallel);
+        if (refuse == "update") return refused(message);
+        return ram.update(p, k, lr, wd, parallel, message);
     }
     uform_status_t refresh(uform::train::parameters_t &p, uform::ram::parallel_t const &parallel,
                            char const **message) noexcept override {
@@ -83,6 +90,10 @@ class recording_kernels_t final : public uform::train::step_kernels_t {
     }
 
   private:
+    static uform_status_t refused(char const **message) noexcept {
+        *message = "the device refused the launch";
+        return uform_status_internal_k;
+    }
     void record(std::string call) noexcept {
         try {
             calls.push_back(std::move(call));
@@ -201,6 +212,19 @@ int main() {
         check(x.master == y.master && x.moment1 == y.moment1 && x.moment2 == y.moment2,
               x.name + " has the plain trainer's bits after two steps");
     }
+    // A kernel that fails answers its own status, never `corrupt`; before the update nothing changed.
+    for (char const *call : {"scale_gradients", "update_stays_finite", "update"}) {
+        recorder.refuse = call;
+        std::vector<float> const before = recorded.parameters.tensors[0].master;
+        status = recorded.step(view, parallel, {}, {}, a, &message);
+        check(status == uform_status_internal_k && recorded.steps == 2,
+              std::string("a refused ") + call + " answers internal and counts no step");
+        if (recorder.refuse != "update")
+            check(recorded.parameters.tensors[0].master == before,
+                  std::string("a refused ") + call + " writes nothing");
+    }
+    recorder.refuse.clear();
+
     std::vector<float> logits;
     std::uint8_t const choices[2] = {'a', 'b'};
     std::size_t const offsets[2] = {0, 2};
