@@ -5,9 +5,13 @@
 // the thread running the call, which is loop worker 0: the caller's thread for a blocking call, or the
 // executor's host thread for a deferred one. The workers are ForkUnion's in the RAM build and the standard
 // library's in the stub (c/workers.hpp). Every owned thread runs `backend::worker_start` first. Idle threads
-// sleep, or spin after a `spinning` drain; the call holding the executor sets the workers' mood as it ends.
+// sleep, or spin after a `spinning` drain; the call holding the executor sets the workers' mood as it ends. WASI has
+// no threads: there a RAM executor owns none (width 0), its loops run on the calling thread (c/workers_serial.cpp),
+// and a deferred call runs at once on the thread that submits it.
 #include <algorithm>
+#if !defined(__wasi__)
 #include <thread>
+#endif
 
 #include "c/handles.hpp"
 #include "c/workers.hpp"
@@ -17,9 +21,11 @@ namespace uform {
 /// What a RAM or VRAM executor owns: the workers of its loops, and the thread its deferred calls run on.
 struct pool_t {
     workers_t *workers = nullptr;
-    std::thread host;
-    std::mutex mutex;             // guards the host's waits
-    std::condition_variable wake; // a job, the stop or a mood was posted
+#if !defined(__wasi__)
+    std::thread host; // WASI has none: a deferred call runs at once (executor_submit)
+#endif
+    mutex_t mutex;    // guards the host's waits
+    condition_t wake; // a job, the stop or a mood was posted
     std::atomic<job_t *> job{nullptr};
     std::atomic<bool> stop{false};
     std::atomic<uform_mood_t> mood{uform_mood_sleeping_k}; // the last drain's
@@ -61,6 +67,7 @@ void worker_started(void const *context, std::size_t worker) noexcept {
     backend::worker_start(residency_of(executor), executor.numa_nodes, worker, executor.threads);
 }
 
+#if !defined(__wasi__)
 /// The host thread: runs each deferred call submitted, and idles in the last drain's mood between.
 void host_main(pool_t *pool, uform_executor_s const *executor) noexcept {
     worker_started(executor, 0);
@@ -83,6 +90,7 @@ void host_main(pool_t *pool, uform_executor_s const *executor) noexcept {
         });
     }
 }
+#endif
 
 /// Wakes the host thread after a change its wait looks at.
 void host_notify(pool_t &pool) noexcept {
@@ -100,6 +108,7 @@ pool_t *pool_start(uform_executor_s const *executor) noexcept {
         delete pool;
         return nullptr;
     }
+#if !defined(__wasi__)
     try {
         pool->host = std::thread(host_main, pool, executor);
     } catch (...) {
@@ -107,6 +116,7 @@ pool_t *pool_start(uform_executor_s const *executor) noexcept {
         delete pool;
         return nullptr;
     }
+#endif
     return pool;
 }
 
@@ -115,13 +125,15 @@ void pool_stop(pool_t *pool) noexcept {
     if (!pool) return;
     pool->stop.store(true, std::memory_order_release);
     host_notify(*pool);
+#if !defined(__wasi__)
     pool->host.join();
+#endif
     workers_stop(pool->workers);
     delete pool;
 }
 
 /* The local executors alive, so that freeing a model or an arena can run the calls they hold. */
-std::mutex registry_mutex;
+mutex_t registry_mutex;
 uform_executor_s *registry_head = nullptr;
 
 void registry_add(uform_executor_s *executor) noexcept {
@@ -199,6 +211,10 @@ void executor_submit(uform_executor_s *executor, job_t *job) noexcept {
         executor->held = job;
         return;
     }
+#if defined(__wasi__)
+    job_execute(job, true, nullptr); // no host thread on WASI: the submitting thread runs the call at once
+    return;
+#endif
     executor->pool->job.store(job, std::memory_order_release);
     host_notify(*executor->pool);
 }
@@ -271,10 +287,14 @@ uform_status_t uform_executor_init_ram(size_t const *numa_nodes, size_t numa_nod
             return fail(message, uform_status_not_found_k, "a NUMA node does not exist");
     if (cpu_class != uform_cpu_class_auto_k && !backend::cpu_class_available(cpu_class))
         return fail(message, uform_status_unsupported_k, "this machine or build cannot dispatch as that CPU class");
+#if defined(__wasi__)
+    threads = 0; // no threads on WASI: the calling thread, worker 0, runs every loop (c/workers_serial.cpp)
+#else
     if (threads == 0) {
         std::size_t const cores = std::thread::hardware_concurrency();
         threads = std::max<std::size_t>(1, cores * 7 / 8);
     }
+#endif
     auto *made = new (std::nothrow) uform_executor_s;
     if (!made) return fail(message, uform_status_out_of_memory_k, "out of memory making an executor");
     made->kind = executor_kind_t::ram;

@@ -5,10 +5,8 @@
 #define UFORM_C_HANDLES_HPP
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -19,6 +17,7 @@
 #include "common/backend.hpp"
 #include "common/checkpoint.hpp"
 #include "common/checks.hpp"
+#include "common/lock.hpp"
 #include "common/fail.hpp"
 
 namespace uform {
@@ -89,8 +88,8 @@ struct uform_executor_s {
     void *device_state = nullptr;        // the backend's, for VRAM
 
     std::atomic<bool> busy{false};          // a call holds the executor
-    std::mutex mutex;                       // guards `held` and the waits on `busy`
-    std::condition_variable idle;           // notified, under `mutex`, when `busy` falls
+    uform::mutex_t mutex;                   // guards `held` and the waits on `busy`
+    uform::condition_t idle;                // notified, under `mutex`, when `busy` falls
     uform::job_t *held = nullptr;           // local: the deferred call held until its wait, drain, ...
     uform::pool_t *pool = nullptr;          // RAM and VRAM: the owned workers and host thread
     std::atomic<std::size_t> references{1}; // the handle plus each VRAM arena made by it
@@ -114,8 +113,8 @@ struct uform_arena_s {
     uform_executor_s *executor = nullptr; // VRAM arenas keep their executor alive
 
     std::atomic<bool> busy{false};
-    std::mutex mutex;
-    std::condition_variable idle;
+    uform::mutex_t mutex;
+    uform::condition_t idle;
 
     block_t blocks[max_blocks_k] = {};
     std::size_t blocks_count = 0;
@@ -138,8 +137,8 @@ struct uform_model_s {
     std::size_t weight_bytes = 0;
 
     std::size_t uses = 0; // calls reading the model, guarded by `mutex`
-    std::mutex mutex;
-    std::condition_variable idle;
+    uform::mutex_t mutex;
+    uform::condition_t idle;
 };
 
 /// A joined mesh.
@@ -168,8 +167,8 @@ struct uform_trainer_s {
 
     std::atomic<bool> busy{false}; // a trainer serves one call at a time
     std::size_t uses = 0;          // guarded by `mutex`
-    std::mutex mutex;
-    std::condition_variable idle;
+    uform::mutex_t mutex;
+    uform::condition_t idle;
 };
 
 namespace uform {

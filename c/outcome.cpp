@@ -32,7 +32,7 @@ constexpr std::uintptr_t slot_mask_k = 0xFFFFu;
 #endif
 
 struct table_t {
-    std::mutex mutex;
+    mutex_t mutex;
     entry_t *free_list = nullptr;
     std::size_t chunks = 0;
     std::atomic<entry_t *> directory[directory_chunks_k] = {};

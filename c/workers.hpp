@@ -1,6 +1,7 @@
 // The threads that run a call's parallel loops beside the thread running the call: one small interface,
 // implemented over ForkUnion 3 in the RAM build (workers_forkunion.cpp) and over the C++ standard library in
-// the stub (workers_std.cpp), chosen at build time by `UFORM_WITH_STUB`. See docs/decisions.md, "Executors".
+// the stub (workers_std.cpp), chosen at build time by `UFORM_WITH_STUB`; WASI, without threads, owns none and runs
+// loops on the calling thread (workers_serial.cpp). See docs/decisions.md, "Executors".
 //
 // Worker 0 is whichever thread dispatches a loop; workers 1 up to `threads` are owned. One thread dispatches at
 // a time (the one holding the executor), and never from inside a loop body.

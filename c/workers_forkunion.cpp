@@ -1,7 +1,7 @@
 // `workers_t` over ForkUnion 3's `flat_pool`, in every build but the stub: the calling thread is the
 // pool's thread 0, loops are `for_n_dynamic`, and the sleeping mood is ForkUnion's `sleep`, which the next
 // dispatch ends, so it is set again once a call is over.
-#if !UFORM_WITH_STUB
+#if !UFORM_WITH_STUB && !defined(__wasi__)
 
 #include <new>
 
@@ -59,4 +59,4 @@ void workers_idle(workers_t &workers, uform_mood_t mood) noexcept {
 
 } // namespace uform
 
-#endif // !UFORM_WITH_STUB
+#endif // !UFORM_WITH_STUB && !defined(__wasi__)

@@ -2,7 +2,7 @@
 // sleep on a condition variable, and after a `spinning` drain first spin (yielding) for a while on each
 // wake-up. A loop's indices are claimed from one shared counter by the calling thread and every worker that
 // wakes before it is done.
-#if UFORM_WITH_STUB
+#if UFORM_WITH_STUB && !defined(__wasi__)
 
 #include <atomic>
 #include <condition_variable>
@@ -131,4 +131,4 @@ void workers_idle(workers_t &workers, uform_mood_t mood) noexcept {
 
 } // namespace uform
 
-#endif // UFORM_WITH_STUB
+#endif // UFORM_WITH_STUB && !defined(__wasi__)

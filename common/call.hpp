@@ -9,11 +9,12 @@
 
 #include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <span>
 #include <type_traits>
 
 #include <uform/uform.h>
+
+#include "common/lock.hpp"
 
 namespace uform {
 
@@ -165,7 +166,7 @@ class call_t {
     std::atomic<std::size_t> completed_{0};
     std::size_t reported_ = 0;
     bool reported_any_ = false;
-    std::mutex progress_mutex_;
+    mutex_t progress_mutex_;
     std::byte *scratch_ = nullptr;
     std::size_t scratch_stride_ = 0;
 };

@@ -15,12 +15,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <string_view>
+#if !defined(__wasi__)
 #include <thread>
+#endif
 #include <utility>
 #include <vector>
 
@@ -728,9 +729,13 @@ struct safetensors_t {
     bool ok = false;
 
     explicit safetensors_t(std::string const &path) {
-        std::ifstream file(path, std::ios::binary);
-        if (!file) return;
-        bytes.assign(std::istreambuf_iterator<char>(file), {});
+        // stdio rather than a file stream: WASI's libc++ is built without filesystem streams.
+        std::FILE *file = std::fopen(path.c_str(), "rb");
+        if (file == nullptr) return;
+        char chunk[1 << 16];
+        for (std::size_t got; (got = std::fread(chunk, 1, sizeof chunk, file)) != 0;)
+            bytes.insert(bytes.end(), chunk, chunk + got);
+        std::fclose(file);
         if (bytes.size() < 8) return;
         std::uint64_t length;
         std::memcpy(&length, bytes.data(), 8);

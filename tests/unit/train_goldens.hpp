@@ -11,7 +11,9 @@
 #include <cstring>
 #include <map>
 #include <string>
+#if !defined(__wasi__)
 #include <thread>
+#endif
 #include <string_view>
 #include <vector>
 
@@ -213,6 +215,12 @@ inline uform::ram::parallel_t threaded(std::size_t threads) {
     parallel.threads = threads;
     parallel.for_n = [](void *context, std::size_t count, void *fn_context, uform::ram::task_fn_t fn) noexcept {
         std::size_t const workers = *static_cast<std::size_t *>(context);
+#if defined(__wasi__)
+        // No threads on WASI: the calling thread runs the tasks in turn as each worker, so every worker's scratch
+        // is still used.
+        for (std::size_t task = 0; task != count; ++task)
+            fn(fn_context, task, task % std::max<std::size_t>(workers, 1));
+#else
         std::atomic<std::size_t> next{0};
         auto work = [&](std::size_t thread) {
             for (std::size_t task; (task = next.fetch_add(1)) < count;) fn(fn_context, task, thread);
@@ -221,6 +229,7 @@ inline uform::ram::parallel_t threaded(std::size_t threads) {
         for (std::size_t t = 1; t < workers; ++t) pool.emplace_back(work, t);
         work(0);
         for (auto &t : pool) t.join();
+#endif
     };
     static std::size_t count;
     count = threads;
