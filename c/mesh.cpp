@@ -14,7 +14,11 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#if defined(__wasi__)
+#include <time.h> // nanosleep: WASI has no <thread>
+#else
 #include <thread>
+#endif
 
 #include <sys/stat.h>
 
@@ -144,7 +148,12 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
         }
         if (std::chrono::steady_clock::now() >= b.deadline)
             return fail(message, uform_status_timeout_k, "the mesh's peers did not all join in time");
+#if defined(__wasi__)
+        timespec const pause{0, 10'000'000};
+        ::nanosleep(&pause, nullptr);
+#else
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+#endif
     }
 }
 

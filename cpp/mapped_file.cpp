@@ -78,10 +78,15 @@ uform_status_t mapped_file_t::fetch(std::byte const *begin, std::size_t length, 
 }
 
 void release_mapped_pages(std::span<std::byte const> bytes) noexcept {
+#if defined(__wasi__)
+    (void)bytes; // WASI's emulated mmap reads the file into the module's memory, which cannot shrink: nothing to give
+                 // back
+#else
     auto const page = std::uintptr_t(sysconf(_SC_PAGESIZE));
     auto const begin = (std::uintptr_t(bytes.data()) + page - 1) / page * page;
     auto const end = (std::uintptr_t(bytes.data()) + bytes.size()) / page * page;
     if (end > begin) madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
+#endif
 }
 
 } // namespace uform::ram

@@ -1,6 +1,6 @@
 // Audio through libavformat, libavcodec and libswresample: every decoded frame averaged to mono by hand (whatever its
 // sample format and layout), then streamed through one resampler, so that only the mono signal at the model's rate
-// is kept.
+// is kept. WASI builds no FFmpeg: there a file answers `unsupported`, and samples are taken at the model's rate only.
 #include "cpp/media/audio_decode.hpp"
 
 #include <algorithm>
@@ -9,6 +9,9 @@
 #include <cstring>
 
 #include "common/media_geometry.hpp"
+#if defined(__wasi__)
+#include "common/fail.hpp"
+#else
 #include "cpp/media/ffmpeg.hpp"
 
 extern "C" {
@@ -16,8 +19,10 @@ extern "C" {
 #include <libavutil/opt.h>
 #include <libswresample/swresample.h>
 }
+#endif
 
 namespace uform::media {
+#if !defined(__wasi__)
 namespace {
 
 /// A mono float resampler, or a pass-through when both rates agree.
@@ -104,6 +109,7 @@ uform_status_t average_channels(AVFrame const *frame, std::vector<float> &mono, 
 }
 
 } // namespace
+#endif // !defined(__wasi__)
 
 std::size_t resampled_capacity(std::size_t count, std::size_t from, std::size_t to) noexcept {
     // The exact ratio, rounded up, and room for the filter's tail a flush may add: libswresample's default filter
@@ -119,6 +125,25 @@ std::size_t resampling_reach(std::size_t outputs, std::size_t from, std::size_t 
     double const reach = std::ceil(double(outputs) * ratio) + 128 * (std::ceil(ratio) + 1);
     return reach >= double(SIZE_MAX) ? SIZE_MAX : std::size_t(reach);
 }
+
+#if defined(__wasi__)
+
+uform_status_t resample_mono(float const *samples, std::size_t count, std::size_t from, std::size_t to, float *out,
+                             std::size_t &produced, char const **message) noexcept {
+    if (from != to)
+        return fail(message, uform_status_unsupported_k,
+                    "resampling needs FFmpeg, which the WASI build lacks: give samples at the model's rate");
+    if (count != 0) std::memcpy(out, samples, count * sizeof(float));
+    produced = count;
+    return uform_status_ok_k;
+}
+
+uform_status_t decode_audio_file(char const *, std::size_t, std::size_t, std::vector<float> &, double &,
+                                 char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "decoding audio files needs FFmpeg, which the WASI build lacks");
+}
+
+#else
 
 uform_status_t resample_mono(float const *samples, std::size_t count, std::size_t from, std::size_t to, float *out,
                              std::size_t &produced, char const **message) noexcept {
@@ -206,5 +231,7 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t
     }
     return uform_status_ok_k;
 }
+
+#endif // defined(__wasi__)
 
 } // namespace uform::media

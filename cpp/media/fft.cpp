@@ -9,7 +9,7 @@ fft_pool_t::~fft_pool_t() {
 
 bool fft_pool_t::take(std::size_t points, kiss_fftr_cfg *plans, std::size_t count) noexcept {
     if (points % 2 != 0) return false;
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i != count; ++i) {
         if (!idle_.empty()) {
             plans[i] = idle_.back();
@@ -32,7 +32,7 @@ bool fft_pool_t::take(std::size_t points, kiss_fftr_cfg *plans, std::size_t coun
 }
 
 void fft_pool_t::give(kiss_fftr_cfg const *plans, std::size_t count) noexcept {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i != count; ++i) idle_.push_back(plans[i]);
 }
 

@@ -1,14 +1,20 @@
 // The audio front-end's FFT: KissFFT's real transform of `n_fft` points (mixed radix, so 400 = 2^4 x 5^2 runs as a
 // real FFT; FFmpeg 5.1's av_tx runs such lengths as a direct DFT computing a sine and cosine per term). A plan holds
 // scratch and so serves one thread at a time; a model keeps a pool of them, so that a steady loop of calls allocates
-// nothing after its first.
+// nothing after its first. WASI builds no KissFFT: there the same interface runs a transform of our own
+// (cpp/media/real_dft.hpp).
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <vector>
 
+#if defined(__wasi__)
+#include "cpp/media/real_dft.hpp"
+#else
 #include <kiss_fftr.h>
+#endif
+
+#include "common/lock.hpp"
 
 namespace uform::media {
 
@@ -27,7 +33,7 @@ class fft_pool_t {
     void give(kiss_fftr_cfg const *plans, std::size_t count) noexcept;
 
   private:
-    std::mutex mutex_;
+    mutex_t mutex_;
     std::vector<kiss_fftr_cfg> idle_;
 };
 
