@@ -5,7 +5,9 @@
  * it, its weights untouched, nothing written to the dead rank's checkpoint path); a rank hanging with its
  * connections open, before its step or inside it (`timeout`); ranks given different trainer configurations (every
  * rank `invalid-argument`, and the mesh still serves the next trainer) or different host counts (`invalid-argument`
- * on both); a directory that does not exist or cannot be written (`io`, at once).
+ * on both); distilling ranks whose teacher rows differ in width, or a step with no teacher row on any rank (every rank
+ * `invalid-argument`, no step counted, then a step they agree on); a directory that does not exist or cannot be
+ * written (`io`, at once).
  *
  *   uform_test_cpp_mesh_faults                         # the driver
  *   uform_test_cpp_mesh_faults rank R DIRECTORY MODE   # the peer, started by the driver
@@ -19,8 +21,9 @@ using namespace mesh_test;
 
 namespace {
 
-/** The trainers of this file: the contrastive objective with `mesh` negatives over 2 ranks. */
+/** The trainers of this file: the contrastive objective with `mesh` negatives over 2 ranks, and distillation alone. */
 scenario_t const pair_k = {"faults", uform_objective_contrastive_k, uform_negatives_mesh_k, 2};
+scenario_t const distill_k = {"widths", uform_objective_distill_k, uform_negatives_device_k, 2};
 constexpr std::size_t share_k = world_items_k / 2;
 
 /** A joined peer's executor and trainer. */
@@ -45,7 +48,31 @@ struct peer_t {
 };
 
 /** The peer's modes. */
-enum mode_t { killed_k, hung_before_k, hung_after_k, mismatch_k, count_k };
+enum mode_t { killed_k, hung_before_k, hung_after_k, mismatch_k, count_k, widths_k };
+
+/**
+ * One rank of the distilling mesh, its share of the batch given teacher rows `narrower` values narrower than the
+ * other rank's in the first step, none (on either rank) in the second: both refused on every rank; then the rows of
+ * `teacher_k` on both, stepped as step 0.
+ */
+void distill_widths(peer_t &peer, std::size_t rank, std::size_t narrower) {
+    share_t share(rank * share_k, share_k);
+    uform_trainer_step_stats_t stats;
+    share.teach(rank * share_k, share_k);
+    share.args.teacher_width -= narrower;
+    share.args.teacher_count = share_k * share.args.teacher_width;
+    CHECK_STATUS(share.step(peer.trainer, peer.ram, &stats), uform_status_invalid_argument_k);
+    CHECK(test_message_ && std::strstr(test_message_, "different teacher widths"));
+    share.args.teacher = NULL;
+    share.args.teacher_count = share.args.teacher_width = 0;
+    CHECK_STATUS(share.step(peer.trainer, peer.ram, &stats), uform_status_invalid_argument_k);
+    CHECK(test_message_ && std::strstr(test_message_, "nothing to learn from"));
+    share.teach(rank * share_k, share_k);
+    if (CHECK_OK(share.step(peer.trainer, peer.ram, &stats))) {
+        CHECK_SIZE(stats.step, 0);
+        CHECK(stats.distill_loss > 0);
+    }
+}
 
 /** The peer, rank 1 of the driver's mesh in `mode`. */
 int peer_main(char const *directory, int mode) {
@@ -53,6 +80,11 @@ int peer_main(char const *directory, int mode) {
         uform_mesh_t mesh = NULL;
         CHECK_STATUS(join(directory, "count", 1, 3, 10, &mesh), uform_status_invalid_argument_k);
         CHECK(test_message_ && std::strstr(test_message_, "host_domain_count"));
+        return test_report("mesh peer");
+    }
+    if (mode == widths_k) {
+        peer_t peer;
+        if (peer.make(directory, "widths", 1, 10, init_of(distill_k, NULL))) distill_widths(peer, 1, 1);
         return test_report("mesh peer");
     }
     if (mode == mismatch_k) {
@@ -228,6 +260,14 @@ void mismatch(char const *self, char const *directory) {
     CHECK(exited_ok(peer_pid));
 }
 
+/** Distilling ranks whose teacher widths differ (5 here, 4 on the peer), then without any row: refused together. */
+void widths(char const *self, char const *directory) {
+    pid_t const peer_pid = spawn_peer(self, directory, widths_k);
+    peer_t peer;
+    if (peer.make(directory, "widths", 0, 10, init_of(distill_k, NULL))) distill_widths(peer, 0, 0);
+    CHECK(exited_ok(peer_pid));
+}
+
 /** Ranks given different host counts (2 here, 3 on the peer): both answer `invalid-argument`, before the timeout. */
 void counts(char const *self, char const *directory) {
     pid_t const peer_pid = spawn_peer(self, directory, count_k);
@@ -280,6 +320,7 @@ int main(int argc, char **argv) {
     hung(self, directory, hung_after_k);
     mismatch(self, directory);
     counts(self, directory);
+    widths(self, directory);
     directories(directory);
     return report_and_clean("mesh faults", directory);
 }
