@@ -52,6 +52,7 @@ function(_uform_wasi_test name target source)
     target_compile_options(${target} PRIVATE ${UFORM_WASI_WARNING_FLAGS})
     set_target_properties(${target} PROPERTIES
         LINKER_LANGUAGE CXX
+        SUFFIX ".wasm"
         C_STANDARD 99 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF
         RUNTIME_OUTPUT_DIRECTORY "${PROJECT_BINARY_DIR}/tests")
     add_test(NAME ${name} COMMAND ${target})

@@ -5,14 +5,17 @@
 
 The module sees ARGUMENTS after its own path, the caller's standard streams, every `UFORM_*` variable of the caller's
 environment plus each --env, and these folders: the working directory as `.` and at its own absolute path (so that
-absolute paths under it, such as UFORM_TEST_DATA, resolve), and each --dir (at its own path unless GUEST names
+absolute paths under it, such as UFORM_TEST_DATA, resolve), a fresh empty host folder as `/tmp` (removed after the
+run; WASI has no temporary folders of its own), and each --dir (at its own path unless GUEST names
 another). The interpreter needs `wasmtime` (scripts/wasi-check.sh installs the pinned version in build/wasi/venv).
 CMake's WASI toolchain (cmake/toolchains/wasi.cmake) names this script as ctest's emulator.
 """
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 
 try:
     import wasmtime
@@ -30,8 +33,8 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-def configure(options):
-    """The WASI view of the host: arguments, environment, streams and preopened folders."""
+def configure(options, scratch):
+    """The WASI view of the host: arguments, environment, streams and preopened folders (`scratch` as /tmp)."""
     config = wasmtime.WasiConfig()
     config.argv = [options.module] + options.arguments
     variables = {name: value for name, value in os.environ.items() if name.startswith("UFORM_")}
@@ -47,6 +50,7 @@ def configure(options):
     here = os.getcwd()
     config.preopen_dir(here, ".")
     config.preopen_dir(here, here)
+    config.preopen_dir(scratch, "/tmp")
     for folder in options.dir:
         host, _, guest = folder.partition("::")
         if not os.path.isdir(host):
@@ -61,18 +65,27 @@ def run(options):
     store = wasmtime.Store(engine)
     linker = wasmtime.Linker(engine)
     linker.define_wasi()
-    store.set_wasi(configure(options))
+    scratch = tempfile.mkdtemp(prefix="uform-wasi-")
     try:
-        module = wasmtime.Module.from_file(engine, options.module)
+        store.set_wasi(configure(options, scratch))
+        return start(engine, store, linker, options.module)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def start(engine, store, linker, path):
+    """Loads the module, calls `_start`, and answers its exit status."""
+    try:
+        module = wasmtime.Module.from_file(engine, path)
     except (OSError, wasmtime.WasmtimeError) as error:
-        sys.exit(f"wasi-run: cannot load {options.module}: {error}")
+        sys.exit(f"wasi-run: cannot load {path}: {error}")
     instance = linker.instantiate(store, module)
     try:
         instance.exports(store)["_start"](store)
     except wasmtime.ExitTrap as exit_trap:
         return exit_trap.code
     except wasmtime.Trap as trap:
-        print(f"wasi-run: {options.module} trapped: {trap}", file=sys.stderr)
+        print(f"wasi-run: {path} trapped: {trap}", file=sys.stderr)
         return 134
     return 0
 

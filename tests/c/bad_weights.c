@@ -13,8 +13,10 @@ static size_t tiny_length = 0;
 static size_t tensor_offset(char const *name) {
     char key[128];
     char const *header = (char const *)tiny + 8, *found, *offsets;
-    size_t header_length = 0, begin = 0, i;
-    for (i = 0; i != 8; ++i) header_length |= (size_t)tiny[i] << (8 * i);
+    unsigned long long length = 0; /* eight bytes: wider than a 32-bit size_t */
+    size_t header_length, begin = 0, i;
+    for (i = 0; i != 8; ++i) length |= (unsigned long long)tiny[i] << (8 * i);
+    header_length = (size_t)length;
     snprintf(key, sizeof(key), "\"%s\"", name);
     found = strstr(header, key);
     if (!found || found > header + header_length) return 0;

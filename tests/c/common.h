@@ -14,6 +14,10 @@
 
 #include <math.h>
 #include <stdio.h>
+#if defined(__wasi__)
+#include <errno.h>
+#include <sys/stat.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -190,8 +194,23 @@ static inline int write_whole_file(char const *path, void const *bytes, size_t l
 static inline int make_temp_directory(char *path, size_t capacity, char const *tag) {
     char const *root = getenv("TMPDIR");
     if (!root || !*root) root = "/tmp";
+#if defined(__wasi__)
+    {
+        /* WASI has no mkdtemp; scripts/wasi-run.py opens a fresh host folder as each module's /tmp, where a counter
+         * names new directories. */
+        static unsigned made = 0;
+        unsigned attempt;
+        for (attempt = 0; attempt != 1000; ++attempt) {
+            snprintf(path, capacity, "%s/uform-%s-%u", root, tag, made++);
+            if (mkdir(path, 0700) == 0) return 1;
+            if (errno != EEXIST) return 0;
+        }
+        return 0;
+    }
+#else
     snprintf(path, capacity, "%s/uform-%s-XXXXXX", root, tag);
     return mkdtemp(path) != NULL;
+#endif
 }
 
 /** `directory/name`, in one of sixteen buffers taken in rotation, so that one call may name several such paths. */

@@ -107,12 +107,18 @@ static void receivers(void) {
     args.stats = &stats;
     {
         size_t eight[2] = {17600, 19600};
+#if defined(__wasi__) /* no FFmpeg, so no resampling: only the model's rate is taken */
+        CHECK_STATUS(encode(local, 0, samples, sizeof(samples) / sizeof(samples[0]), eight, 1, 8000, all, &args, arena,
+                            &encoded),
+                     uform_status_unsupported_k);
+#else
         if (CHECK_OK(encode(local, 0, samples, sizeof(samples) / sizeof(samples[0]), eight, 1, 8000, all, &args, arena,
                             &encoded))) {
             CHECK_ROWS_PER_ITEM(&encoded.embeddings, 1, dimensions_k);
             CHECK_UNIT_ROWS(&encoded.embeddings, 1e-4);
             CHECK(fabs(stats.seconds - 0.25) < 1e-6);
         }
+#endif
     }
 
     /* A patch budget of one truncates both non-empty items and says so. */
