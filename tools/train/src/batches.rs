@@ -28,14 +28,7 @@ pub fn run(arguments: &BatchesArgs) -> Result<(), Box<dyn Error>> {
         .data
         .clone()
         .unwrap_or_else(|| crate::target().join("data"));
-    let batch = &recipe.batch;
-    let data = Data::load(
-        &root,
-        recipe.columns - 1,
-        [&|uses| batch.weight(uses), &|uses| {
-            batch.vocabulary_weight(uses)
-        }],
-    )?;
+    let data = crate::train::load_data(&root, &recipe)?;
     let mut out = std::io::stdout().lock();
     for line in lines(
         &data,

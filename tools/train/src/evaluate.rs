@@ -1,7 +1,7 @@
 //! `uform-train evaluate`: scores a checkpoint on the test split (docs/training/README.md, "Evaluation") and writes one
 //! table, every figure beside chance and a baseline: text retrieval by embedding cosine and by MaxSim over token
 //! vectors against character-3-gram TF-IDF, zero-shot Fashion-MNIST from the class captions, spoken lemmas against
-//! their text, and the choices' accuracy and calibration error before and after fitting the temperature on the
+//! their text, the student's agreement with the distillation teacher on held-out pairs, and the choices' accuracy and calibration error before and after fitting the temperature on the
 //! calibration split, through the trainer's `calibrate` and `save`, the calibrated checkpoint loaded again.
 
 use std::error::Error;
@@ -14,7 +14,7 @@ use uform::*;
 use crate::baseline::TfIdf;
 use crate::calibration::calibrate;
 use crate::checkpoint;
-use crate::data::Data;
+use crate::data::{read_pairs, Data};
 use crate::metrics;
 use crate::report::{self, Row, Target, Unit};
 use crate::tasks::{Choices, Limits, Retrieval, Tasks};
@@ -558,6 +558,56 @@ impl Evaluation<'_> {
         Ok(())
     }
 
+    /// The student's agreement with the teacher on the held-out pairs of `teacher/pairs.tsv`: Spearman's correlation
+    /// of the embedding cosines with the teacher's, beside that of char-3-gram TF-IDF cosines.
+    fn teacher_agreement(&mut self) -> Result<(), Box<dyn Error>> {
+        let Some(pairs) = read_pairs(&self.options.data, self.options.columns - 1)? else {
+            self.notes.push(
+                "the data has no teacher pairs (tools/data/prepare.py --teacher): no Spearman row"
+                    .to_owned(),
+            );
+            return Ok(());
+        };
+        let firsts: Vec<String> = pairs.iter().map(|pair| pair.a.clone()).collect();
+        let seconds: Vec<String> = pairs.iter().map(|pair| pair.b.clone()).collect();
+        let a = self.encode(&firsts, Form::Text, false, "teacher pairs: first texts")?;
+        let b = self.encode(&seconds, Form::Text, false, "teacher pairs: second texts")?;
+        let student: Vec<f32> = (0..pairs.len())
+            .map(|i| metrics::dot(a.row(i), b.row(i)))
+            .collect();
+        let teacher: Vec<f32> = pairs.iter().map(|pair| pair.cosine).collect();
+        let index = TfIdf::new(&seconds);
+        let tfidf: Vec<f32> = firsts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| index.scores(text)[i])
+            .collect();
+        self.rows.push(Row {
+            task: "student vs teacher cosines, held-out pairs".to_owned(),
+            scorer: "embedding cosine".to_owned(),
+            metric: "Spearman".to_owned(),
+            model: metrics::spearman(&student, &teacher),
+            baseline: Some((
+                "char-3-gram TF-IDF".to_owned(),
+                metrics::spearman(&tfidf, &teacher),
+            )),
+            chance: None,
+            target: Target::AtLeast(0.8),
+            items: pairs.len(),
+            unit: Unit::Plain,
+        });
+        let kinds = ["synset", "related", "random"].map(|kind| {
+            let n = pairs.iter().filter(|pair| pair.kind == kind).count();
+            format!("{n} {kind}")
+        });
+        self.notes.push(format!(
+            "student vs teacher: {} pairs of test texts ({}), the teacher's cosines from teacher/pairs.tsv",
+            pairs.len(),
+            kinds.join(", ")
+        ));
+        Ok(())
+    }
+
     /// Choices at temperature 1, then with the temperature fitted on the calibration split through the trainer, saved
     /// as `<out>/calibrated.safetensors` and loaded again.
     fn choices(&mut self) -> Result<(), Box<dyn Error>> {
@@ -722,6 +772,7 @@ pub fn run(arguments: &EvaluateArgs) -> Result<(), Box<dyn Error>> {
         notes: Vec::new(),
     };
     let lemmas = evaluation.text_retrieval()?;
+    evaluation.teacher_agreement()?;
     evaluation.spoken(lemmas)?;
     evaluation.zero_shot()?;
     if description.choice_temperature_groups == 0 {

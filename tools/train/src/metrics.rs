@@ -1,6 +1,6 @@
 //! The evaluation's arithmetic, apart from any model: the rank of a query's first relevant candidate, recall@k over
-//! ranks and its value by chance, MaxSim over token vectors, the expected calibration error, and re-tempering
-//! choice probabilities.
+//! ranks and its value by chance, MaxSim over token vectors, the expected calibration error, re-tempering choice
+//! probabilities, and Spearman's rank correlation.
 
 /// The dot product of two rows of one width, in eight independent lanes so that it vectorises.
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -124,6 +124,45 @@ pub fn retempered(probabilities: &[f32], temperature: f32) -> Vec<f32> {
     powered.iter().map(|&p| (p / sum) as f32).collect()
 }
 
+/// Each value's rank from 1 in ascending order, tied values sharing the mean of their ranks.
+fn fractional_ranks(values: &[f32]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[a].total_cmp(&values[b]));
+    let mut ranks = vec![0.0; values.len()];
+    let mut start = 0;
+    while start < order.len() {
+        let mut end = start + 1;
+        while end < order.len() && values[order[end]] == values[order[start]] {
+            end += 1;
+        }
+        let shared = (start + end + 1) as f64 / 2.0; // the mean of ranks start + 1 ..= end
+        for &i in &order[start..end] {
+            ranks[i] = shared;
+        }
+        start = end;
+    }
+    ranks
+}
+
+/// Spearman's rank correlation of two equally long lists: the Pearson correlation of their fractional ranks (ties
+/// share their mean rank); 0 when either list is constant or shorter than two.
+pub fn spearman(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len(), "spearman takes two lists of one length");
+    let (ra, rb) = (fractional_ranks(a), fractional_ranks(b));
+    let n = a.len() as f64;
+    let mean = (n + 1.0) / 2.0;
+    let (mut ab, mut aa, mut bb) = (0.0, 0.0, 0.0);
+    for (x, y) in ra.iter().zip(&rb) {
+        ab += (x - mean) * (y - mean);
+        aa += (x - mean) * (x - mean);
+        bb += (y - mean) * (y - mean);
+    }
+    if aa == 0.0 || bb == 0.0 {
+        return 0.0;
+    }
+    ab / (aa * bb).sqrt()
+}
+
 /// The index of the largest value (the first of equals); 0 for an empty slice.
 pub fn argmax(values: &[f32]) -> usize {
     let mut best = 0;
@@ -211,6 +250,22 @@ mod tests {
         let confidences = [0.25, 0.25, 0.25, 0.25, 1.0];
         let correct = [true, false, false, false, true];
         assert!(expected_calibration_error(&confidences, &correct, 15) < 1e-6);
+    }
+
+    #[test]
+    fn spearman_correlates_ranks_and_shares_ties() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert!(close(spearman(&a, &[10.0, 20.0, 25.0, 90.0, 100.0]), 1.0));
+        assert!(close(spearman(&a, &[5.0, 4.0, 3.0, 2.0, 1.0]), -1.0));
+        // Ranks (1, 2, 3) against (1.5, 1.5, 3): co-deviation 1.5, deviations 2 and 1.5.
+        assert!(close(
+            spearman(&[0.1, 0.2, 0.3], &[7.0, 7.0, 9.0]),
+            1.5 / 3f64.sqrt()
+        ));
+        assert_eq!(spearman(&a, &[1.0; 5]), 0.0);
+        assert_eq!(spearman(&[], &[]), 0.0);
+        // Without ties it is 1 - 6 sum(d^2) / (n (n^2 - 1)): d = (0, 0, 1, -1, 0) gives 0.9.
+        assert!(close(spearman(&a, &[1.0, 2.0, 4.0, 3.0, 5.0]), 0.9));
     }
 
     #[test]

@@ -36,7 +36,7 @@ impl Log {
         if fresh {
             writeln!(
                 file,
-                "#steps\tsplit\tloss\tmasking\tcontrastive\tlate_interaction\tchoices\ttokens\tseconds"
+                "#steps\tsplit\tloss\tmasking\tcontrastive\tlate_interaction\tchoices\tdistill\ttokens\tseconds"
             )?;
         }
         Ok(Self { file, path })
@@ -124,13 +124,13 @@ mod tests {
         log.step(1, &stats).unwrap();
         drop(log);
         let mut log = Log::open(&run, 0, true).unwrap();
-        log.validation(1, &[1.0; 5]).unwrap();
+        log.validation(1, &[1.0; 6]).unwrap();
         let text = std::fs::read_to_string(run.join("log.tsv")).unwrap();
         assert_eq!(text.lines().count(), 3, "{text}");
         assert!(text.lines().nth(1).unwrap().starts_with("1\ttrain\t2.5\t"));
         assert_eq!(
             text.lines().nth(2).unwrap(),
-            "1\tvalidation\t1\t1\t1\t1\t1\t0\t0"
+            "1\tvalidation\t1\t1\t1\t1\t1\t1\t0\t0"
         );
         drop(log);
         Log::open(&run, 0, false).unwrap();

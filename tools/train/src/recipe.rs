@@ -49,6 +49,13 @@ pub struct Recipe {
     /// The contrastive bias the stage starts at, written over the `--model` checkpoint's `trainer.contrastive.bias`
     /// in the same copy (|bias| <= 100; only the sigmoid form reads it).
     pub contrastive_bias: Option<f32>,
+    /// The distillation term's weight in the joint loss (docs/model.md, "Distillation"): positive trains it on the
+    /// teacher's rows (`tools/data/prepare.py --teacher`), which the run then needs; 0 leaves the rows unread.
+    pub distill_weight: f32,
+    /// The distillation term's student temperature.
+    pub student_temperature: f32,
+    /// The distillation term's teacher temperature.
+    pub teacher_temperature: f32,
     /// Calibration items the final temperature fit takes, drawn with the seed; zero takes all.
     pub calibration: usize,
     /// How a step's batch is drawn.
@@ -94,6 +101,9 @@ impl Default for Recipe {
             pair_loss: PairLoss::InfoNce,
             contrastive_scale: None,
             contrastive_bias: None,
+            distill_weight: 0.0,
+            student_temperature: 0.05,
+            teacher_temperature: 0.05,
             calibration: crate::calibration::DEFAULT_ITEMS,
             batch: BatchRecipe::default(),
         }
@@ -141,6 +151,7 @@ impl Recipe {
             return Err("minutes must be positive".into());
         }
         self.check_contrastive()?;
+        self.check_distill()?;
         // The trainer refuses negative and non-finite weights itself; zero it would read as its default of 1.
         if self.masking_weight == 0.0 {
             return Err(
@@ -152,6 +163,34 @@ impl Recipe {
             return Err("columns needs room for a byte and a choice's CHOOSE token".into());
         }
         self.batch.check()
+    }
+
+    /// Refuses a distillation weight or temperature the trainer would refuse, and other texts without the term.
+    fn check_distill(&self) -> Result<(), Box<dyn Error>> {
+        if !(self.distill_weight >= 0.0 && self.distill_weight <= 1e6) {
+            return Err(format!(
+                "distill_weight takes a weight in [0, 1e6], not {}",
+                self.distill_weight
+            )
+            .into());
+        }
+        for (name, value) in [
+            ("student_temperature", self.student_temperature),
+            ("teacher_temperature", self.teacher_temperature),
+        ] {
+            if !(1e-3..=1e3).contains(&value) {
+                return Err(
+                    format!("{name} takes a temperature in [1e-3, 1e3], not {value}").into(),
+                );
+            }
+        }
+        if self.batch.extras > 0 && self.distill_weight == 0.0 {
+            return Err(
+                "[batch] extras train the distillation term alone: give a positive distill_weight"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 
     /// Refuses a contrastive scale or bias out of range.
@@ -226,6 +265,21 @@ mod tests {
             ("[batch]\nper_group = 1", "two items per group"),
             ("[batch]\nfloor = 0.0", "floor must be positive"),
             ("[batch]\nrare_by = \"word\"", "unknown variant"),
+            (
+                "distill_weight = -1.0",
+                "distill_weight takes a weight in [0, 1e6]",
+            ),
+            ("distill_weight = nan", "distill_weight takes a weight"),
+            (
+                "student_temperature = 0.0",
+                "student_temperature takes a temperature in [1e-3, 1e3]",
+            ),
+            (
+                "teacher_temperature = 2000.0",
+                "teacher_temperature takes a temperature",
+            ),
+            ("[batch]\nextras = 8", "give a positive distill_weight"),
+            ("distil_weight = 1.0", "unknown field"),
         ] {
             let error = Recipe::parse(text).expect_err(text).to_string();
             assert!(error.contains(expected), "{text}: {error}");

@@ -26,6 +26,8 @@ pub enum Target {
     TenTimesChanceAndBaseline,
     /// At most this value.
     AtMost(f64),
+    /// At least this value.
+    AtLeast(f64),
 }
 
 /// One figure of the table.
@@ -68,6 +70,10 @@ impl Row {
             Target::AtMost(limit) => (
                 format!("<= {}", self.show(limit)),
                 Some(self.model <= limit),
+            ),
+            Target::AtLeast(limit) => (
+                format!(">= {}", self.show(limit)),
+                Some(self.model >= limit),
             ),
         }
     }
@@ -186,5 +192,8 @@ mod tests {
         let mut ece = row(0.04, Target::AtMost(0.05));
         ece.unit = Unit::Plain;
         assert_eq!(ece.verdict(), ("<= 0.050".to_owned(), Some(true)));
+        let mut rho = row(0.79, Target::AtLeast(0.8));
+        rho.unit = Unit::Plain;
+        assert_eq!(rho.verdict(), (">= 0.800".to_owned(), Some(false)));
     }
 }

@@ -1,7 +1,7 @@
 //! A rank's share of a step's batch when the run trains over a mesh (`--ranks`): every rank draws the same batch
 //! from the same seed, then keeps the items whose bag is `bag % ranks == rank`. Bag ids are global, so a bag stays
 //! whole on its rank; edges are the rank's own (an edge between items of two ranks is dropped: the trainer takes
-//! edges between a rank's own items only), renumbered to the rank's items.
+//! edges between a rank's own items only), renumbered to the rank's items. The teacher's rows go with their items.
 
 use crate::data::{Batch, Rows};
 
@@ -45,6 +45,17 @@ fn keep_tape<T: Copy>(tape: &(Vec<T>, Vec<usize>), kept: &[usize]) -> (Vec<T>, V
     out
 }
 
+/// The kept items' rows of a row-major table `width` wide (empty stays empty).
+fn keep_rows_of(table: &[f32], width: usize, kept: &[usize]) -> Vec<f32> {
+    if table.is_empty() {
+        return Vec::new();
+    }
+    kept.iter()
+        .flat_map(|&item| &table[item * width..(item + 1) * width])
+        .copied()
+        .collect()
+}
+
 /// Rank `rank`'s share of `batch` among `ranks`, and how many edges crossed to another rank and were dropped.
 pub fn share(batch: &Batch, rank: usize, ranks: usize) -> (Batch, usize) {
     let kept: Vec<usize> = (0..batch.bags.len())
@@ -68,6 +79,8 @@ pub fn share(batch: &Batch, rank: usize, ranks: usize) -> (Batch, usize) {
         repel,
         choices: keep_tape(&batch.choices, &kept),
         targets: keep_tape(&batch.targets, &kept),
+        teacher: keep_rows_of(&batch.teacher, batch.teacher_width, &kept),
+        teacher_width: batch.teacher_width,
     };
     (share, attract_dropped + repel_dropped)
 }
@@ -96,6 +109,8 @@ mod tests {
             },
             choices: (b"AB".to_vec(), vec![0, 0, 0, 0, 2]),
             targets: (vec![1.0, 0.0], vec![0, 0, 0, 0, 2]),
+            teacher: vec![1.0, 0.0, 2.0, 0.0, 3.0, 0.0, 0.0, 0.0],
+            teacher_width: 2,
         }
     }
 
@@ -114,10 +129,15 @@ mod tests {
         );
         assert_eq!(zero.choices, (vec![], vec![0, 0, 0]));
         assert_eq!(dropped, 1, "item 0 repelled item 1, on rank 1");
+        assert_eq!(
+            (zero.teacher, zero.teacher_width),
+            (vec![1.0, 0.0, 3.0, 0.0], 2)
+        );
         let (one, dropped) = share(&batch(), 1, 2);
         assert_eq!(one.contents, ["b", "d"]);
         assert_eq!(one.choices, (b"AB".to_vec(), vec![0, 0, 2]));
         assert_eq!(one.targets, (vec![1.0, 0.0], vec![0, 0, 2]));
+        assert_eq!(one.teacher, [2.0, 0.0, 0.0, 0.0], "item 3 has no teacher");
         assert_eq!(dropped, 0);
     }
 
@@ -126,6 +146,13 @@ mod tests {
         let (all, dropped) = share(&batch(), 0, 1);
         assert_eq!(all.contents, ["a", "b", "c", "d"]);
         assert_eq!(all.attract.ids, [2, 0]);
+        assert_eq!(all.teacher.len(), 8);
+        let plain = Batch {
+            teacher: Vec::new(),
+            teacher_width: 0,
+            ..batch()
+        };
+        assert!(share(&plain, 1, 2).0.teacher.is_empty());
         assert_eq!(dropped, 0);
     }
 }

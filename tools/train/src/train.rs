@@ -79,7 +79,7 @@ pub fn run(arguments: &TrainArgs) -> Result<(), Box<dyn Error>> {
         return Ok(());
     };
     let opened = Instant::now();
-    let data = load(&stage)?;
+    let data = load_data(&stage.data, &stage.recipe)?;
     println!(
         "data: {} ({}) read in {:.1} s",
         stage.data.display(),
@@ -118,24 +118,35 @@ pub fn run(arguments: &TrainArgs) -> Result<(), Box<dyn Error>> {
     session.train(start.first)
 }
 
-/// Reads the data directory with the recipe's draw weights and row length.
-fn load(stage: &Stage) -> Result<Data, Box<dyn Error>> {
-    let batch = &stage.recipe.batch;
-    Data::load(
-        &stage.data,
-        stage.recipe.columns - 1,
+/// Reads the data directory with the recipe's draw weights and row length, and the teacher's rows when the recipe
+/// trains distillation (a directory without them is then refused).
+pub fn load_data(root: &Path, recipe: &Recipe) -> Result<Data, Box<dyn Error>> {
+    let batch = &recipe.batch;
+    let mut data = Data::load(
+        root,
+        recipe.columns - 1,
         [&|uses| batch.weight(uses), &|uses| {
             batch.vocabulary_weight(uses)
         }],
-    )
+    )?;
+    if recipe.distill_weight > 0.0 {
+        data.load_teacher(recipe.columns - 1)?;
+    }
+    Ok(data)
 }
 
 /// The data's counts for the opening line.
 fn describe_data(data: &Data, columns: usize) -> String {
     let (groups, items, edges, choices) = data.counts();
+    let teacher = data.teacher_counts().map_or(String::new(), |(rows, texts, extras, dropped)| {
+        format!(
+            "; teacher: {rows} rows of {}, {texts} items with one, {extras} other texts ({dropped} longer dropped)",
+            data.teacher_width().unwrap_or(0)
+        )
+    });
     format!(
         "{groups} groups, {items} items, {edges} attract/repel edges, {choices} choice items; {} texts cut to {} \
-         bytes, {} longer choice items dropped",
+         bytes, {} longer choice items dropped{teacher}",
         data.cut_texts,
         columns - 1,
         data.dropped_choices
@@ -317,7 +328,8 @@ impl Stage {
         }
         println!(
             "run: {} steps {} ({} train synsets), stopping after step {}, saving every {}; a batch: {batch:?}; {:?} \
-             pair loss, masked bytes weighing {}, peak learning rate {:e}, {} threads, seed {}",
+             pair loss, masked bytes weighing {}, distillation weighing {} (temperatures {} student, {} teacher), peak \
+             learning rate {:e}, {} threads, seed {}",
             recipe.steps,
             start.origin,
             data.wordnet_groups(Split::Train),
@@ -325,6 +337,9 @@ impl Stage {
             recipe.every,
             recipe.pair_loss,
             recipe.masking_weight,
+            recipe.distill_weight,
+            recipe.student_temperature,
+            recipe.teacher_temperature,
             recipe.learning_rate,
             self.threads,
             recipe.seed,

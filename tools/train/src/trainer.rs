@@ -30,7 +30,8 @@ const TUBELET_FRAMES: usize = 2;
 /// Items a step's batch may hold when its recipe draws no more: the trainer's default, 64 rows of four.
 const DEFAULT_SEGMENTS: usize = 256;
 
-/// The trainer's configuration: the four objectives over the seeded geometry, or over `checkpoint` when it is not
+/// The trainer's configuration: the joint objective's terms (distillation among them, which has data only in a step
+/// that brings teacher rows) over the seeded geometry, or over `checkpoint` when it is not
 /// empty (its geometry is the same: a restart names the values the checkpoint holds).
 pub fn config<'a>(
     recipe: &Recipe,
@@ -64,6 +65,11 @@ pub fn config<'a>(
             groups: 1,
             ..Choices::default()
         },
+        distill: Distill {
+            weight: recipe.distill_weight,
+            student_temperature: recipe.student_temperature,
+            teacher_temperature: recipe.teacher_temperature,
+        },
         schedule,
         seed: recipe.seed,
     }
@@ -92,8 +98,8 @@ fn batch_shape(recipe: &Recipe) -> BatchShape {
 }
 
 /// A step's loss terms, in the order the progress line and the log print them: joint, masking, contrastive, late
-/// interaction, choices.
-pub type Terms = [f32; 5];
+/// interaction, choices, distillation.
+pub type Terms = [f32; 6];
 
 /// The step's stats' terms.
 pub fn terms(stats: &TrainerStepStats) -> Terms {
@@ -103,18 +109,19 @@ pub fn terms(stats: &TrainerStepStats) -> Terms {
         stats.contrastive_loss,
         stats.late_interaction_loss,
         stats.choices_loss,
+        stats.distill_loss,
     ]
 }
 
-/// The terms as `loss (masking, contrastive, late, choices)`.
+/// The terms as `loss (masking, contrastive, late, choices, distill)`.
 pub fn show(terms: &Terms) -> String {
     format!(
-        "loss {:.3} (masking {:.3}, contrastive {:.3}, late {:.3}, choices {:.3})",
-        terms[0], terms[1], terms[2], terms[3], terms[4]
+        "loss {:.3} (masking {:.3}, contrastive {:.3}, late {:.3}, choices {:.3}, distill {:.3})",
+        terms[0], terms[1], terms[2], terms[3], terms[4], terms[5]
     )
 }
 
-/// Runs one step over `batch`, answering its stats.
+/// Runs one step over `batch` (with its teacher rows, when it has them), answering its stats.
 pub fn step(
     trainer: &Trainer<'_>,
     executor: &Executor,
@@ -141,6 +148,8 @@ pub fn step(
         } else {
             (&[], &[])
         },
+        teacher: &batch.teacher,
+        teacher_width: batch.teacher_width,
         stats: Some(&mut stats),
         ..TrainerStepConfig::default()
     };
@@ -166,7 +175,7 @@ pub fn validate(
         ..Schedule::default()
     };
     let trainer = Trainer::init_ram(executor, config(recipe, checkpoint, frozen, None))?;
-    let mut sums = [0f32; 5];
+    let mut sums = [0f32; 6];
     for batch in batches {
         let stats = step(&trainer, executor, batch)?;
         for (sum, term) in sums.iter_mut().zip(terms(&stats)) {

@@ -1,11 +1,14 @@
 //! Reading a data directory (`groups.tsv`, `items.tsv`, `roles.tsv`, `edges.tsv`, `choices.tsv`, `outliers.tsv`;
-//! docs/data.md) into memory, with the draw weights of its WordNet groups and its lemmas in rare senses marked.
+//! docs/data.md) into memory, with the draw weights of its WordNet groups and its lemmas in rare senses marked; the
+//! teacher's rows are `teacher.rs`'s.
 
 use std::collections::HashMap;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use uform::Modality;
+
+use super::teacher::Teacher;
 
 /// Where a group or a choice item belongs; `Calibration` holds choice items only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -22,7 +25,7 @@ pub enum Split {
 
 impl Split {
     /// The split a file's field names.
-    fn parse(field: &str) -> Result<Self, Box<dyn Error>> {
+    pub(super) fn parse(field: &str) -> Result<Self, Box<dyn Error>> {
         Ok(match field {
             "train" => Self::Train,
             "validation" => Self::Validation,
@@ -125,6 +128,8 @@ pub struct Data {
     pub dropped_choices: usize,
     /// Texts cut to the row's length (at a character boundary).
     pub cut_texts: usize,
+    /// The distillation teacher's rows, once `load_teacher` has read them.
+    pub(super) teacher: Option<Teacher>,
 }
 
 /// A WordNet group's draw weight from its tag count, as a group and as a vocabulary group
@@ -132,7 +137,7 @@ pub struct Data {
 pub type Weights<'a> = [&'a dyn Fn(f64) -> f64; 2];
 
 /// A TSV file's records, its `#` header skipped, each split at tabs into at least `fields` fields.
-fn records(path: &Path, fields: usize) -> Result<Vec<Vec<String>>, Box<dyn Error>> {
+pub(super) fn records(path: &Path, fields: usize) -> Result<Vec<Vec<String>>, Box<dyn Error>> {
     let text = std::fs::read_to_string(path)
         .map_err(|error| format!("{}: {error} (run tools/data/prepare.py)", path.display()))?;
     let mut records = Vec::new();
@@ -149,7 +154,7 @@ fn records(path: &Path, fields: usize) -> Result<Vec<Vec<String>>, Box<dyn Error
 }
 
 /// `text` cut to at most `bytes` bytes, at a character boundary.
-fn cut(text: &str, bytes: usize) -> &str {
+pub(super) fn cut(text: &str, bytes: usize) -> &str {
     let mut end = bytes.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -207,6 +212,7 @@ impl Data {
             choices_by_split: HashMap::new(),
             dropped_choices: 0,
             cut_texts: 0,
+            teacher: None,
         }
     }
 

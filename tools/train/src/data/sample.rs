@@ -71,6 +71,10 @@ pub struct BatchRecipe {
     /// Outlier pictures (`outliers.tsv`: synthetic patterns, no garment) beside the groups, each in a bag of its own
     /// with no edge, so they are every anchor's negatives and nobody's positive (0: none).
     pub outliers: usize,
+    /// Other English texts with a teacher row (`teacher/extra.tsv`: dictionary definitions, package descriptions,
+    /// fortunes) beside the groups, each in a bag of its own with no edge: they train the distillation term alone
+    /// (0: none; more needs the teacher's rows). A split with fewer gives what it has.
+    pub extras: usize,
 }
 
 impl Default for BatchRecipe {
@@ -97,6 +101,7 @@ impl Default for BatchRecipe {
             supersense: 0.0,
             lemma_documents: 0.0,
             outliers: 0,
+            extras: 0,
         }
     }
 }
@@ -118,12 +123,13 @@ impl BatchRecipe {
 
     /// The most items a batch of this recipe can hold: `per_group` from each WordNet group (two from a spoken one,
     /// its canonical lemma and its clip, when `per_group` is one), vocabulary groups included, a caption and
-    /// `class_images` from each class, and the choice items. Partners and hypernyms count among the groups.
+    /// `class_images` from each class, the outliers, the other texts and the choice items. Partners and hypernyms count among the groups.
     pub fn max_items(&self) -> usize {
         let text_groups = self.groups.saturating_sub(self.images) + self.vocabulary;
         text_groups * self.per_group.max(2)
             + self.images * (1 + self.class_images)
             + self.outliers
+            + self.extras
             + self.choices
     }
 

@@ -102,6 +102,7 @@ fn recipe(groups: usize) -> BatchRecipe {
         supersense: 0.0,
         lemma_documents: 0.0,
         outliers: 0,
+        extras: 0,
     }
 }
 
@@ -565,6 +566,7 @@ fn the_json_form_has_every_items_fields() {
         "sides",
         "choices",
         "choice_targets",
+        "teacher",
     ] {
         assert_eq!(json[key].as_array().map(Vec::len), Some(n), "{key}");
     }
@@ -574,6 +576,10 @@ fn the_json_form_has_every_items_fields() {
     assert_eq!(json["bags"][n - 1], batch.bags[n - 1]);
     assert!(["AB", "ABC"].contains(&json["choices"][n - 1].as_str().unwrap()));
     assert_eq!(json["choices"][0], "");
+    assert_eq!(
+        (json["teacher"][0].as_bool(), json["teacher_width"].as_u64()),
+        (Some(false), Some(0))
+    );
     assert_eq!(
         json["attract"]["offsets"].as_array().map(Vec::len),
         Some(n + 1)

@@ -74,11 +74,16 @@ pub struct Batch {
     pub choices: (Vec<u8>, Vec<usize>),
     /// The targets' tape, shaped as `choices`.
     pub targets: (Vec<f32>, Vec<usize>),
+    /// The teacher's row of each item, row-major, `teacher_width` values each (all zeros for an item without one);
+    /// empty when the data has no teacher rows loaded.
+    pub teacher: Vec<f32>,
+    /// Columns of a teacher row; zero without rows.
+    pub teacher_width: usize,
 }
 
 impl Batch {
-    /// The batch as JSON: per item its modality, content, bag, side, legal bytes and targets, and the edges as
-    /// compressed sparse rows.
+    /// The batch as JSON: per item its modality, content, bag, side, legal bytes, targets and whether it has a
+    /// teacher row, the edges as compressed sparse rows, and the teacher's width.
     pub fn to_json(&self) -> Value {
         let modality = |m: &Modality| match m {
             Modality::Text => "text",
@@ -106,7 +111,18 @@ impl Batch {
             "choice_targets": (0..items)
                 .map(|i| self.targets.0[self.targets.1[i]..self.targets.1[i + 1]].to_vec())
                 .collect::<Vec<_>>(),
+            "teacher_width": self.teacher_width,
+            "teacher": (0..items).map(|i| self.has_teacher(i)).collect::<Vec<_>>(),
         })
+    }
+
+    /// Whether item `i` has a teacher row (one not all zeros).
+    pub fn has_teacher(&self, i: usize) -> bool {
+        let width = self.teacher_width;
+        width > 0
+            && self.teacher[i * width..(i + 1) * width]
+                .iter()
+                .any(|&v| v != 0.0)
     }
 }
 
@@ -119,8 +135,9 @@ struct Lists {
 }
 
 impl Data {
-    /// The batch of the items `picked`: edges, contents and sides, then outlier pictures and choice items, each in a
-    /// bag of its own. Draws from `random` in that order, after the sampling's draws.
+    /// The batch of the items `picked`: edges, contents and sides, then outlier pictures, other texts and choice
+    /// items, each in a bag of its own, and the items' teacher rows when the data has them. Draws from `random` in
+    /// that order, after the sampling's draws.
     pub(super) fn write_batch(
         &self,
         random: &mut Random,
@@ -140,10 +157,62 @@ impl Data {
         if recipe.outliers > 0 {
             self.add_outliers(random, split, recipe.outliers, &mut batch, &mut lists)?;
         }
+        let mut sources: Vec<Option<usize>> = match &self.teacher {
+            Some(teacher) => picked.members.iter().map(|&i| teacher.of_item(i)).collect(),
+            None => Vec::new(),
+        };
+        sources.resize(batch.bags.len(), None);
+        if recipe.extras > 0 {
+            self.add_extras(
+                random,
+                split,
+                recipe.extras,
+                &mut batch,
+                &mut lists,
+                &mut sources,
+            )?;
+        }
         self.add_choices(random, split, recipe.choices, &mut batch, &mut lists);
+        sources.resize(batch.bags.len(), None);
+        if let Some(teacher) = &self.teacher {
+            batch.teacher = teacher.gather(&sources);
+            batch.teacher_width = teacher.width;
+        }
         batch.attract = Rows::from_lists(lists.attract);
         batch.repel = Rows::from_lists(lists.repel);
         Ok(batch)
+    }
+
+    /// Up to `count` of the teacher's other English texts of `split`, each in a bag of its own with no edge, their
+    /// rows in `sources`.
+    fn add_extras(
+        &self,
+        random: &mut Random,
+        split: Split,
+        count: usize,
+        batch: &mut Batch,
+        lists: &mut Lists,
+        sources: &mut Vec<Option<usize>>,
+    ) -> Result<(), Box<dyn Error>> {
+        let Some(teacher) = &self.teacher else {
+            return Err("the recipe's [batch] extras are the teacher's texts: its distill_weight must be positive \
+                        and the data needs them (python3 tools/data/prepare.py --teacher)"
+                .into());
+        };
+        let pool: Vec<usize> = (0..teacher.extras.len())
+            .filter(|&e| teacher.extras[e].0 == split)
+            .collect();
+        for e in random.sample(&pool, count) {
+            let (_, text, row) = &teacher.extras[e];
+            batch.modalities.push(Modality::Text);
+            batch.contents.push(text.clone());
+            batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
+            batch.sides.push(LateInteractionSide::None);
+            lists.attract.push(Vec::new());
+            lists.repel.push(Vec::new());
+            sources.push(Some(*row));
+        }
+        Ok(())
     }
 
     /// Edges: within a bag by roles, between bags by edges.tsv and, when the recipe draws hypernyms, between a
