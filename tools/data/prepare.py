@@ -727,6 +727,9 @@ def parse_args():
     parser.add_argument("--teacher-extra", type=int, default=20000,
                         help="other English texts per source for the teacher (default: %(default)s; 0: none)")
     parser.add_argument("--teacher-pairs", type=int, default=2000, help="held-out text pairs with teacher cosines")
+    parser.add_argument("--teacher-limit", type=int, default=None,
+                        help="embed at most N more texts now and index what the store holds (a partial store: "
+                             "items without a row train without the teacher; default: every text)")
     return parser.parse_args()
 
 
@@ -821,7 +824,8 @@ def main():
         import teacher_data
 
         repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        teacher_data.stage(out, teacher_data.default_command(repo), args.teacher_extra, args.teacher_pairs)
+        teacher_data.stage(out, teacher_data.default_command(repo), args.teacher_extra, args.teacher_pairs,
+                           args.teacher_limit)
 
 
 def build(args, out, config, old):

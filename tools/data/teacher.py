@@ -171,8 +171,9 @@ def check(teacher):
 
 
 def rows_bytes(rows):
-    """N x 384 rows as little-endian F32 bytes."""
-    return rows.contiguous().numpy().astype("<f4").tobytes()
+    """N x 384 rows as little-endian F32 bytes (through struct: the environment need not have numpy)."""
+    values = rows.to(torch.float32).flatten().tolist()
+    return struct.pack(f"<{len(values)}f", *values)
 
 
 def main():

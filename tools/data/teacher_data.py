@@ -300,10 +300,11 @@ def open_store(store, info):
     return load_keys(store, info["width"])
 
 
-def embed_missing(command, store, info, texts):
-    """Asks the teacher for the texts the store lacks (sorted by length, WordNet's first); (embedded, seconds)."""
+def embed_missing(command, store, info, texts, limit=None):
+    """Asks the teacher for the texts the store lacks, in the order given, at most `limit` of them (None: all);
+    (embedded, seconds)."""
     have = open_store(store, info)
-    missing = [t for t in dict.fromkeys(texts) if text_key(t) not in have]
+    missing = [t for t in dict.fromkeys(texts) if text_key(t) not in have][:limit]
     if not missing:
         return 0, 0.0
     pending = os.path.join(store, "pending.tsv")
@@ -330,30 +331,38 @@ def write_pairs(out, store, info, items, rows, count):
     return {kind: sum(line[1] == kind for line in lines) for kind in PAIR_KINDS}
 
 
-def stage(out, command, extra_limit, pair_count):
-    """The teacher stage: embeds what is missing, then writes teacher/{items,extra,pairs}.tsv and manifest.json."""
+def stage(out, command, extra_limit, pair_count, limit=None):
+    """The teacher stage: embeds what is missing (at most `limit` texts now; None: all), then writes
+    teacher/{items,extra,pairs}.tsv and manifest.json over the texts the store holds. The texts go to the teacher
+    WordNet's first, each part in the order of its content keys, so that the rows of a store stopped early (a
+    `limit`, an interruption) are a uniform sample of every role and split; the teacher sorts each chunk by length."""
     start = time.time()
     store = os.path.join(out, "teacher")
     info = teacher_info(command)
     items = text_items(out)
     extras = extra_texts(extra_limit)
     log(f"teacher: {info['name']} ({info['width']} wide), {len(items)} text items, {len(extras)} other texts")
-    ordered = sorted((t for *_, t in items), key=len) + sorted((t for _, t in extras), key=len)
-    embedded, seconds = embed_missing(command, store, info, ordered)
+    ordered = sorted((t for *_, t in items), key=text_key) + sorted((t for _, t in extras), key=text_key)
+    embedded, seconds = embed_missing(command, store, info, ordered, limit)
     rows = load_keys(store, info["width"])
     absent = [t for t in ordered if text_key(t) not in rows]
-    if absent:
+    if absent and limit is None:
         sys.exit(f"prepare: the teacher store lacks {len(absent)} texts (first: {absent[0]!r})")
+    if absent:
+        log(f"teacher: a partial store: {len(absent)} of {len(ordered)} texts have no row yet (their items train "
+            "without the teacher); run --teacher again without --teacher-limit to complete it")
+        items = [item for item in items if text_key(item[-1]) in rows]
+        extras = [extra for extra in extras if text_key(extra[1]) in rows]
     write_atomic(os.path.join(store, "items.tsv"),
                  tsv([(item, rows[text_key(t)]) for item, *_, t in items], ["item", "row"]))
     write_atomic(os.path.join(store, "extra.tsv"),
                  tsv([(n, s, "train", rows[text_key(t)], t) for n, (s, t) in enumerate(extras)],
                      ["extra", "source", "split", "row", "content"]))
     pairs = write_pairs(out, store, info, items, rows, pair_count)
-    manifest = {"teacher": info, "rows": len(rows), "row_bytes": 4 * info["width"],
+    manifest = {"teacher": info, "rows": len(rows), "row_bytes": 4 * info["width"], "complete": not absent,
                 "counts": {"items": len(items), "extra": len(extras), "pairs": pairs,
                            "extra_by_source": {s: n for s, n in Counter(s for s, _ in extras).items()}},
-                "config": {"extra_limit": extra_limit, "pairs": pair_count, "chunk": CHUNK},
+                "config": {"extra_limit": extra_limit, "pairs": pair_count, "chunk": CHUNK, "limit": limit},
                 "timings": {"embedded_now": embedded, "embed_s": round(seconds, 1),
                             "texts_per_s": round(embedded / seconds, 1) if seconds else None,
                             "stage_s": round(time.time() - start, 1)}}

@@ -8,7 +8,9 @@ The batches drawn from a data directory are the training tool's (tools/train/src
 """
 
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -186,6 +188,95 @@ class Prepare(unittest.TestCase):
         self.assertEqual(healed.returncode, 0, healed.stderr)
         self.assertIn("(1 made now", healed.stderr)
         self.assertTrue(os.path.isfile(os.path.join(self.out, clip)))
+
+
+# A stand-in for the teacher (tools/data/teacher.py) with its command line, `info` and `append PENDING STORE`: a text's
+# row is 8 values from its SHA-256, so a test can recompute any row without torch.
+STAND_IN = """
+import hashlib, json, struct, sys
+sys.path.insert(0, {here!r})
+import teacher_data
+if sys.argv[1] == "info":
+    print(json.dumps({{"name": "stand-in", "sha256": "0" * 64, "width": 8}}))
+else:
+    def embed(texts, progress):
+        progress(len(texts))
+        return b"".join(struct.pack("<8f", *[b - 127.5 for b in hashlib.sha256(t.encode()).digest()[:8]]) for t in texts)
+    teacher_data.append(sys.argv[3], sys.argv[2], 8, embed)
+"""
+
+
+def stand_in_row(text):
+    """The stand-in teacher's row of a text."""
+    import hashlib
+
+    return [b - 127.5 for b in hashlib.sha256(text.encode()).digest()[:8]]
+
+
+class TeacherStage(unittest.TestCase):
+    """prepare.py --teacher over a small data directory, through the stand-in (UFORM_TEACHER): a partial store, then
+    the whole one, which embeds only what the first left."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.out = os.path.join(cls.tmp.name, "data")
+        stand_in = os.path.join(cls.tmp.name, "stand_in.py")
+        with open(stand_in, "w") as f:
+            f.write(STAND_IN.format(here=HERE))
+        cls.env = dict(os.environ, UFORM_TEACHER=f"{sys.executable} {stand_in}")
+        cls.command = [sys.executable, os.path.join(HERE, "prepare.py"), "--out", cls.out, "--synsets", "300",
+                       "--images", "30", "--audio", "0", "--outliers", "10", "--jobs", "2", "--teacher",
+                       "--teacher-extra", "5", "--teacher-pairs", "30"]
+        cls.runs = [subprocess.run(cls.command + more, capture_output=True, text=True, env=cls.env)
+                    for more in (["--teacher-limit", "50"], [])]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def teacher_file(self, name):
+        return read_tsv(os.path.join(self.out, "teacher", name))
+
+    def test_a_partial_store_is_completed_from_where_it_stopped(self):
+        for run in self.runs:
+            self.assertEqual(run.returncode, 0, run.stderr[-2000:])
+        self.assertIn("a partial store", self.runs[0].stderr)
+        self.assertIn("teacher: 50 texts to embed (0 in the store)", self.runs[0].stderr)
+        self.assertIn("(50 in the store)", self.runs[1].stderr)
+        with open(os.path.join(self.out, "teacher", "manifest.json")) as f:
+            manifest = json.load(f)
+        self.assertTrue(manifest["complete"])
+        self.assertEqual(manifest["teacher"], {"name": "stand-in", "sha256": "0" * 64, "width": 8})
+
+    def test_every_text_item_has_its_own_row(self):
+        data = Data(self.out)
+        texts = {i: item[4] for i, item in enumerate(data.items) if item[2] == "text"}
+        rows = {int(item): int(row) for item, row in self.teacher_file("items.tsv")}
+        self.assertEqual(set(rows), set(texts))
+        with open(os.path.join(self.out, "teacher", "rows.f32"), "rb") as f:
+            store = f.read()
+        for item in sorted(rows)[:: max(1, len(rows) // 50)]:
+            row = struct.unpack_from("<8f", store, 32 * rows[item])
+            self.assertEqual(list(row), stand_in_row(texts[item]), texts[item])
+        for _, source, split, row, content in self.teacher_file("extra.tsv"):
+            self.assertEqual((split, list(struct.unpack_from("<8f", store, 32 * int(row)))),
+                             ("train", stand_in_row(content)), source)
+
+    def test_held_out_pairs_are_test_texts_with_the_teachers_cosine(self):
+        data = Data(self.out)
+        pairs = self.teacher_file("pairs.tsv")
+        self.assertEqual(len(pairs), 30)
+        self.assertLessEqual({p[1] for p in pairs}, {"synset", "related", "random"})
+        self.assertIn("synset", {p[1] for p in pairs})
+        for _, kind, a, b, cosine, text_a, text_b in pairs:
+            for item, text in ((int(a), text_a), (int(b), text_b)):
+                self.assertEqual((data.items[item][1], data.items[item][2], data.items[item][4]), ("test", "text", text))
+            u, v = stand_in_row(text_a), stand_in_row(text_b)
+            expected = sum(x * y for x, y in zip(u, v)) / math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+            self.assertAlmostEqual(float(cosine), expected, places=5)
+            if kind == "synset":
+                self.assertEqual(data.items[int(a)][0], data.items[int(b)][0])
 
 
 if __name__ == "__main__":
