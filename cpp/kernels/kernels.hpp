@@ -45,6 +45,10 @@ struct gemm_prefetch_t {
     std::size_t lines = 0;
 };
 
+/// Where a kernel table's trainer products run on AMX tiles (cpp/kernels/amx_product.hpp): nowhere, the hardware's
+/// tiles, or the software model of them.
+enum class tiles_t : unsigned char { none, hardware, model };
+
 /// The kernels of one CPU class. Each computes the same numbers as the serial class up to summation order.
 struct kernels_t {
     /// The class these kernels implement.
@@ -144,6 +148,10 @@ struct kernels_t {
     /// (nearest even), over `count` words. Every class computes `dequantize_e4m3_pairs_serial`'s bits.
     void (*dequantize_e4m3_pairs)(std::uint8_t const *bytes, float scale, std::uint32_t *out,
                                   std::size_t count) noexcept;
+
+    /// Where `product` runs over BF16 pair panels: `none` in every class's own table (its micro-kernels); the tables
+    /// of `kernels_on_tiles` (cpp/kernels/amx_product.hpp) run it in AMX tiles, the hardware's or the model's.
+    tiles_t tiles = tiles_t::none;
 };
 
 /// The portable `quantize_i8`: the serial class's, and Haswell's and Skylake's, which lack VNNI.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/scalars.hpp"
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/kernels/gemm.hpp"
 
 namespace uform::ram {
@@ -48,6 +49,11 @@ void interleave_bits(std::uint16_t const *low, std::uint16_t const *high, std::u
         for (std::size_t i = 0; i != count; ++i) out[i] = low[i];
     else
         for (std::size_t i = 0; i != count; ++i) out[i] = low[i] | std::uint32_t(high[i]) << 16;
+}
+
+/// Whether `kernels` packs B as pairs: a BF16 pair micro-kernel, or products on AMX tiles.
+inline bool packs_pairs(kernels_t const &kernels) noexcept {
+    return kernels.gemm_micro_pairs != nullptr || kernels.tiles != tiles_t::none;
 }
 
 /// Element `at` of an operand's storage as F32 rounded to BF16.
@@ -182,14 +188,14 @@ std::uint32_t const *dequantize_panel(kernels_t const &kernels, panels_t const &
 
 // Panels of pair words or of F32 values.
 std::size_t panels_floats(kernels_t const &kernels, std::size_t depth, std::size_t columns) noexcept {
-    std::size_t const rows = kernels.gemm_micro_pairs != nullptr ? (depth + 1) / 2 : depth;
+    std::size_t const rows = packs_pairs(kernels) ? (depth + 1) / 2 : depth;
     return panel_count(columns) * rows * gemm_panel_columns_k;
 }
 
 // Tasks of one panel by a run of depths.
 panels_t pack_panels(kernels_t const &kernels, parallel_t const &parallel, operand_t b, std::size_t depth,
                      std::size_t columns, float *out) noexcept {
-    bool const pairs = kernels.gemm_micro_pairs != nullptr;
+    bool const pairs = packs_pairs(kernels);
     std::size_t const panels = panel_count(columns), rows = pairs ? (depth + 1) / 2 : depth;
     std::size_t const step = pairs ? pack_pairs_k : 2 * pack_pairs_k, runs = (rows + step - 1) / step;
     auto *words = reinterpret_cast<std::uint32_t *>(out);
@@ -202,9 +208,11 @@ panels_t pack_panels(kernels_t const &kernels, parallel_t const &parallel, opera
     return {out, depth, columns, pairs};
 }
 
-// Enough for the largest row block of `depth` in F32 (pairs take half), then a panel's depth block in pairs.
+// Enough for the largest row block of `depth` in F32 (pairs take half), then a panel's depth block in pairs; at least
+// what the tile product takes.
 std::size_t product_scratch_floats(std::size_t depth, bool e4m3) noexcept {
-    return row_block(depth) * depth_block(depth) + (e4m3 ? gemm_panel_columns_k * depth_block(depth) / 2 : 0);
+    return std::max(row_block(depth) * depth_block(depth) + (e4m3 ? gemm_panel_columns_k * depth_block(depth) / 2 : 0),
+                    amx_product_scratch_floats(depth));
 }
 
 // Row blocks that fit L2, split further until every thread has a few tasks of even size, as `gemm` does.
@@ -212,6 +220,8 @@ void product(kernels_t const &kernels, parallel_t const &parallel, operand_t a, 
              float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const panels = panel_count(b.columns);
     if (rows == 0 || panels == 0) return;
+    if (kernels.tiles != tiles_t::none && b.pairs && b.scales == nullptr && b.depth != 0)
+        return amx_product(kernels, parallel, a, rows, b, c, ldc, flags, scratch);
     gemm_split_t const split = gemm_split(rows, panels, row_block(b.depth), parallel.threads);
     std::size_t const scratch_floats = product_scratch_floats(b.depth, b.scales != nullptr);
     std::size_t const depth_step = depth_block(b.depth);

@@ -1,5 +1,6 @@
 // The trainer's products: C (+)= op(A) op(B) over F32 operands rounded to BF16 as they are packed, on the class's
-// BF16 pair micro-kernel where it has one (`gemm_micro_pairs`), else on its F32 one (`gemm_micro`).
+// BF16 pair micro-kernel where it has one (`gemm_micro_pairs`), else on its F32 one (`gemm_micro`); in AMX tiles on
+// the tables `kernels_on_tiles` makes (cpp/kernels/amx_product.hpp).
 #pragma once
 
 #include <cstddef>
