@@ -83,6 +83,15 @@ function(uform_add_unit_tests)
         # A test that needs a device it lacks exits 77 after saying so (tests/unit/vram_test.cpp).
         set_tests_properties(unit.${stem} PROPERTIES SKIP_RETURN_CODE 77)
     endforeach()
+    # The trainer's gradients and trajectory again with its products on the AMX tiles' software model
+    # (cpp/kernels/amx_product.hpp), which runs on any machine.
+    if(NOT UFORM_STUB)
+        foreach(stem IN ITEMS train_trunk_test train_step_test)
+            add_test(NAME unit.${stem}.amx_model COMMAND uform_unit_${stem})
+            _uform_test_environment(unit.${stem}.amx_model)
+            set_property(TEST unit.${stem}.amx_model APPEND PROPERTY ENVIRONMENT UFORM_TEST_TILES=model)
+        endforeach()
+    endif()
 endfunction()
 
 function(uform_add_package_tests)

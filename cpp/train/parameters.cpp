@@ -7,7 +7,7 @@
 
 #include "common/fail.hpp"
 #include "common/scalars.hpp"
-#include "cpp/kernels/cpu_class.hpp"
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
 #include "cpp/train/random.hpp"
@@ -220,7 +220,7 @@ uform_status_t parameters_seeded(geometry_t const &geometry, std::uint64_t seed,
 // task.
 uform_status_t parameters_refresh(parameters_t &p, ram::parallel_t const &parallel, char const **message) noexcept {
     try {
-        if (p.kernels == nullptr) p.kernels = ram::kernels_for(uform_cpu_class_auto_k);
+        if (p.kernels == nullptr) p.kernels = ram::kernels_for_training();
         if (p.kernels == nullptr) return fail(message, uform_status_unsupported_k, "no kernels for this machine");
         ram::kernels_t const &k = *p.kernels;
         p.panel_data.resize(p.tensors.size());

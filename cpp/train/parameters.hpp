@@ -45,7 +45,8 @@ struct parameters_t {
     tensor_t *find(std::string_view name) noexcept;
     tensor_t const *find(std::string_view name) const noexcept;
 
-    // The trunk's (cpp/train/trunk.cpp), set by `parameters_refresh`: the kernels of the machine's class, and per
+    // The trunk's (cpp/train/trunk.cpp), set by `parameters_refresh` unless set before it: the kernels of the
+    // machine's class (`ram::kernels_for_training`: products on AMX tiles where granted), and per
     // tensor (same index) the BF16 copy of a panelled weight `W[out x in]` packed as the B of `y = x W^T`
     // (`ram::pack_panels` into `panel_data`; empty otherwise).
     ram::kernels_t const *kernels = nullptr;

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/train/random.hpp"
 #include "cpp/train/step.hpp"
 
@@ -207,6 +208,21 @@ closeness_t compare(value_type_ const *a, double const *b, std::size_t count) {
     double const cosine = aa == 0 && bb == 0 ? 1 : ab / std::sqrt(aa * bb);
     double const relative = bb == 0 ? std::sqrt(dd) : std::sqrt(dd / bb);
     return {cosine, relative};
+}
+
+/// The trainer's kernels as `$UFORM_TEST_TILES` names them: `model` runs the products on the AMX tiles' software model
+/// (cpp/kernels/amx_product.hpp) on any machine; unset, null (the trainer's own choice). Exits on another value.
+inline uform::ram::kernels_t const *test_kernels() {
+    char const *tiles = std::getenv("UFORM_TEST_TILES");
+    if (tiles == nullptr || *tiles == 0) return nullptr;
+    uform::ram::kernels_t const *kernels =
+        std::strcmp(tiles, "model") == 0 ? uform::ram::kernels_on_tiles(uform::ram::tiles_t::model) : nullptr;
+    if (kernels == nullptr) {
+        std::fprintf(stderr, "UFORM_TEST_TILES=%s: no such tiles here (model is the one name)\n", tiles);
+        std::exit(2);
+    }
+    std::printf("products on the AMX tiles' software model\n");
+    return kernels;
 }
 
 /// A `parallel_t` over `threads` fresh threads per loop, tasks taken in turn from a shared counter.

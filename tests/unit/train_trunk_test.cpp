@@ -54,6 +54,7 @@ int main() {
     check(train::parameters_load(path.data(), path.size(), checkpoint, uform_pair_loss_form_info_nce_k, parameters,
                                  &message) == uform_status_ok_k,
           "parameters_load");
+    parameters.kernels = goldens::test_kernels();
     check(train::parameters_refresh(parameters, parallel, &message) == uform_status_ok_k, "parameters_refresh");
     // The parameters' order is the goldens'.
     goldens::json_t const &names = batch["parameters"];
