@@ -19,8 +19,9 @@
 //! - The system libraries the archive needs after it (the C++ runtime, threads, and, as the residencies
 //!   image, video and audio codecs) are CMake's to know: it writes them on the `Libs:` line of `uform.pc`
 //!   (cmake/UformLinkFlags.cmake), and this script forwards that line to rustc.
-//! - WASI: `WASI_SDK_PATH` names the SDK, whose CMake toolchain file this hands to CMake; the crate needs
-//!   `-C target-feature=+simd128`, which this checks.
+//! - WASI (`wasm32-wasip1`): `WASI_SDK_PATH` names the SDK, which the repository's toolchain file
+//!   (cmake/toolchains/wasi.cmake) reads; the crate needs `-C target-feature=+simd128` and the RAM residency
+//!   (no feature), which this checks (rust/build_script/wasi.rs, tested by tests/build_wasi.rs).
 //! - `UFORM_SANITIZE=address` (or `undefined`, or both, comma-separated) builds the C++ side with those
 //!   sanitizers and links Clang's shared runtimes with an rpath; run the binaries with the runtime
 //!   preloaded, as `scripts/sanitize.sh` does.
@@ -34,6 +35,9 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "rust/build_script/wasi.rs"]
+mod wasi;
 
 /// The archive CMake builds and this links.
 const ARCHIVE: &str = "libuform_static.a";
@@ -201,7 +205,7 @@ fn build_with_cmake(
         config.generator("Ninja");
     }
     if target_os == "wasi" {
-        configure_wasi(&mut config);
+        configure_wasi(&mut config, manifest_dir, features);
     } else {
         default_compilers(&mut config, manifest_dir);
     }
@@ -318,36 +322,19 @@ fn default_compilers(config: &mut cmake::Config, manifest_dir: &Path) {
     }
 }
 
-/// Hands CMake the WASI SDK's toolchain file, and refuses a target without 128-bit SIMD.
-fn configure_wasi(config: &mut cmake::Config) {
-    let Some(sdk) = env::var_os("WASI_SDK_PATH").filter(|sdk| !sdk.is_empty()) else {
-        panic!(
-            "uform: a WASI build needs the WASI SDK: set WASI_SDK_PATH to its root, the folder holding \
-             `share/cmake/wasi-sdk.cmake`."
-        );
-    };
-    let sdk = PathBuf::from(sdk);
-    let toolchain = sdk.join("share/cmake/wasi-sdk.cmake");
-    if !toolchain.is_file() {
-        panic!(
-            "uform: WASI_SDK_PATH names `{}`, which lacks `share/cmake/wasi-sdk.cmake`; point it at the root \
-             of a WASI SDK release.",
-            sdk.display()
-        );
-    }
-    let target_features = env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
-    if !target_features
-        .split(',')
-        .any(|feature| feature == "simd128")
-    {
-        panic!(
-            "uform: a WASI build needs 128-bit SIMD: build with RUSTFLAGS=\"-C target-feature=+simd128\", \
-             or set that `target-feature` in `.cargo/config.toml`."
-        );
-    }
+/// Hands CMake the repository's WASI toolchain file, or stops with the reason a WASI build cannot be made.
+fn configure_wasi(config: &mut cmake::Config, manifest_dir: &Path, features: &Features) {
+    let plan = wasi::plan(
+        manifest_dir,
+        (features.stub, features.cuda, features.rocm),
+        env::var_os("WASI_SDK_PATH").as_deref(),
+        &env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default(),
+        Path::exists,
+    )
+    .unwrap_or_else(|reason| panic!("{reason}"));
     config
-        .define("CMAKE_TOOLCHAIN_FILE", &toolchain)
-        .define("WASI_SDK_PREFIX", &sdk);
+        .define("CMAKE_TOOLCHAIN_FILE", &plan.toolchain)
+        .env("WASI_SDK_PATH", &plan.sdk);
 }
 
 /// Forwards the system libraries on the `Libs:` line of `uform.pc` to rustc: `-L`, `-l`, `-pthread` and
@@ -360,8 +347,14 @@ fn link_system_libraries(pkg_config: Option<&Path>, target_os: &str) {
         Some(line.to_owned())
     });
     let Some(libs) = libs else {
+        if target_os == "wasi" {
+            for library in wasi::LINK_LIBRARIES {
+                println!("cargo:rustc-link-lib={library}");
+            }
+            return;
+        }
         let stdlib = match target_os {
-            "macos" | "ios" | "freebsd" | "openbsd" | "wasi" => "c++",
+            "macos" | "ios" | "freebsd" | "openbsd" => "c++",
             "android" => "c++_shared",
             _ => "stdc++",
         };
