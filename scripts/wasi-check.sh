@@ -40,6 +40,7 @@ install_packages() {
     [ "${#missing[@]}" -gt 0 ] || return 0
     log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
+    as_root flock /tmp/apt.lock apt-get -o DPkg::Lock::Timeout=900 update -qq
     as_root flock /tmp/apt.lock apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends \
         "${missing[@]}" > /dev/null
 }
