@@ -11,7 +11,9 @@
 //               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
 //
 // Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
-// their share of it (of its CPU-time rate, summed over the threads); the GEMM also reports `gemm_paired`, the median
+// their share of it (of its CPU-time rate, summed over the threads); beside it, `path_gflops_cpu` is the ceiling of
+// the path the native class's BF16 products take (`path`: AMX tiles, `vdpbf16ps` pairs or the F32 FMA; see
+// tools/bench/ceilings.hpp); the GEMM also reports `gemm_paired`, the median
 // share with a short ceiling measured just before each call, which a machine whose load drifts distorts less.
 // `--classes` picks the forward runs: `native` (BF16 weights; AMX tiles where the OS grants them), `f32` (the AVX-512
 // F32 FMA path), and the native class with its trunk quantized at load, `i8` (int8 blocks) and `e4m3`. A quantized
@@ -54,6 +56,7 @@
 #include "cpp/mapped_file.hpp"
 #include "cpp/weights.hpp"
 #include "tools/bench/arguments.hpp"
+#include "tools/bench/ceilings.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -456,10 +459,13 @@ int main(int argc, char **argv) {
             .print(options.json);
         auto const [cpu, wall] = fma_peak(threads);
         peaks.push_back(cpu); // a busy machine distorts the CPU-time rate the least
+        product_path_t const path = product_path(native);
         record_t("ceiling")
             .number("threads", double(threads))
             .number("gflops_wall", wall)
             .number("gflops_cpu", cpu)
+            .text("path", product_path_name(path))
+            .number("path_gflops_cpu", path_peak(path, threads))
             .print(options.json);
     }
 

@@ -12,9 +12,10 @@
 // threads, whose loops the calling thread joins. The last record, `rss`, holds the process's peak resident set and
 // the peak from the first step on (VmHWM after resetting it through /proc/self/clear_refs).
 //
-// The `ceiling` record is the machine's BF16 pair-product limit, measured here before the steps: 24 independent chains
-// of `vdpbf16ps` (AVX-512 BF16; fewer chains are latency-bound on Zen 5) on each of `--threads` threads, per-thread
-// CPU-time rates summed. The `train` record sets the step's product work beside it: `product_flops` counts the
+// The `ceiling` record is the limit of the path the trainer's products take on this machine (`path`: AMX tiles on the
+// Sapphire Rapids class where the OS grants them, `vdpbf16ps` pairs on Genoa and Turin, else the F32 FMA; see
+// tools/bench/ceilings.hpp), measured here before the steps on each of `--threads` threads, per-thread CPU-time rates
+// summed. The `train` record sets the step's product work beside it: `product_flops` counts the
 // trunk's GEMMs (2 flops a multiply-add; the forward once, the backward's input and weight gradients twice) and the
 // attention's score and value products over each text (the backward recomputing the scores: 3.5 times the forward's
 // two products), so `ceiling_seconds` is the shortest step the products alone allow on this machine;
@@ -37,13 +38,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include <uform/uform.h>
 
 #include "tools/bench/arguments.hpp"
+#include "tools/bench/ceilings.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -75,45 +73,6 @@ double peak_rss_since_reset_mib() {
         if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
     std::fclose(status);
     return kib / 1024;
-}
-
-#if defined(__x86_64__)
-/// GFLOP/s of 24 independent chains of `vdpbf16ps` (16 lanes, 2 pairs a lane: 64 flops each) over the thread's CPU
-/// time.
-__attribute__((target("avx512f,avx512bf16"))) double bf16_peak_thread(std::size_t iterations) {
-    __m512 chains[24];
-    for (int i = 0; i != 24; ++i) chains[i] = _mm512_set1_ps(0.001f * float(i));
-    __m512bh const a = (__m512bh)_mm512_set1_epi32(0x3F7F3F7F), b = (__m512bh)_mm512_set1_epi32(0x38003800);
-    double const start = thread_cpu_now();
-    for (std::size_t i = 0; i != iterations; ++i) {
-        for (int j = 0; j != 24; ++j) chains[j] = _mm512_dpbf16_ps(chains[j], a, b);
-        __asm__ volatile("" : "+v"(chains[0]), "+v"(chains[6]), "+v"(chains[12]), "+v"(chains[18]));
-    }
-    double const seconds = thread_cpu_now() - start;
-    float sink = 0;
-    for (__m512 const &chain : chains) sink += _mm512_reduce_add_ps(chain);
-    __asm__ volatile("" : : "x"(sink));
-    return double(iterations) * 24 * 64 / seconds * 1e-9;
-}
-#endif
-
-/// The BF16 pair-product ceiling in GFLOP/s on `threads` threads (per-thread CPU-time rates summed); 0 where the
-/// machine has no AVX-512 BF16.
-double bf16_peak(std::size_t threads) {
-#if defined(__x86_64__)
-    if (!__builtin_cpu_supports("avx512bf16")) return 0;
-    std::vector<double> rates(threads);
-    std::vector<std::thread> workers;
-    for (std::size_t t = 1; t < threads; ++t) workers.emplace_back([&, t] { rates[t] = bf16_peak_thread(40'000'000); });
-    rates[0] = bf16_peak_thread(40'000'000);
-    for (std::thread &worker : workers) worker.join();
-    double sum = 0;
-    for (double rate : rates) sum += rate;
-    return sum;
-#else
-    (void)threads;
-    return 0;
-#endif
 }
 
 /// The product flops of one step of `texts` texts of `bytes` bytes on the checkpoint's geometry (the file comment).
@@ -257,11 +216,6 @@ int main(int argc, char **argv) {
         return 1;
     }
     record_t("machine").number("hardware_threads", std::thread::hardware_concurrency()).print(options.json);
-    double const ceiling = options.vram ? 0.0 : bf16_peak(options.threads);
-    record_t("ceiling")
-        .number("threads", double(options.threads))
-        .number("bf16_gflops_per_s", ceiling)
-        .print(options.json);
     uform_model_load_ram_args_t load{};
     load.path = options.model.data();
     load.path_length = options.model.size();
@@ -274,6 +228,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     uform_model_free(model);
+    product_path_t const path = options.vram ? product_path_t::unmeasured : product_path(description.cpu_class);
+    double const ceiling = path_peak(path, options.threads);
+    record_t("ceiling")
+        .number("threads", double(options.threads))
+        .text("path", product_path_name(path))
+        .number("gflops_per_s", ceiling)
+        .print(options.json);
     double const flops = product_flops(description, options.texts, options.bytes);
     uform_trainer_init_ram_args_t const args = trainer_args(options);
     uform_trainer_t trainer = nullptr;

@@ -72,7 +72,8 @@ class Comparison:
             rss = next(record for record in records if record["kind"] == "rss")
             ceiling = next(record for record in records if record["kind"] == "ceiling")
             sample = {
-                "ceiling_gflops": ceiling["bf16_gflops_per_s"],
+                "ceiling_gflops": ceiling["gflops_per_s"],
+                "ceiling_path": ceiling["path"],
                 "product_flops": train["product_flops"],
                 "percent_ceiling_cpu": train["percent_ceiling_cpu"],
                 "seconds": train["seconds_per_step"],
@@ -152,11 +153,12 @@ class Comparison:
             f"{'met' if share <= MEMORY else 'NOT met'}"
         )
         ceiling, flops = self.median("uform", "ceiling_gflops"), self.median("uform", "product_flops")
+        path = next((sample["ceiling_path"] for sample in self.samples.get("uform", [])), "")
         if ceiling and flops:
             wanted = self.median(best, "seconds") / SPEED
             print(
-                f"  the step's products: {flops * 1e-12:.2f} TFLOP; the machine's BF16 ceiling on {self.args.threads} "
-                f"thread(s): {ceiling:,.0f} GFLOP/s, so the products alone take >= {flops / (ceiling * 1e9):.2f} s "
+                f"  the step's products: {flops * 1e-12:.2f} TFLOP; the machine's ceiling on {path}, "
+                f"{self.args.threads} thread(s): {ceiling:,.0f} GFLOP/s, so the products alone take >= {flops / (ceiling * 1e9):.2f} s "
                 f"against the {wanted:.2f} s a step at {SPEED}x {best} allows; uform's products ran at "
                 f"{self.median('uform', 'percent_ceiling_cpu'):.0f}% of the ceiling over its CPU time"
             )
