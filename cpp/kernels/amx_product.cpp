@@ -35,7 +35,7 @@ void interleave_bf16_portable(float const *low, float const *high, std::uint32_t
         out[i] = f32_to_bf16(low[i]) | (high != nullptr ? std::uint32_t(f32_to_bf16(high[i])) << 16 : 0u);
 }
 
-/// The native table with `tiles` set, made once; null without a native table.
+/// The native table with `tiles` set and BF16 conversions where it has none, made once; null without a native table.
 template <tiles_t tiles>
 kernels_t const *table() noexcept {
     static kernels_t const *const made = []() -> kernels_t const * {
@@ -43,8 +43,13 @@ kernels_t const *table() noexcept {
         if (base == nullptr) return nullptr;
         static kernels_t copy = *base;
         copy.tiles = tiles;
-        if (copy.convert_bf16 == nullptr) copy.convert_bf16 = convert_bf16_portable;
-        if (copy.interleave_bf16 == nullptr) copy.interleave_bf16 = interleave_bf16_portable;
+        // Every CPU with AMX has AVX-512 BF16, so the hardware's table converts with Genoa's kernels (the portable
+        // conversion's bits for every normal input).
+        kernels_t const *vector = tiles == tiles_t::hardware ? kernels_genoa() : nullptr;
+        if (copy.convert_bf16 == nullptr)
+            copy.convert_bf16 = vector != nullptr ? vector->convert_bf16 : convert_bf16_portable;
+        if (copy.interleave_bf16 == nullptr)
+            copy.interleave_bf16 = vector != nullptr ? vector->interleave_bf16 : interleave_bf16_portable;
         return &copy;
     }();
     return made;
