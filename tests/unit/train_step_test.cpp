@@ -2,8 +2,9 @@
 // batch.json (texts with bags and all three edge kinds, late-interaction sides, choice items, an image, an audio clip,
 // a video clip) with its masks injected, on tiny.safetensors. Step 0: every term within 1e-3 relative, the
 // embeddings, and every parameter's gradient at cosine >= 0.999 and relative error <= 1e-2; then 20 AdamW steps
-// tracking the trajectory, every tensor within 1e-2 relative after step 20; the same seed and threads giving the same
-// bits; a cancelled or non-finite step, or one whose update would overflow, changing nothing.
+// tracking the trajectory, every tensor within 1e-2 relative after step 20; a core resumed from what it saved scoring
+// the next step with the same bits; the same seed and threads giving the same bits; a cancelled or non-finite step, or
+// one whose update would overflow, changing nothing.
 //
 // Run from the repository root (or with UFORM_TEST_DATA naming tests/data).
 #include <cfloat>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "common/checkpoint.hpp"
+#include "cpp/train/save.hpp"
 #include "cpp/train/step.hpp"
 #include "tests/unit/train_goldens.hpp"
 
@@ -32,17 +34,22 @@ using goldens::json_t;
 using goldens::tensor_t;
 using tensors_t = std::map<std::string, tensor_t>;
 
-/// A trainer core on tiny.safetensors with batch.json's objective and schedule.
-bool make_core(json_t const &batch, uform::train::trainer_core_t &core, uform::ram::parallel_t const &parallel) {
-    std::string const path =
-        std::string(std::getenv("UFORM_TEST_DATA") && *std::getenv("UFORM_TEST_DATA") ? std::getenv("UFORM_TEST_DATA")
-                                                                                      : "tests/data") +
-        "/tiny.safetensors";
+/// tiny.safetensors.
+std::string tiny_path() {
+    char const *data = std::getenv("UFORM_TEST_DATA");
+    return std::string(data && *data ? data : "tests/data") + "/tiny.safetensors";
+}
+
+/// A trainer core on the checkpoint at `path` (tiny.safetensors unless named), at the step it saved, with batch.json's
+/// objective and schedule.
+bool make_core(json_t const &batch, uform::train::trainer_core_t &core, uform::ram::parallel_t const &parallel,
+               std::string const &path = tiny_path()) {
     char const *message = nullptr;
     uform::checkpoint_t checkpoint;
     bool const loaded = !uform::checkpoint_read_file(path.data(), path.size(), checkpoint, &message) &&
                         !uform::train::parameters_load(path.data(), path.size(), checkpoint,
-                                                       uform_pair_loss_form_info_nce_k, core.parameters, &message);
+                                                       uform_pair_loss_form_info_nce_k, core.parameters, &message) &&
+                        !uform::train::saved_steps(path.data(), path.size(), checkpoint, core.steps, &message);
     if (loaded) core.parameters.kernels = goldens::test_kernels();
     if (!loaded || uform::train::parameters_refresh(core.parameters, parallel, &message)) {
         std::printf("cannot load %s: %s\n", path.c_str(), message);
@@ -87,6 +94,36 @@ void compare_tensor(tensors_t const &t, std::string const &prefix, uform::train:
 
 /// A poll hook that stops at once.
 bool always(void *) noexcept { return true; }
+
+/// Save, then resume: a core loaded from what `core` saved continues its step count and scores the next step with its
+/// bits (the forward reads the BF16 copies the checkpoint holds; only AdamW's moments, which it does not keep, differ).
+void check_resume(json_t const &batch, uform::train::trainer_core_t &core, uform::train::batch_t const &view,
+                  uform::ram::parallel_t const &parallel) {
+    // Named by the products' tiles too, so the test's runs with and without them may run at once.
+    char const *tiles = std::getenv("UFORM_TEST_TILES");
+    std::string const path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
+                             "/uform-train-step-resume" + (tiles && *tiles ? std::string("-") + tiles : "") +
+                             ".safetensors";
+    char const *message = nullptr;
+    uform_status_t status =
+        uform::train::save_checkpoint(core.parameters, core.steps, path.data(), path.size(), &message);
+    check(status == uform_status_ok_k, "save", status);
+    uform::train::trainer_core_t resumed;
+    bool const made = status == uform_status_ok_k && make_core(batch, resumed, parallel, path);
+    std::remove(path.c_str());
+    check(made && resumed.steps == core.steps, "a resumed core continues the step count", double(resumed.steps),
+          double(core.steps));
+    if (!made) return;
+    uform::train::step_report_t saved, loaded;
+    status = core.step(view, parallel, {}, {}, saved, &message);
+    check(status == uform_status_ok_k && resumed.step(view, parallel, {}, {}, loaded, &message) == uform_status_ok_k,
+          "the saved and the resumed cores step");
+    check(saved.loss == loaded.loss, "the resumed core's loss has the saved one's bits", loaded.loss, saved.loss);
+    check(saved.gradient_norm == loaded.gradient_norm, "the resumed core's gradient norm has the saved one's bits",
+          loaded.gradient_norm, saved.gradient_norm);
+    check(saved.learning_rate == loaded.learning_rate, "the resumed core's rate is the saved one's",
+          loaded.learning_rate, saved.learning_rate);
+}
 
 } // namespace
 
@@ -179,6 +216,8 @@ int main() {
         auto const &tensor = core.parameters.tensors[i];
         compare_tensor(t, "after.", tensor, tensor.master, 1.0, 0.9999, 1e-2);
     }
+
+    check_resume(batch, core, view, parallel);
 
     // The same seed and threads give the same bits.
     uform::train::trainer_core_t again;
