@@ -5,7 +5,7 @@
 
 It needs python3 alone: the teacher itself (tools/data/teacher.py) runs in the environment scripts/setup-teacher.sh
 makes, as a child process this stage starts, and only for texts the store does not hold yet. docs/data.md, "The
-teacher's embeddings", describes the files, the store and the held-out pairs.
+teacher", describes the files, the store and the held-out pairs.
 """
 
 import hashlib
