@@ -287,6 +287,41 @@ mod tests {
     }
 
     #[test]
+    fn the_distillation_pilot_is_s_with_the_teacher() {
+        let (w, s) = (shipped("distill-pilot.toml"), shipped("wordnet-s.toml"));
+        assert_eq!(
+            (
+                w.from_step,
+                w.steps,
+                w.minutes,
+                w.learning_rate,
+                w.pair_loss
+            ),
+            (Some(17750), 18750, Some(20.0), s.learning_rate, s.pair_loss)
+        );
+        assert_eq!(
+            (
+                w.distill_weight,
+                w.student_temperature,
+                w.teacher_temperature
+            ),
+            (1.0, 0.05, 0.05)
+        );
+        assert_eq!(
+            w.batch,
+            BatchRecipe {
+                extras: 16,
+                ..s.batch
+            }
+        );
+        assert_eq!(
+            Recipe::default().distill_weight,
+            0.0,
+            "no recipe distills unless it says so"
+        );
+    }
+
+    #[test]
     fn the_stages_recipes_state_their_documented_flags() {
         // docs/model-card.md, "Reproducing it": each stage's command, its flags over the old defaults.
         let d = shipped("wordnet-d.toml");
