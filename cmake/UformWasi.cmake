@@ -82,6 +82,9 @@ function(uform_add_wasi)
     endif()
     include(UformCrates)
     uform_locate_crates()
+    # NumKong's relaxed-SIMD kernels would make every module need the relaxed-SIMD proposal besides SIMD128, which
+    # some engines lack: the build asks for SIMD128 alone (NK_TARGET_V128RELAXED=1 in the environment still wins).
+    set(UFORM_NK_TARGET_V128RELAXED 0 CACHE INTERNAL "NumKong's relaxed-SIMD kernels: off for WASI")
     _uform_add_numkong()
     _uform_wasi_library()
     if(UFORM_BUILD_TESTS)
