@@ -63,6 +63,7 @@ struct scratch_t {
     std::uint16_t *run;
 };
 
+/// A thread's scratch (`amx_product_scratch_floats`) cut into a pass's buffers.
 scratch_t carve(float *scratch) noexcept {
     auto *a = reinterpret_cast<std::uint16_t *>(scratch);
     float *after_a = scratch + block_k * a_row_values(amx_depth_chunk_k) / 2;
