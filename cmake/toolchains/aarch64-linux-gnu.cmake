@@ -18,13 +18,10 @@ set(CMAKE_CXX_COMPILER "${UFORM_ARM_CLANGXX}")
 set(CMAKE_C_COMPILER_TARGET ${UFORM_ARM_TRIPLE})
 set(CMAKE_CXX_COMPILER_TARGET ${UFORM_ARM_TRIPLE})
 
-# The system `ld` links x86-64 only. No fused multiply-adds where the source does not ask for them: AArch64 has FMA
-# in its base set, x86-64 does not, and contracting `a * b + c` would make the serial class's bits differ from the
-# x86-64 build's.
+# The system `ld` links x86-64 only. (The library's own `-ffp-contract=off` on AArch64 is in CMakeLists.txt, so a
+# native Arm build gets it too.)
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-fuse-ld=lld")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-fuse-ld=lld")
-set(CMAKE_C_FLAGS_INIT "-ffp-contract=off")
-set(CMAKE_CXX_FLAGS_INIT "-ffp-contract=off")
 
 # Libraries and headers from the arm64 multiarch folders and Gloo's prefix; programs from the host.
 set(UFORM_ARM_GLOO_PREFIX "" CACHE PATH "Where Gloo's arm64 packages are unpacked (holds usr/lib/libgloo.so)")
