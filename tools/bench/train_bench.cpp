@@ -8,8 +8,8 @@
 // Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch (as uform_bench and the PyTorch
 // workers write them); items 2k and 2k + 1 share bag k, every other item of the step is a negative (`device`). The
 // trainer starts from the checkpoint with the default schedule, its batch shape sized to the step (one text per row of
-// `--bytes` columns). One thread is the calling thread (a `NULL` executor); N threads are a RAM executor owning N - 1
-// threads, whose loops the calling thread joins. The last record, `rss`, holds the process's peak resident set and
+// `--bytes` columns). N threads (at least 2) are a RAM executor owning N - 1 threads, whose loops the calling thread
+// joins. The last record, `rss`, holds the process's peak resident set and
 // the peak from the first step on (VmHWM after resetting it through /proc/self/clear_refs).
 //
 // The `ceiling` record is the limit of the path the trainer's products take on this machine (`path`: AMX tiles on the
@@ -196,6 +196,11 @@ bool parse(int argc, char **argv, options_t &options, int &exit_code) {
         std::fprintf(stderr, "--texts must be even: the items form bags of two\n");
         return false;
     }
+    if (!options.vram && options.threads < 2) {
+        std::fprintf(stderr, "--threads must be at least 2: a trainer runs on a RAM executor, which owns a thread "
+                             "besides the caller's\n");
+        return false;
+    }
     return true;
 }
 
@@ -207,11 +212,10 @@ int main(int argc, char **argv) {
     char const *message = "";
     uform_executor_t executor = nullptr;
     std::size_t const gpu = 0;
-    if (options.vram
-            ? uform_executor_init_vram(&gpu, 1, uform_gpu_class_auto_k, nullptr, 0, nullptr, nullptr, 0, 0, &executor,
-                                       &message) != uform_status_ok_k
-            : options.threads > 1 && uform_executor_init_ram(nullptr, 0, uform_cpu_class_auto_k, options.threads - 1,
-                                                             &executor, &message) != uform_status_ok_k) {
+    if (options.vram ? uform_executor_init_vram(&gpu, 1, uform_gpu_class_auto_k, nullptr, 0, nullptr, nullptr, 0, 0,
+                                                &executor, &message) != uform_status_ok_k
+                     : uform_executor_init_ram(nullptr, 0, uform_cpu_class_auto_k, options.threads - 1, &executor,
+                                               &message) != uform_status_ok_k) {
         std::fprintf(stderr, "cannot make the executor: %s\n", message);
         return 1;
     }
