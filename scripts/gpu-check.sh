@@ -20,8 +20,9 @@
 # products against a double reference), tests/unit/vram_train_step_test.cpp (the whole GPU step against the RAM one on
 # the golden batch: terms 1e-3, gradients' cosine 0.999 and error 1e-2, 20 steps' weights 5e-3, no device allocation
 # after the first step, save -> load on the CPU -> embeddings' cosine 0.9999, resume both ways), both under memcheck
-# (the step test over 2 steps there); the training benchmark beside PyTorch CUDA is uform_train_bench --vram and
-# tools/bench/train_worker.py --device cuda --compile, not run by this script yet.
+# (the step test over 2 steps there), then the training benchmark beside PyTorch CUDA on the small geometry, 256 texts x
+# 256 bytes (uform_train_bench --vram against tools/bench/train_worker.py --device cuda --bf16 --compile: the same
+# step, InfoNCE over bags of two, AdamW): tokens per second, the ratio, and the share of the GPU's BF16 rate.
 # cuBLASLt is not carried (500 MB): the programs load the libcublasLt.so.13 of the machine's PyTorch (its
 # nvidia-cublas wheel) or of its CUDA toolkit. Exits nonzero when a check fails.
 set -euo pipefail
@@ -36,7 +37,7 @@ build() {
     cmake -S . -B "$dir" -G Ninja -DUFORM_STUB=OFF -DUFORM_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DUFORM_BUILD_BENCH=ON \
         -DUFORM_BUILD_TESTS=ON "$@" > "$dir.configure.log"
     cmake --build "$dir" --target uform_unit_vram_test uform_unit_vram_train_test uform_unit_vram_train_step_test \
-        uform_vram_bench
+        uform_vram_bench uform_train_bench
 }
 
 pack=0 own_build=0 train=0
@@ -58,7 +59,8 @@ if [ "$pack" = 1 ]; then
     staging="$(mktemp -d)"
     mkdir -p "$staging/bin" "$staging/lib"
     cp build/gpu/tests/uform_unit_vram_test build/gpu/tests/uform_unit_vram_train_test \
-        build/gpu/tests/uform_unit_vram_train_step_test build/gpu/bench/uform_vram_bench "$staging/bin/"
+        build/gpu/tests/uform_unit_vram_train_step_test build/gpu/bench/uform_vram_bench \
+        build/gpu/bench/uform_train_bench "$staging/bin/"
     # Every shared library they load but glibc's and the C++ runtime's, which the machine has newer (its Python 3.12.3
     # is Ubuntu 24.04's: glibc 2.39, GCC 13's libstdc++); carrying them would also reach compute-sanitizer.
     for program in "$staging"/bin/*; do
@@ -88,7 +90,7 @@ if [ "$own_build" = 1 ]; then
     mkdir -p "$work/bin"
     cp "$work/build/tests/uform_unit_vram_test" "$work/build/tests/uform_unit_vram_train_test" \
         "$work/build/tests/uform_unit_vram_train_step_test" \
-        "$work/build/bench/uform_vram_bench" "$work/bin/"
+        "$work/build/bench/uform_vram_bench" "$work/build/bench/uform_train_bench" "$work/bin/"
 elif [ -f .gpu/pack.tar.xz ]; then
     tar -C "$work" -xJf .gpu/pack.tar.xz
     libraries="$work/lib"
@@ -128,6 +130,34 @@ checked() {
         tail -n 3 "$work/memcheck.log"
     fi
 }
+# The training step beside PyTorch CUDA's on the small geometry: tokens per second, the ratio, the share of the GPU's
+# BF16 rate (the trainer's product FLOPs over 790 TFLOP/s), and the trainer's first and last loss.
+train_benchmark() {
+    log "the training benchmark: small geometry, 256 texts x 256 bytes"
+    python3 tools/checkpoint/write_checkpoint.py --geometry small --out "$work/small.safetensors" > /dev/null
+    local mine theirs
+    if ! mine="$(ours "$work/bin/uform_train_bench" --vram --json --model "$work/small.safetensors" --texts 256 \
+        --bytes 256 --steps 10 | grep '"kind": "train"')"; then
+        log "FAILED: uform_train_bench --vram"
+        failed=1
+        return 0
+    fi
+    theirs="$(PYTHONUNBUFFERED=1 timeout 300 python3 tools/bench/train_worker.py step --checkpoint \
+        "$work/small.safetensors" --texts 256 --bytes 256 --steps 10 --bf16 --device cuda --compile | tail -n 1)"
+    python3 - "$mine" "$theirs" << 'PYTHON'
+import json, sys
+ours, theirs = (json.loads(text) for text in sys.argv[1:3])
+rate = ours["tokens_per_s"] / theirs["tokens_per_s"]
+mfu = ours["product_flops"] / ours["seconds_per_step"] / 790e12 * 100
+print(f"uform CUDA trainer: {ours['tokens_per_s']:,.0f} tokens/s ({ours['seconds_per_step'] * 1e3:.2f} ms a step), "
+      f"products at {mfu:.1f}% of 790 TFLOP/s, {rate:.2f}x PyTorch; loss {ours['loss_first']:.4f} -> "
+      f"{ours['loss_last']:.4f}")
+print(f"PyTorch CUDA BF16 ({'torch.compile' if theirs.get('compiled') else 'eager'}): {theirs['tokens_per_s']:,.0f} "
+      f"tokens/s ({theirs['seconds'] * 1e3:.2f} ms a step)")
+print("targets of the GPU training step: >= 1.3x PyTorch, >= 40% of the GPU's BF16 rate")
+PYTHON
+}
+
 if [ "$train" = 1 ]; then
     log "the CUDA trainer's pieces (the device update, the products forward and backward)"
     checked uform_unit_vram_train_test
@@ -138,6 +168,7 @@ if [ "$train" = 1 ]; then
     fi
     log "the same over 2 steps (under memcheck where it is installed)"
     UFORM_TRAIN_CHECK_STEPS=2 checked uform_unit_vram_train_step_test
+    train_benchmark
     log "done in $((SECONDS - start)) s"
     exit "$failed"
 fi
