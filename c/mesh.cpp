@@ -243,6 +243,8 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
         std::vector<std::size_t> host_devices(count, executor->devices.size());
         unsigned char identity[backend::mesh_identity_bytes_k] = {};
         uform_gpu_class_t gpu_class = executor->gpu_class;
+        auto const deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_seconds ? o.timeout_seconds : 600);
         if (count == 1) {
             if (uform_status_t status = backend::mesh_identity(identity, message)) return status;
         } else {
@@ -251,8 +253,7 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
             b.count = count;
             b.directory = o.directory_length ? std::string(o.directory, o.directory_length) : std::string(".");
             b.job = o.job_length ? std::string(o.job, o.job_length) : std::string("uform");
-            b.deadline =
-                std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_seconds ? o.timeout_seconds : 600);
+            b.deadline = deadline;
             b.devices = executor->devices;
             b.gpu_class = executor->gpu_class;
             if (uform_status_t status = bootstrap_files(b, identity, gpu_class, host_devices, message)) return status;
@@ -262,7 +263,8 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
             if (host < o.host_domain_index) first_rank += host_devices[host];
             world += host_devices[host];
         }
-        backend::mesh_join_t join{identity, o.host_domain_index, count, first_rank, world, made->devices, gpu_class};
+        backend::mesh_join_t join{identity, o.host_domain_index, count,     first_rank,
+                                  world,    made->devices,       gpu_class, deadline};
         uform_multimem_tier_t tier = uform_multimem_tier_none_k;
         if (uform_status_t status = backend::mesh_join(join, made->backend, tier, message)) return status;
         made->description = {o.host_domain_index, count, executor->devices.size(), world, first_rank, tier, gpu_class};

@@ -72,7 +72,7 @@ function(uform_add_unit_tests)
             endforeach()
         endif()
         if(cuda_includes)
-            target_include_directories(${target} SYSTEM PRIVATE "${UFORM_CUDA_INCLUDE_DIR}")
+            target_include_directories(${target} SYSTEM PRIVATE "${UFORM_CUDA_INCLUDE_DIR}" ${UFORM_CUDA_NCCL_INCLUDE_DIR})
         endif()
         target_compile_options(${target} PRIVATE ${UFORM_WARNING_FLAGS})
         set_target_properties(${target} PROPERTIES

@@ -242,8 +242,9 @@ struct mesh_join_t {
     unsigned char const *identity; // `mesh_identity_bytes_k` bytes
     std::size_t host_index, host_count;
     std::size_t first_rank, world_devices;
-    std::span<std::size_t const> devices; // this host's devices
-    uform_gpu_class_t gpu_class;          // the class every GPU of the run dispatches as
+    std::span<std::size_t const> devices;           // this host's devices
+    uform_gpu_class_t gpu_class;                    // the class every GPU of the run dispatches as
+    std::chrono::steady_clock::time_point deadline; // connecting past it answers `timeout`
 };
 
 /// Joins the run's communicator; every host calls it once the files say all have joined.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs a CUDA 13.0 toolchain from NVIDIA's PyPI wheels into a virtual environment under a cache folder, for
 # machines without a system CUDA toolkit (CI, the development machines): nvcc with its front-ends (crt, NVVM), the
-# runtime (headers, libcudart_static.a), CCCL's headers, and cuBLAS/cuBLASLt. The versions are pinned to the 13.0
-# releases, so that what they build runs under a 580-series driver (CUDA 13.0). Prints the toolkit's root, the folder
+# runtime (headers, libcudart_static.a), CCCL's headers, cuBLAS/cuBLASLt, and NCCL (its header and libnccl.so.2, which
+# a VRAM mesh loads at its bootstrap). The versions are pinned to the 13.0 releases (NCCL's CUDA 13 wheel), so that
+# what they build runs under a 580-series driver (CUDA 13.0). Prints the toolkit's root, the folder
 # holding bin/nvcc, include/ and lib/, which CMake takes as UFORM_CUDA_ROOT (cmake/UformCuda.cmake also finds it
 # there by itself). Runs again in a second once installed.
 #
@@ -19,6 +20,7 @@ UFORM_CUDA_WHEELS=(
     nvidia-cuda-runtime==13.0.96
     nvidia-cuda-cccl==13.0.85
     nvidia-cublas==13.0.2.14
+    nvidia-nccl-cu13==2.32.6
 )
 
 log() { printf 'setup-cuda: %s\n' "$*" >&2; }

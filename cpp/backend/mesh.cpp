@@ -1,5 +1,5 @@
 // The RAM residency's mesh over Gloo: the rendezvous of its ranks and its collectives (docs/decisions.md, "The
-// mesh"). A VRAM mesh needs GPUs, which this build has none of.
+// mesh"). A VRAM mesh joins over NCCL in a CUDA build (cuda/mesh.hpp), and answers `unsupported` in any other.
 //
 // The rendezvous agrees on a fresh attempt through small files in the shared directory, each written atomically (a
 // temporary renamed into place), so that a rerun of the same job in the same directory never meets the files of an
@@ -41,6 +41,9 @@
 #include "common/rendezvous_files.hpp"
 #include "cpp/backend/mesh_store.hpp"
 #include "cpp/backend/sigpipe_guard.hpp"
+#if UFORM_WITH_CUDA
+#include "cuda/mesh.hpp"
+#endif
 
 namespace uform::backend {
 namespace {
@@ -321,6 +324,28 @@ uform_status_t mesh_rendezvous(mesh_rendezvous_t const &r, mesh_t *&mesh, char c
     }
 }
 
+#if UFORM_WITH_CUDA
+uform_status_t mesh_identity(unsigned char (&identity)[mesh_identity_bytes_k], char const **message) noexcept {
+    return cuda::mesh_identity(identity, message);
+}
+
+uform_status_t mesh_join(mesh_join_t const &join, mesh_t *&mesh, uform_multimem_tier_t &tier,
+                         char const **message) noexcept {
+    mesh = nullptr;
+    try {
+        auto made = std::make_unique<mesh_t>();
+        made->index = join.host_index;
+        made->count = join.host_count;
+        std::unique_ptr<cuda::nccl_mesh_t> comms;
+        if (uform_status_t status = cuda::mesh_join(join, comms, tier, message)) return status;
+        made->gpu = std::move(comms);
+        mesh = made.release();
+        return uform_status_ok_k;
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory joining the mesh");
+    }
+}
+#else
 uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char const **message) noexcept {
     return fail(message, uform_status_unsupported_k, "a VRAM mesh joins GPUs: this build has none");
 }
@@ -329,6 +354,7 @@ uform_status_t mesh_join(mesh_join_t const &, mesh_t *&mesh, uform_multimem_tier
     mesh = nullptr;
     return fail(message, uform_status_unsupported_k, "a VRAM mesh joins GPUs: this build has none");
 }
+#endif
 
 void mesh_free(mesh_t *mesh) noexcept { delete mesh; }
 

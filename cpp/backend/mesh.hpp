@@ -12,12 +12,20 @@ namespace gloo {
 class Context;
 } // namespace gloo
 
+namespace uform::cuda {
+struct nccl_mesh_t;
+} // namespace uform::cuda
+
 namespace uform::backend {
 
-/// A joined RAM mesh: Gloo's context over every pair of ranks (none for a one-rank mesh, whose collectives copy).
+/// A joined mesh. A RAM mesh holds Gloo's context over every pair of ranks (none for a one-rank mesh, whose
+/// collectives copy); a VRAM mesh holds NCCL's communicators of this host's devices (cuda/mesh.hpp), which no trainer
+/// takes yet, and no context.
 struct mesh_t final : train::collectives_t {
     /// The connected ranks; null for a one-rank mesh.
     std::shared_ptr<gloo::Context> context;
+    /// A VRAM mesh's communicators; null for a RAM mesh.
+    std::shared_ptr<cuda::nccl_mesh_t> gpu;
     /// This process's rank and the ranks in the mesh.
     std::size_t index = 0, count = 1;
     /// Each collective's limit.

@@ -1,0 +1,61 @@
+// The VRAM mesh over NCCL: the run's identity (an NCCL unique id, which host 0 publishes through the mesh's files) and
+// the join, one NCCL communicator per device of this host, each a rank of one communicator spanning every device of
+// every host (docs/decisions.md, "The GPU mesh over NCCL"). NCCL comes through a table of entry points (nccl.hpp) and
+// the devices through `mesh_devices_t`, so that a host-side test drives the join with fakes of both.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "common/backend.hpp"
+
+struct ncclComm; // NCCL's communicator (nccl.h's `ncclComm_t` points to it)
+
+namespace uform::cuda {
+
+struct nccl_t;
+
+/// A joined VRAM mesh's communicators, one per device of this host, destroyed with it.
+struct nccl_mesh_t {
+    nccl_t const *nccl = nullptr;
+    std::vector<ncclComm *> comms;
+
+    nccl_mesh_t() noexcept = default;
+    nccl_mesh_t(nccl_mesh_t const &) = delete;
+    nccl_mesh_t &operator=(nccl_mesh_t const &) = delete;
+    ~nccl_mesh_t() noexcept;
+};
+
+/// What the join asks of this host's devices (ordinals as `c/` numbers them).
+struct mesh_devices_t {
+    /// Makes the device current on the calling thread; false when the runtime refuses it.
+    bool (*use)(std::size_t ordinal) noexcept;
+    /// Whether the device dispatches as `gpu_class`.
+    bool (*runs)(uform_gpu_class_t gpu_class, std::size_t ordinal) noexcept;
+    /// Whether the device supports NVLink SHARP's multicast objects (what NCCL's NVLS algorithms need).
+    bool (*multicast)(std::size_t ordinal) noexcept;
+};
+
+/// Makes a fresh identity for a run on host 0: NCCL's unique id. `unsupported` when `nccl` is null (NCCL did not
+/// load).
+uform_status_t mesh_identity_with(nccl_t const *nccl, unsigned char (&identity)[backend::mesh_identity_bytes_k],
+                                  char const **message) noexcept;
+
+/// Joins the run's communicator with NCCL's non-blocking initialization, polled until `join.deadline`: past it every
+/// communicator this host began is aborted and the join answers `timeout`. Refuses with `invalid-argument` a device
+/// that does not run the run's class (naming the class), a device named twice (NCCL refuses two ranks on one GPU), and
+/// ranks that do not fit the world. `tier` answers NVLS when every device of a host of several supports multicast and
+/// NCCL_NVLS_ENABLE does not turn it off, else none.
+uform_status_t mesh_join_with(nccl_t const *nccl, mesh_devices_t const &devices, backend::mesh_join_t const &join,
+                              std::unique_ptr<nccl_mesh_t> &mesh, uform_multimem_tier_t &tier,
+                              char const **message) noexcept;
+
+/// `mesh_identity_with` the loaded NCCL; `unsupported` naming what is missing (nccl.h at build time, or the library).
+uform_status_t mesh_identity(unsigned char (&identity)[backend::mesh_identity_bytes_k], char const **message) noexcept;
+
+/// `mesh_join_with` the loaded NCCL and the CUDA runtime's devices, restoring the caller's current device after.
+uform_status_t mesh_join(backend::mesh_join_t const &join, std::unique_ptr<nccl_mesh_t> &mesh,
+                         uform_multimem_tier_t &tier, char const **message) noexcept;
+
+} // namespace uform::cuda
