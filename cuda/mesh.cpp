@@ -166,8 +166,23 @@ bool runtime_multicast(std::size_t ordinal) noexcept {
 } // namespace
 
 nccl_mesh_t::~nccl_mesh_t() noexcept {
-    for (ncclComm *comm : comms)
-        if (comm) nccl->destroy(comm);
+    if (comms.empty()) return;
+    bool finalized = nccl->group_start() == ncclSuccess;
+    for (ncclComm *comm : comms) {
+        ncclResult_t const result = nccl->finalize(comm);
+        finalized = finalized && (result == ncclSuccess || result == ncclInProgress);
+    }
+    ncclResult_t const ended = nccl->group_end();
+    finalized = finalized && (ended == ncclSuccess || ended == ncclInProgress);
+    auto const deadline = std::chrono::steady_clock::now() + finalize_timeout_k;
+    for (ncclComm *comm : comms) {
+        ncclResult_t state = ncclInProgress;
+        while (finalized && nccl->get_async_error(comm, &state) == ncclSuccess && state == ncclInProgress &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        finalized = finalized && state == ncclSuccess;
+    }
+    for (ncclComm *comm : comms) finalized ? nccl->destroy(comm) : nccl->abort(comm);
 }
 
 uform_status_t mesh_identity_with(nccl_t const *nccl, unsigned char (&identity)[backend::mesh_identity_bytes_k],

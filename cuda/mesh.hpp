@@ -4,6 +4,7 @@
 // the devices through `mesh_devices_t`, so that a host-side test drives the join with fakes of both.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -16,7 +17,11 @@ namespace uform::cuda {
 
 struct nccl_t;
 
-/// A joined VRAM mesh's communicators, one per device of this host, destroyed with it.
+/// A joined VRAM mesh's communicators, one per device of this host. Freeing it finalizes them in one group (NCCL's
+/// orderly end, waiting for their peers up to `finalize_timeout_k`), then destroys them; one that does not finish in
+/// time, or fails, is aborted instead.
+inline constexpr std::chrono::seconds finalize_timeout_k{30};
+
 struct nccl_mesh_t {
     nccl_t const *nccl = nullptr;
     std::vector<ncclComm *> comms;

@@ -29,7 +29,8 @@ struct loaded_t {
         ok = resolve(library, "ncclGetUniqueId", table.get_unique_id) &&
              resolve(library, "ncclCommInitRankConfig", table.init_rank_config) &&
              resolve(library, "ncclCommGetAsyncError", table.get_async_error) &&
-             resolve(library, "ncclCommAbort", table.abort) && resolve(library, "ncclCommDestroy", table.destroy) &&
+             resolve(library, "ncclCommAbort", table.abort) && resolve(library, "ncclCommFinalize", table.finalize) &&
+             resolve(library, "ncclCommDestroy", table.destroy) &&
              resolve(library, "ncclGroupStart", table.group_start) && resolve(library, "ncclGroupEnd", table.group_end);
         // The library stays loaded for the process's life: a mesh's communicators may outlive any one caller.
     }

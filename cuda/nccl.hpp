@@ -13,6 +13,7 @@ struct nccl_t {
     decltype(&ncclCommInitRankConfig) init_rank_config;
     decltype(&ncclCommGetAsyncError) get_async_error;
     decltype(&ncclCommAbort) abort;
+    decltype(&ncclCommFinalize) finalize;
     decltype(&ncclCommDestroy) destroy;
     decltype(&ncclGroupStart) group_start;
     decltype(&ncclGroupEnd) group_end;

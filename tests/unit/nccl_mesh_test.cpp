@@ -3,7 +3,8 @@
 // is NCCL's unique id, byte for byte; a join starts one non-blocking communicator per device in one group, with the
 // identity, the world and ranks first_rank.., then polls them: connected (the tier NVLS with multicast on a host of
 // several, none with NCCL_NVLS_ENABLE=0 or one device), pending past the deadline (`timeout` soon after it, every
-// communicator aborted), failed (the status of NCCL's error, every communicator aborted); refused before any NCCL call:
+// communicator aborted), failed (the status of NCCL's error, every communicator aborted); freed (finalized in a group
+// and destroyed, or aborted when finalizing fails); refused before any NCCL call:
 // another class (named), a device twice, ranks outside the world; without NCCL, `unsupported`.
 #include <cuda_runtime_api.h>
 
@@ -36,6 +37,7 @@ struct answers_t {
     std::size_t polls_to_connect = 3;         // polls before a communicator connects; 0: never
     ncclResult_t async_failure = ncclSuccess; // an error every communicator reports instead of connecting
     ncclResult_t group_end = ncclInProgress;
+    ncclResult_t finalize = ncclInProgress; // what ncclCommFinalize answers
 };
 
 /// The fake NCCL's answers and what it saw.
@@ -43,7 +45,7 @@ struct fake_t {
     answers_t answers;
     std::vector<int> ranks, world, blocking;
     std::vector<std::string> ids;
-    std::size_t polls = 0, aborted = 0, destroyed = 0, groups = 0;
+    std::size_t polls = 0, aborted = 0, finalized = 0, destroyed = 0, groups = 0;
     int comms[8] = {};
 };
 
@@ -77,12 +79,13 @@ ncclResult_t fake_async(ncclComm_t, ncclResult_t *state) {
 }
 
 ncclResult_t fake_abort(ncclComm_t) { return ++fake.aborted, ncclSuccess; }
+ncclResult_t fake_finalize(ncclComm_t) { return ++fake.finalized, fake.answers.finalize; }
 ncclResult_t fake_destroy(ncclComm_t) { return ++fake.destroyed, ncclSuccess; }
 ncclResult_t fake_group_start() { return ++fake.groups, ncclSuccess; }
 ncclResult_t fake_group_end() { return fake.answers.group_end; }
 
-uform::cuda::nccl_t const fake_nccl{&fake_unique_id, &fake_init,        &fake_async,    &fake_abort,
-                                    &fake_destroy,   &fake_group_start, &fake_group_end};
+uform::cuda::nccl_t const fake_nccl{&fake_unique_id, &fake_init,    &fake_async,       &fake_abort,
+                                    &fake_finalize,  &fake_destroy, &fake_group_start, &fake_group_end};
 
 /// Fake devices: every ordinal but 7 runs Hopper; multicast as `multicast_everywhere` says.
 std::vector<std::size_t> used;
@@ -144,7 +147,14 @@ void test_connected() {
     check(tier == uform_multimem_tier_nvls_k, "NVLS with multicast on every device");
     check(fake.aborted == 0, "nothing aborted");
     mesh.reset();
-    check(fake.destroyed == 2, "freeing the mesh destroys its communicators");
+    check(fake.finalized == 2 && fake.destroyed == 2 && fake.aborted == 0 && fake.groups == 2,
+          "freeing the mesh finalizes its communicators in a group, then destroys them");
+
+    fake.answers.finalize = ncclRemoteError;
+    check(join({0, 1}, 0, 2, mesh, tier, &message) == uform_status_ok_k, "two devices join again");
+    mesh.reset();
+    check(fake.aborted == 2 && fake.destroyed == 0, "a finalize that fails: freeing aborts instead");
+    fake.answers.finalize = ncclInProgress;
 
     multicast_everywhere = false;
     check(join({0, 1}, 0, 2, mesh, tier, &message) == uform_status_ok_k && tier == uform_multimem_tier_none_k,
