@@ -308,11 +308,8 @@ mod tests {
             (1.0, 0.05, 0.05)
         );
         assert_eq!(
-            w.batch,
-            BatchRecipe {
-                extras: 16,
-                ..s.batch
-            }
+            w.batch, s.batch,
+            "the partial store had no other texts to draw"
         );
         assert_eq!(
             Recipe::default().distill_weight,
