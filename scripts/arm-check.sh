@@ -13,7 +13,7 @@
 # gradients against the PyTorch training goldens) and c.bad_input; on neoverse-n1 also c.numerics (every golden through
 # the C API), which exceeds ctest's 300 s on an emulated SVE core (docs/decisions.md, "Arm classes tested under QEMU").
 # Every test is built, so the whole tree compiles for AArch64 warning-free. Each part logs its time: on 2 cores shared
-# with other builds, about 1.5 min to install the packages on a fresh machine, 4.5 min to build, 1 to 1.5 min per CPU.
+# with other builds, 1.5 min to install the packages on a fresh machine, 3 to 4.5 min to build, 1 to 1.5 min per CPU.
 #
 # Installs what is missing first, so running it again costs only the build and the tests: QEMU, Debian's arm64
 # multiarch C/C++ runtime and codec packages, lld, and Gloo's arm64 library unpacked into build/arm-gloo. Needs root
