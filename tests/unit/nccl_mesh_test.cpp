@@ -1,11 +1,12 @@
 // The VRAM mesh's join over NCCL (cuda/mesh.hpp) on the host, in a CUDA build (the include below marks the test as the
 // CUDA residency's; it needs no device): a fake NCCL and fake devices drive the identity and the join. The identity
-// is NCCL's unique id, byte for byte; a join starts one non-blocking communicator per device in one group, with the
-// identity, the world and ranks first_rank.., then polls them: connected (the tier NVLS with multicast on a host of
-// several, none with NCCL_NVLS_ENABLE=0 or one device), pending past the deadline (`timeout` soon after it, every
-// communicator aborted), failed (the status of NCCL's error, every communicator aborted); freed (finalized in a group
-// and destroyed, or aborted when finalizing fails); refused before any NCCL call:
-// another class (named), a device twice, ranks outside the world; without NCCL, `unsupported`.
+// is NCCL's unique id, byte for byte (and the NCCL the build loads makes a fresh one each run, or is reported absent);
+// a join starts one non-blocking communicator per device in one group, with the identity, the world and ranks
+// first_rank.., then polls them: connected (the tier NVLS with multicast on a host of several, none with
+// NCCL_NVLS_ENABLE=0 or one device), pending past the deadline (`timeout` soon after it, every communicator aborted),
+// failed (the status of NCCL's error, every communicator aborted); freed (finalized in a group and destroyed, or
+// aborted when finalizing fails); refused before any NCCL call: another class (named), a device twice, ranks outside
+// the world; without NCCL, `unsupported`.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -132,6 +133,22 @@ void test_identity() {
     check(same, "the identity is NCCL's unique id");
 }
 
+/// The NCCL this build loads (no device needed): two fresh identities differ; or, where NCCL is absent, `unsupported`
+/// naming the library.
+void test_loaded() {
+    unsigned char first[uform::backend::mesh_identity_bytes_k] = {}, second[uform::backend::mesh_identity_bytes_k] = {};
+    char const *message = nullptr;
+    uform_status_t const status = uform::cuda::mesh_identity(first, &message);
+    if (status != uform_status_ok_k) {
+        check(status == uform_status_unsupported_k && says(message, "libnccl.so.2"),
+              "without NCCL the identity is unsupported, naming the library");
+        std::printf("NCCL did not load here: %s\n", message);
+        return;
+    }
+    check(uform::cuda::mesh_identity(second, &message) == uform_status_ok_k, "the loaded NCCL's second identity");
+    check(std::memcmp(first, second, sizeof(first)) != 0, "two runs' identities differ");
+}
+
 void test_connected() {
     std::unique_ptr<uform::cuda::nccl_mesh_t> mesh;
     uform_multimem_tier_t tier = uform_multimem_tier_collnet_k;
@@ -225,6 +242,7 @@ void test_refusals() {
 
 int main() {
     test_identity();
+    test_loaded();
     test_connected();
     test_faults();
     test_refusals();
