@@ -83,12 +83,14 @@ void update_matches_the_ram_kernels(uform::cuda::stream_t &stream) {
         check(device.gradient_norm(device_side, norm_device, &message) == uform_status_ok_k, "the device's norm");
         check(std::fabs(norm_device - norm_ram) <= 1e-9 * norm_ram, "the norm", norm_device, norm_ram);
         double const factor = uform::train::clip_factor(norm_ram, 0.5 * norm_ram);
-        ram.scale_gradients(host, factor, serial);
+        check(ram.scale_gradients(host, factor, serial, &message) == uform_status_ok_k, "the RAM clip");
         check(device.scale(factor, &message) == uform_status_ok_k, "the device's clip");
-        check(ram.update_stays_finite(host, k, lr, wd, serial), "the RAM update stays finite");
+        bool ram_finite = false;
+        check(ram.update_stays_finite(host, k, lr, wd, serial, ram_finite, &message) == uform_status_ok_k && ram_finite,
+              "the RAM update stays finite");
         check(device.stays_finite(k, lr, wd, finite, &message) == uform_status_ok_k && finite,
               "the device's update stays finite");
-        ram.update(host, k, lr, wd, serial);
+        check(ram.update(host, k, lr, wd, serial, &message) == uform_status_ok_k, "the RAM update");
         check(device.update(k, lr, wd, &message) == uform_status_ok_k, "the device's update");
         check(device.refresh(device_side, &message) == uform_status_ok_k, "the device's BF16 copies");
     }
