@@ -194,7 +194,10 @@ typedef struct uform_mesh_description_t {
  * `uform_status_timeout_k`, never a SIGPIPE: every thread that calls into the mesh's transport blocks SIGPIPE for
  * the call and discards one raised meanwhile, then restores its own signal mask (threads the transport starts keep
  * it blocked); the process's disposition of SIGPIPE is never changed.
- * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`.
+ * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`, and so does a CUDA build
+ * where NCCL is absent: it loads `libnccl.so.2` at the first VRAM bootstrap, as cuBLASLt is loaded at the first GPU
+ * call, so programs without it start and RAM meshes work. A VRAM host's devices must all dispatch as one GPU class
+ * (else `uform_status_invalid_argument_k`, naming the device); a VRAM join that outlasts the timeout is aborted.
  */
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
                                     char const **message);
