@@ -1,4 +1,4 @@
-//! The distillation teacher's rows (`tools/data/prepare.py --teacher`, docs/data.md "The teacher's embeddings"):
+//! The distillation teacher's rows (`tools/data/prepare.py --teacher`, docs/data.md "The teacher"):
 //! `teacher/manifest.json` names the row width, `teacher/rows.f32` holds the rows (little-endian F32), and
 //! `teacher/items.tsv` and `teacher/extra.tsv` say which row is each text item's and each other English text's.
 //! A spoken clip takes the row of the text it speaks (its synset's canonical lemma or gloss); images, outliers and
