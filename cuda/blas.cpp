@@ -1,9 +1,7 @@
 // Loads cuBLASLt with dlopen and resolves the entry points of blas.hpp.
 #include "cuda/blas.hpp"
 
-#include <dlfcn.h>
-
-#include <string>
+#include "cuda/library.hpp"
 
 namespace uform::cuda {
 namespace {
@@ -11,25 +9,17 @@ namespace {
 #define UFORM_CUBLASLT_STRING2(x) #x
 #define UFORM_CUBLASLT_STRING(x) UFORM_CUBLASLT_STRING2(x)
 
-/// Resolves `name` into `target`; false when the library lacks it.
-template <typename function_type_>
-bool resolve(void *library, char const *name, function_type_ &target) noexcept {
-    void *symbol = ::dlsym(library, name);
-    target = reinterpret_cast<function_type_>(symbol);
-    return symbol != nullptr;
-}
-
 struct loaded_t {
     blas_t table{};
     bool ok = false;
 
     loaded_t() noexcept {
-        void *library = nullptr;
 #if defined(UFORM_CUBLASLT_PATH)
-        library = ::dlopen(UFORM_CUBLASLT_PATH, RTLD_NOW | RTLD_LOCAL);
+        char const *const built = UFORM_CUBLASLT_PATH;
+#else
+        char const *const built = nullptr;
 #endif
-        if (library == nullptr)
-            library = ::dlopen("libcublasLt.so." UFORM_CUBLASLT_STRING(CUBLAS_VER_MAJOR), RTLD_NOW | RTLD_LOCAL);
+        void *const library = open_library(built, "libcublasLt.so." UFORM_CUBLASLT_STRING(CUBLAS_VER_MAJOR));
         if (library == nullptr) return;
         ok = resolve(library, "cublasLtCreate", table.create) && resolve(library, "cublasLtDestroy", table.destroy) &&
              resolve(library, "cublasLtMatmulDescInit_internal", table.matmul_desc_init) &&

@@ -2,29 +2,22 @@
 #if __has_include(<nccl.h>)
 #include "cuda/nccl.hpp"
 
-#include <dlfcn.h>
+#include "cuda/library.hpp"
 
 namespace uform::cuda {
 namespace {
-
-/// Resolves `name` into `target`; false when the library lacks it.
-template <typename function_type_>
-bool resolve(void *library, char const *name, function_type_ &target) noexcept {
-    void *symbol = ::dlsym(library, name);
-    target = reinterpret_cast<function_type_>(symbol);
-    return symbol != nullptr;
-}
 
 struct loaded_t {
     nccl_t table{};
     bool ok = false;
 
     loaded_t() noexcept {
-        void *library = nullptr;
 #if defined(UFORM_NCCL_PATH)
-        library = ::dlopen(UFORM_NCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+        char const *const built = UFORM_NCCL_PATH;
+#else
+        char const *const built = nullptr;
 #endif
-        if (library == nullptr) library = ::dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+        void *const library = open_library(built, "libnccl.so.2");
         if (library == nullptr) return;
         ok = resolve(library, "ncclGetUniqueId", table.get_unique_id) &&
              resolve(library, "ncclCommInitRankConfig", table.init_rank_config) &&
