@@ -36,18 +36,8 @@ UFORM_ARM_PACKAGES=(libc6-dev:arm64 libstdc++-12-dev:arm64 libgcc-12-dev:arm64 l
 
 log() { printf 'arm-check: %s\n' "$*" >&2; }
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo > /dev/null; then
-        sudo "$@"
-    else
-        log "need root for: $*"
-        return 1
-    fi
-}
-
-installed() { dpkg-query -W -f='${Status}' "$1" 2> /dev/null | grep -q "install ok installed"; }
+# shellcheck source=scripts/packages.sh
+source scripts/packages.sh
 
 # QEMU, lld and the arm64 packages, through Debian multiarch.
 install_packages() {

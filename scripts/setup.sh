@@ -32,23 +32,13 @@ UFORM_CMAKE_MINIMUM=3.27
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo > /dev/null; then
-        sudo "$@"
-    else
-        log "need root for: $*"
-        return 1
-    fi
-}
+# shellcheck source=scripts/packages.sh
+source scripts/packages.sh
 
 missing_packages=()
 for package in "${UFORM_TOOL_PACKAGES[@]}" "${UFORM_CODEC_PACKAGES[@]}" "${UFORM_MESH_PACKAGES[@]}" \
     "${UFORM_DATA_PACKAGES[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$package" 2> /dev/null | grep -q "install ok installed"; then
-        missing_packages+=("$package")
-    fi
+    installed "$package" || missing_packages+=("$package")
 done
 if [ "${#missing_packages[@]}" -gt 0 ]; then
     log "installing ${missing_packages[*]}"

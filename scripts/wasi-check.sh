@@ -20,18 +20,8 @@ UFORM_WASMTIME_VERSION=50.0.1
 
 log() { printf 'wasi-check: %s\n' "$*" >&2; }
 
-as_root() {
-    if [ "$(id -u)" -eq 0 ]; then
-        "$@"
-    elif command -v sudo > /dev/null; then
-        sudo "$@"
-    else
-        log "need root for: $*"
-        return 1
-    fi
-}
-
-installed() { dpkg-query -W -f='${Status}' "$1" 2> /dev/null | grep -q "install ok installed"; }
+# shellcheck source=scripts/packages.sh
+source scripts/packages.sh
 
 # The wasm32 runtimes and the linker, through apt-get under the shared lock.
 install_packages() {
