@@ -319,6 +319,21 @@ mod tests {
     }
 
     #[test]
+    fn pilot_x_is_w_with_the_distillation_weighted_four() {
+        let (w, x) = (
+            shipped("distill-pilot.toml"),
+            shipped("distill-pilot-x.toml"),
+        );
+        assert_eq!(x.distill_weight, 4.0);
+        let as_w = Recipe {
+            description: w.description.clone(),
+            distill_weight: w.distill_weight,
+            ..x
+        };
+        assert_eq!(as_w, w, "X changes nothing else");
+    }
+
+    #[test]
     fn the_stages_recipes_state_their_documented_flags() {
         // docs/model-card.md, "Reproducing it": each stage's command, its flags over the old defaults.
         let d = shipped("wordnet-d.toml");
