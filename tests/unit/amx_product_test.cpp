@@ -20,23 +20,13 @@
 #include "cpp/kernels/amx_product.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "tests/unit/train_goldens.hpp"
+#include "tests/unit/amx_reference.hpp"
 
 namespace {
 
 using namespace uform;
 
-int passed = 0, failed = 0;
-
-void check(bool ok, std::string const &what) {
-    if (ok) ++passed;
-    else ++failed, std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-}
-
-/// DAZ and FTZ: a subnormal as zero of its sign.
-float flushed(float x) {
-    std::uint32_t const bits = std::bit_cast<std::uint32_t>(x);
-    return (bits & 0x7F800000u) == 0 ? std::bit_cast<float>(bits & 0x80000000u) : x;
-}
+using namespace amx_test;
 
 /// One product's operands as the test stores them: op(A) [rows x depth] and op(B) [depth x columns], each F32 or
 /// BF16 bits, row-major or transposed.

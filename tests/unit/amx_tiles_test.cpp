@@ -14,6 +14,7 @@
 
 #include "common/scalars.hpp"
 #include "cpp/kernels/amx_tiles.hpp"
+#include "tests/unit/amx_reference.hpp"
 
 namespace {
 
@@ -21,18 +22,7 @@ using namespace uform;
 using ram::amx_tile_config_t;
 using ram::amx_tiles_model_t;
 
-int passed = 0, failed = 0;
-
-void check(bool ok, std::string const &what) {
-    if (ok) ++passed;
-    else ++failed, std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-}
-
-/// The SDM's DAZ and FTZ from the bits: a zero exponent with a nonzero fraction reads as zero of its sign.
-float flushed(float x) {
-    std::uint32_t const bits = std::bit_cast<std::uint32_t>(x);
-    return (bits & 0x7F800000u) == 0 ? std::bit_cast<float>(bits & 0x80000000u) : x;
-}
+using namespace amx_test;
 
 /// BF16 bits as F32, DAZ applied.
 float bf16(std::uint16_t bits) { return flushed(std::bit_cast<float>(std::uint32_t(bits) << 16)); }
