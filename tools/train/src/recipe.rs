@@ -334,6 +334,30 @@ mod tests {
     }
 
     #[test]
+    fn stage_y_is_x_on_the_whole_store_for_longer() {
+        let (x, y) = (
+            shipped("distill-pilot-x.toml"),
+            shipped("wordnet-y.toml"),
+        );
+        assert_eq!(
+            (y.from_step, y.steps, y.minutes, y.keep, y.batch.extras),
+            (Some(17750), 21750, Some(85.0), true, 16)
+        );
+        let as_x = Recipe {
+            description: x.description.clone(),
+            steps: x.steps,
+            minutes: x.minutes,
+            keep: x.keep,
+            batch: BatchRecipe {
+                extras: 0,
+                ..y.batch.clone()
+            },
+            ..y
+        };
+        assert_eq!(as_x, x, "Y changes nothing else");
+    }
+
+    #[test]
     fn the_stages_recipes_state_their_documented_flags() {
         // docs/model-card.md, "Reproducing it": each stage's command, its flags over the old defaults.
         let d = shipped("wordnet-d.toml");
