@@ -322,7 +322,7 @@ uform_status_t uform_executor_init_vram(size_t const *devices, size_t devices_co
     if (!executor) return fail(message, uform_status_invalid_argument_k, "the executor out-pointer is null");
     if (!devices || devices_count == 0)
         return fail(message, uform_status_invalid_argument_k, "a VRAM executor needs at least one device");
-    if (!known_enum(gpu_class, uform_gpu_class_amd_cdna3_k))
+    if (!known_enum(gpu_class, uform_gpu_class_amd_cdna2_k))
         return fail(message, uform_status_invalid_argument_k, "unknown GPU class");
     if (streams_count != 0 && streams_count != devices_count)
         return fail(message, uform_status_shape_mismatch_k, "streams must be zero or one per device");

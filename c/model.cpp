@@ -142,7 +142,7 @@ uform_status_t check_vram(uform_model_load_vram_args_t const &args, load_t &load
         return fail(message, uform_status_invalid_argument_k, "more than 16 devices named");
     if (has_duplicates(args.devices, args.devices_count))
         return fail(message, uform_status_invalid_argument_k, "a device is named twice");
-    if (!known_enum(args.gpu_class, uform_gpu_class_amd_cdna3_k))
+    if (!known_enum(args.gpu_class, uform_gpu_class_amd_cdna2_k))
         return fail(message, uform_status_invalid_argument_k, "unknown GPU class");
     if (raw_enum(args.quantization) == uform_scalar_i8_k)
         return fail(message, uform_status_unsupported_k, "int8 weights load in the RAM residency only");

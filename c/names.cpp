@@ -41,8 +41,8 @@ char const *const cpu_class_names[] = {
     "auto",      "serial",   "intel-haswell", "intel-skylake", "intel-icelake", "intel-sapphire-rapids", "amd-genoa",
     "amd-turin", "arm-neon", "arm-sve",       "arm-sve2",      "arm-sme",       "wasm-v128-relaxed",     "wasm-simd128",
 };
-char const *const gpu_class_names[] = {"auto",          "nvidia-ampere",    "nvidia-ada",
-                                       "nvidia-hopper", "nvidia-blackwell", "amd-cdna3"};
+char const *const gpu_class_names[] = {"auto",      "nvidia-ampere", "nvidia-ada", "nvidia-hopper", "nvidia-blackwell",
+                                       "amd-cdna3", "amd-cdna2"};
 char const *const residency_names[] = {"ram", "vram"};
 char const *const modality_names[] = {"text", "image", "video", "audio"};
 char const *const objective_names[] = {"joint", "masking", "contrastive", "late-interaction", "choices", "distill"};
@@ -54,7 +54,7 @@ char const *const multimem_tier_names[] = {"none", "nvls", "nvls-tree", "collnet
 static_assert(std::size(status_names) == uform_status_internal_k + 1);
 static_assert(std::size(scalar_names) == uform_scalar_b1_k + 1);
 static_assert(std::size(cpu_class_names) == uform_cpu_class_wasm_simd128_k + 1);
-static_assert(std::size(gpu_class_names) == uform_gpu_class_amd_cdna3_k + 1);
+static_assert(std::size(gpu_class_names) == uform_gpu_class_amd_cdna2_k + 1);
 
 } // namespace
 

@@ -130,8 +130,10 @@ impl uform_gpu_class_t {
     pub const uform_gpu_class_nvidia_hopper_k: uform_gpu_class_t = uform_gpu_class_t(3);
     /// NVIDIA compute capability 10.0 and 12.0.
     pub const uform_gpu_class_nvidia_blackwell_k: uform_gpu_class_t = uform_gpu_class_t(4);
-    /// AMD CDNA 3 (MI300).
+    /// AMD CDNA 3 (MI300: gfx942).
     pub const uform_gpu_class_amd_cdna3_k: uform_gpu_class_t = uform_gpu_class_t(5);
+    /// AMD CDNA 2 (MI200: gfx90a).
+    pub const uform_gpu_class_amd_cdna2_k: uform_gpu_class_t = uform_gpu_class_t(6);
 }
 #[repr(transparent)]
 /** @brief The GPU kernels a VRAM model or a trainer dispatches as.

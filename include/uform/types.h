@@ -182,8 +182,10 @@ typedef enum uform_gpu_class_t {
     uform_gpu_class_nvidia_hopper_k = 3,
     /** NVIDIA compute capability 10.0 and 12.0. */
     uform_gpu_class_nvidia_blackwell_k = 4,
-    /** AMD CDNA 3 (MI300). */
+    /** AMD CDNA 3 (MI300: gfx942). */
     uform_gpu_class_amd_cdna3_k = 5,
+    /** AMD CDNA 2 (MI200: gfx90a). */
+    uform_gpu_class_amd_cdna2_k = 6,
 } uform_gpu_class_t;
 
 /** @brief The name of a GPU class, such as `"nvidia-hopper"`; `NULL` for an unknown value. */

@@ -483,9 +483,12 @@ pub enum GPUClass {
     /// NVIDIA compute capability 10.0 and 12.0.
     #[doc(alias = "uform_gpu_class_nvidia_blackwell_k")]
     NvidiaBlackwell = 4,
-    /// AMD CDNA 3 (MI300).
+    /// AMD CDNA 3 (MI300: gfx942).
     #[doc(alias = "uform_gpu_class_amd_cdna3_k")]
     AmdCdna3 = 5,
+    /// AMD CDNA 2 (MI200: gfx90a).
+    #[doc(alias = "uform_gpu_class_amd_cdna2_k")]
+    AmdCdna2 = 6,
 }
 
 const _: () =
@@ -500,6 +503,7 @@ impl GPUClass {
         Self::NvidiaHopper,
         Self::NvidiaBlackwell,
         Self::AmdCdna3,
+        Self::AmdCdna2,
     ];
 
     /// The name the C table owns, such as `"nvidia-hopper"`.
@@ -522,6 +526,7 @@ impl GPUClass {
             3 => Some(Self::NvidiaHopper),
             4 => Some(Self::NvidiaBlackwell),
             5 => Some(Self::AmdCdna3),
+            6 => Some(Self::AmdCdna2),
             _ => None,
         }
     }

@@ -258,7 +258,7 @@ static void vram_executors(void) {
     CHECK_STATUS(
         uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 1, 0, &executor, MSG),
         uform_status_invalid_argument_k);
-    CHECK_STATUS(uform_executor_init_vram(devices, 1, (uform_gpu_class_t)6, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
+    CHECK_STATUS(uform_executor_init_vram(devices, 1, (uform_gpu_class_t)7, NULL, 0, NULL, NULL, 0, 0, &executor, MSG),
                  uform_status_invalid_argument_k);
     CHECK_STATUS(uform_executor_init_vram(devices, 1, uform_gpu_class_auto_k, NULL, 0, NULL, NULL, 0, 0, NULL, MSG),
                  uform_status_invalid_argument_k);

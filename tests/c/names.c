@@ -126,7 +126,9 @@ static void moods_classes_residencies_modalities(void) {
                "nvidia-blackwell");
     ROUND_TRIP(uform_gpu_class_t, uform_gpu_class_name, uform_gpu_class_parse, uform_gpu_class_amd_cdna3_k,
                "amd-cdna3");
-    CHECK(uform_gpu_class_name((uform_gpu_class_t)6) == NULL);
+    ROUND_TRIP(uform_gpu_class_t, uform_gpu_class_name, uform_gpu_class_parse, uform_gpu_class_amd_cdna2_k,
+               "amd-cdna2");
+    CHECK(uform_gpu_class_name((uform_gpu_class_t)7) == NULL);
     REFUSALS(uform_gpu_class_t, uform_gpu_class_parse, "nvidia-hopper");
 
     ROUND_TRIP(uform_residency_t, uform_residency_name, uform_residency_parse, uform_residency_ram_k, "ram");
