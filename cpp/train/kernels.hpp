@@ -17,6 +17,7 @@
 #include <uform/types.h>
 
 #include "cpp/parallel.hpp"
+#include "cpp/train/collectives.hpp"
 #include "cpp/train/optimizer.hpp"
 #include "cpp/train/parameters.hpp"
 #include "cpp/train/trunk.hpp"
@@ -24,8 +25,8 @@
 namespace uform::train {
 
 /// The kernels a trainer's step calls, in the order `trainer_core_t::step` calls them: `forward`, `zero_gradients`
-/// (then the host's loss terms), `backward`, `gradient_norm`, `scale_gradients`, `update_stays_finite`, `update`,
-/// `refresh`.
+/// (then the host's loss terms), `backward`, `sum_gradients` (in a mesh), `gradient_norm`, `scale_gradients`,
+/// `update_stays_finite`, `update`, `refresh`.
 class step_kernels_t {
   public:
     virtual ~step_kernels_t() = default;
@@ -43,6 +44,12 @@ class step_kernels_t {
     virtual uform_status_t backward(parameters_t &parameters, float const *d_z, float const *d_token_vectors,
                                     float const *d_logits, ram::parallel_t const &parallel, poll_t poll,
                                     char const **message) noexcept = 0;
+
+    /// Sums every trained tensor's gradient over `mesh` in place, in `for_each_bucket`'s buckets of
+    /// `gradient_bucket_floats_k` floats in tensor order. This default sums the host's arrays through `bucket` (grown
+    /// to the bucket's size once); a residency that keeps its gradients elsewhere overrides it.
+    virtual uform_status_t sum_gradients(parameters_t &parameters, collectives_t &mesh, std::vector<float> &bucket,
+                                         char const **message) noexcept;
 
     /// The L2 norm of every gradient (each tensor's squares summed in double, tensor by tensor in order).
     virtual uform_status_t gradient_norm(parameters_t &parameters, double &norm, char const **message) noexcept = 0;

@@ -242,15 +242,16 @@ uform_status_t trainer_core_t::gather_outputs(trunk_outputs_t const &out, bool l
     }
 }
 
-uform_status_t trainer_core_t::sum_gradients(char const **message) noexcept {
+uform_status_t step_kernels_t::sum_gradients(parameters_t &parameters, collectives_t &mesh, std::vector<float> &bucket,
+                                             char const **message) noexcept {
     try {
-        bucket_.resize(gradient_bucket_floats_k);
+        bucket.resize(gradient_bucket_floats_k);
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory summing the gradients");
     }
     std::vector<tensor_t> &tensors = parameters.tensors;
     auto grad_of = [&](std::size_t t) noexcept { return std::span<float>(tensors[t].grad); };
-    return sum_in_buckets(*mesh, tensors.size(), grad_of, std::span<float>(bucket_), message);
+    return sum_in_buckets(mesh, tensors.size(), grad_of, std::span<float>(bucket), message);
 }
 
 // The step, phase by phase (step.hpp, `step_plan_t`): plan, rows, relations, forward, units, losses, backward,
@@ -569,7 +570,7 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
         return status;
     if (stop(progress, 2)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
     if (mesh)
-        if (uform_status_t status = sum_gradients(message)) return status;
+        if (uform_status_t status = residency().sum_gradients(parameters, *mesh, bucket_, message)) return status;
     return uform_status_ok_k;
 }
 

@@ -199,15 +199,13 @@ class trainer_core_t {
     uform_status_t gather_relations(batch_t const &batch, bool late, char const **message) noexcept;
     uform_status_t gather_outputs(trunk_outputs_t const &out, bool late, std::size_t width,
                                   char const **message) noexcept;
-    /// Sums every gradient over the mesh, in buckets.
-    uform_status_t sum_gradients(char const **message) noexcept;
 
     layout_t layout_;
     std::vector<double> exchange_;
     std::vector<std::size_t> bytes_, local_bags_, world_bags_, local_rows_, world_rows_, world_token_offsets_;
     std::vector<std::uint8_t> local_flags_, world_bagged_; // bag flags, then sides: the rank's, the world's
     std::vector<uform_late_interaction_side_t> world_sides_;
-    std::vector<float> world_z_, world_tokens_, bucket_;
+    std::vector<float> world_z_, world_tokens_, bucket_; // bucket_: the RAM kernels' gradient sums
     std::vector<float> local_teacher_, world_teacher_, distill_z_, grad_distill_z_;
     ram_kernels_t ram_kernels_;
     relations_t relations_;
