@@ -263,8 +263,15 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
             if (host < o.host_domain_index) first_rank += host_devices[host];
             world += host_devices[host];
         }
+        std::string const directory =
+            o.directory_length ? std::string(o.directory, o.directory_length) : std::string(".");
         backend::mesh_join_t join{identity, o.host_domain_index, count,     first_rank,
                                   world,    made->devices,       gpu_class, deadline};
+        join.directory = directory;
+        join.job = o.job_length ? std::string_view(o.job, o.job_length) : std::string_view("uform");
+        join.hostname =
+            o.hostname_length ? std::string_view(o.hostname, o.hostname_length) : std::string_view("127.0.0.1");
+        join.timeout = std::chrono::seconds(o.timeout_seconds ? o.timeout_seconds : 600);
         uform_multimem_tier_t tier = uform_multimem_tier_none_k;
         if (uform_status_t status = backend::mesh_join(join, made->backend, tier, message)) return status;
         made->description = {o.host_domain_index, count, executor->devices.size(), world, first_rank, tier, gpu_class};

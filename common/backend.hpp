@@ -234,7 +234,8 @@ uform_status_t trainer_save(trainer_t &trainer, call_t &call, char const *path, 
 /// Bytes of the identity host 0 publishes for a run (NCCL's unique id has 128).
 inline constexpr std::size_t mesh_identity_bytes_k = 128;
 
-/// Makes a fresh identity for a run, on host 0.
+/// Makes a fresh identity for a run, on host 0 (NCCL's unique id where NCCL loaded, else random bytes: such a run sums
+/// through host memory, `mesh_join`).
 uform_status_t mesh_identity(unsigned char (&identity)[mesh_identity_bytes_k], char const **message) noexcept;
 
 /// What the ABI layer's file bootstrap learned before the backend joins the communicator.
@@ -242,12 +243,17 @@ struct mesh_join_t {
     unsigned char const *identity; // `mesh_identity_bytes_k` bytes
     std::size_t host_index, host_count;
     std::size_t first_rank, world_devices;
-    std::span<std::size_t const> devices;           // this host's devices
-    uform_gpu_class_t gpu_class;                    // the class every GPU of the run dispatches as
-    std::chrono::steady_clock::time_point deadline; // connecting past it answers `timeout`
+    std::span<std::size_t const> devices;                     // this host's devices
+    uform_gpu_class_t gpu_class;                              // the class every GPU of the run dispatches as
+    std::chrono::steady_clock::time_point deadline;           // connecting past it answers `timeout`
+    std::string_view directory = {}, job = {}, hostname = {}; // the hosts' Gloo rendezvous (`mesh_rendezvous_t`)
+    std::chrono::milliseconds timeout{0};                     // each later collective's limit
 };
 
-/// Joins the run's communicator; every host calls it once the files say all have joined.
+/// Joins the run's communicator; every host calls it once the files say all have joined. A CUDA build's hosts first
+/// meet over Gloo (`mesh_rendezvous`, one process per host), whose collectives carry the trainer's host memory; they
+/// then agree on the gradients' transport: NCCL when it loaded on every host and no GPU serves two ranks, else host
+/// memory staged over Gloo (then one device per host).
 uform_status_t mesh_join(mesh_join_t const &join, mesh_t *&mesh, uform_multimem_tier_t &tier,
                          char const **message) noexcept;
 void mesh_free(mesh_t *mesh) noexcept;

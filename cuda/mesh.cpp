@@ -1,5 +1,6 @@
 // The VRAM mesh over NCCL (mesh.hpp): the identity, the non-blocking join polled under the mesh's deadline, the class
-// and rank checks, and the multimem tier. A build whose toolkit had no nccl.h compiles the refusals at the end.
+// and rank checks, the multimem tier, and the gradients' sums on the device. A build whose toolkit had no nccl.h
+// compiles the refusals at the end.
 #include "cuda/mesh.hpp"
 
 #include <algorithm>
@@ -143,6 +144,37 @@ uform_multimem_tier_t tier_of(mesh_devices_t const &devices, backend::mesh_join_
     return uform_multimem_tier_nvls_k;
 }
 
+/// The CUDA runtime's answer for `stream`: finished, running, or failed.
+int runtime_stream_state(void *stream) noexcept {
+    cudaError_t const state = cudaStreamQuery(static_cast<cudaStream_t>(stream));
+    if (state == cudaSuccess) return 1;
+    if (state == cudaErrorNotReady) return 0;
+    (void)cudaGetLastError();
+    return -1;
+}
+
+/// Aborts every communicator of `mesh`, which answers `io` to every later sum.
+void abort_mesh(nccl_mesh_t &mesh) noexcept {
+    for (ncclComm_t &comm : mesh.comms)
+        if (comm) mesh.nccl->abort(comm), comm = nullptr;
+    mesh.comms.clear();
+}
+
+/// Enqueues the group of in-place all-reduces of `values` on communicator 0.
+ncclResult_t enqueue_sums(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream) noexcept {
+    nccl_t const &nccl = *mesh.nccl;
+    ncclResult_t result = nccl.group_start();
+    if (result != ncclSuccess) return result;
+    for (std::span<float> const array : values) {
+        result = nccl.all_reduce(array.data(), array.data(), array.size(), ncclFloat, ncclSum, mesh.comms[0],
+                                 static_cast<cudaStream_t>(stream));
+        if (result != ncclSuccess && result != ncclInProgress) break;
+        result = ncclSuccess;
+    }
+    ncclResult_t const ended = nccl.group_end();
+    return result != ncclSuccess ? result : ended;
+}
+
 bool runtime_use(std::size_t ordinal) noexcept { return cudaSetDevice(device_of(ordinal)) == cudaSuccess; }
 
 bool runtime_runs(uform_gpu_class_t gpu_class, std::size_t ordinal) noexcept {
@@ -223,6 +255,47 @@ uform_status_t mesh_identity(unsigned char (&identity)[backend::mesh_identity_by
     return mesh_identity_with(nccl(), identity, message);
 }
 
+uform_status_t mesh_sum_with(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                             stream_state_t stream_state, std::chrono::steady_clock::time_point deadline,
+                             char const **message) noexcept {
+    if (mesh.comms.empty())
+        return fail(message, uform_status_io_k, "the mesh's NCCL communicators were aborted by an earlier failure");
+    if (values.empty()) return uform_status_ok_k;
+    ncclResult_t const enqueued = enqueue_sums(mesh, values, stream);
+    if (enqueued != ncclSuccess && enqueued != ncclInProgress) {
+        abort_mesh(mesh);
+        return nccl_failure(enqueued, message);
+    }
+    for (;;) {
+        ncclResult_t state = ncclSuccess;
+        ncclResult_t const asked = mesh.nccl->get_async_error(mesh.comms[0], &state);
+        if (asked != ncclSuccess) state = asked;
+        if (state != ncclSuccess && state != ncclInProgress) {
+            abort_mesh(mesh);
+            return nccl_failure(state, message);
+        }
+        int const finished = state == ncclSuccess ? stream_state(stream) : 0;
+        if (finished > 0) return uform_status_ok_k;
+        if (finished < 0) {
+            abort_mesh(mesh);
+            return fail(message, uform_status_device_k, "the device failed summing over the mesh");
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            abort_mesh(mesh);
+            return fail(message, uform_status_timeout_k, "a peer of the mesh did not sum in time over NCCL");
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+}
+
+uform_status_t mesh_sum(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                        std::chrono::milliseconds timeout, char const **message) noexcept {
+    return mesh_sum_with(mesh, values, stream, &runtime_stream_state, std::chrono::steady_clock::now() + timeout,
+                         message);
+}
+
+bool nccl_available() noexcept { return nccl() != nullptr; }
+
 uform_status_t mesh_join(backend::mesh_join_t const &join, std::unique_ptr<nccl_mesh_t> &mesh,
                          uform_multimem_tier_t &tier, char const **message) noexcept {
     static mesh_devices_t const devices{&runtime_use, &runtime_runs, &runtime_multicast};
@@ -239,6 +312,13 @@ uform_status_t mesh_join(backend::mesh_join_t const &join, std::unique_ptr<nccl_
 
 namespace uform::cuda {
 
+uform_status_t mesh_sum(nccl_mesh_t &, std::span<std::span<float> const>, void *, std::chrono::milliseconds,
+                        char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "a VRAM mesh sums over NCCL: this build was made without nccl.h");
+}
+
+bool nccl_available() noexcept { return false; }
+
 nccl_mesh_t::~nccl_mesh_t() noexcept {}
 
 uform_status_t mesh_identity(unsigned char (&)[backend::mesh_identity_bytes_k], char const **message) noexcept {
@@ -254,3 +334,18 @@ uform_status_t mesh_join(backend::mesh_join_t const &, std::unique_ptr<nccl_mesh
 
 } // namespace uform::cuda
 #endif
+
+namespace uform::cuda {
+
+bool device_uuid(std::size_t ordinal, unsigned char (&uuid)[16]) noexcept {
+    cudaDeviceProp properties{};
+    if (cudaGetDeviceProperties(&properties, device_of(ordinal)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    static_assert(sizeof(properties.uuid.bytes) == sizeof(uuid));
+    std::memcpy(uuid, properties.uuid.bytes, sizeof(uuid));
+    return true;
+}
+
+} // namespace uform::cuda

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "common/backend.hpp"
@@ -55,6 +56,28 @@ uform_status_t mesh_identity_with(nccl_t const *nccl, unsigned char (&identity)[
 uform_status_t mesh_join_with(nccl_t const *nccl, mesh_devices_t const &devices, backend::mesh_join_t const &join,
                               std::unique_ptr<nccl_mesh_t> &mesh, uform_multimem_tier_t &tier,
                               char const **message) noexcept;
+
+/// What a device sum asks of the CUDA stream it enqueued on: 1 once the stream finished, 0 while it runs, -1 when the
+/// device failed.
+using stream_state_t = int (*)(void *stream) noexcept;
+
+/// Sums each array of `values` (floats in the device memory of communicator 0's GPU) over the mesh in place, as one
+/// NCCL group of in-place all-reduces enqueued on `stream`, then polls NCCL's state and `stream_state` until the stream
+/// finished. An error NCCL reports aborts every communicator and answers its status; past `deadline` every communicator
+/// is aborted and the sum answers `timeout`; a mesh aborted so answers `io` to every later sum.
+uform_status_t mesh_sum_with(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                             stream_state_t stream_state, std::chrono::steady_clock::time_point deadline,
+                             char const **message) noexcept;
+
+/// `mesh_sum_with` the CUDA runtime's stream query, `timeout` from now.
+uform_status_t mesh_sum(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                        std::chrono::milliseconds timeout, char const **message) noexcept;
+
+/// Whether NCCL loaded (a build without nccl.h: never), what a VRAM mesh's transport needs.
+bool nccl_available() noexcept;
+
+/// The UUID of the process's GPU `ordinal` (what tells two processes they share a GPU); false when the runtime refused.
+bool device_uuid(std::size_t ordinal, unsigned char (&uuid)[16]) noexcept;
 
 /// `mesh_identity_with` the loaded NCCL; `unsupported` naming what is missing (nccl.h at build time, or the library).
 uform_status_t mesh_identity(unsigned char (&identity)[backend::mesh_identity_bytes_k], char const **message) noexcept;

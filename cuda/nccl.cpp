@@ -24,7 +24,8 @@ struct loaded_t {
              resolve(library, "ncclCommGetAsyncError", table.get_async_error) &&
              resolve(library, "ncclCommAbort", table.abort) && resolve(library, "ncclCommFinalize", table.finalize) &&
              resolve(library, "ncclCommDestroy", table.destroy) &&
-             resolve(library, "ncclGroupStart", table.group_start) && resolve(library, "ncclGroupEnd", table.group_end);
+             resolve(library, "ncclGroupStart", table.group_start) &&
+             resolve(library, "ncclGroupEnd", table.group_end) && resolve(library, "ncclAllReduce", table.all_reduce);
         // The library stays loaded for the process's life: a mesh's communicators may outlive any one caller.
     }
 };

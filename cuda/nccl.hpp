@@ -17,6 +17,7 @@ struct nccl_t {
     decltype(&ncclCommDestroy) destroy;
     decltype(&ncclGroupStart) group_start;
     decltype(&ncclGroupEnd) group_end;
+    decltype(&ncclAllReduce) all_reduce;
 };
 
 /// NCCL, loaded once: the copy found at build time (its path recorded then), else `libnccl.so.2` through the loader's

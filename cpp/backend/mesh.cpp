@@ -1,5 +1,6 @@
-// The RAM residency's mesh over Gloo: the rendezvous of its ranks and its collectives (docs/decisions.md, "The
-// mesh"). A VRAM mesh joins over NCCL in a CUDA build (cuda/mesh.hpp), and answers `unsupported` in any other.
+// The mesh over Gloo: the rendezvous of its ranks and its collectives (docs/decisions.md, "The mesh"). A VRAM mesh, in
+// a CUDA build, meets over Gloo too and then chooses its gradients' transport: NCCL (cuda/mesh.hpp) or host memory
+// staged over Gloo (docs/decisions.md, "Training over the GPU mesh"); any other build answers `unsupported`.
 //
 // The rendezvous agrees on a fresh attempt through small files in the shared directory, each written atomically (a
 // temporary renamed into place), so that a rerun of the same job in the same directory never meets the files of an
@@ -17,6 +18,8 @@
 // wrote, and rank 0 the folder; a rendezvous that fails leaves its files in place (the next attempt ignores them).
 #include "cpp/backend/mesh.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -326,24 +329,89 @@ uform_status_t mesh_rendezvous(mesh_rendezvous_t const &r, mesh_t *&mesh, char c
 
 #if UFORM_WITH_CUDA
 uform_status_t mesh_identity(unsigned char (&identity)[mesh_identity_bytes_k], char const **message) noexcept {
-    return cuda::mesh_identity(identity, message);
+    if (cuda::nccl_available()) return cuda::mesh_identity(identity, message);
+    std::string token;
+    try {
+        for (std::size_t at = 0; at < mesh_identity_bytes_k; at += 16) token += random_token();
+    } catch (...) {
+        return fail(message, uform_status_internal_k, "no source of randomness for the mesh's identity");
+    }
+    for (std::size_t i = 0; i != mesh_identity_bytes_k; ++i)
+        identity[i] = static_cast<unsigned char>(std::stoul(token.substr(2 * i, 2), nullptr, 16));
+    return uform_status_ok_k;
 }
+
+namespace {
+
+/// The UUIDs of every rank's devices, gathered: false in `unique` when a GPU serves two ranks, or in `loaded` when
+/// NCCL did not load on some host.
+uform_status_t survey_devices(mesh_t &mesh, std::span<std::size_t const> devices, bool &loaded, bool &unique,
+                              char const **message) {
+    constexpr std::uint64_t loaded_bit = std::uint64_t(1) << 63;
+    constexpr std::size_t uuid_bytes = 16, most_devices = 4096;
+    std::vector<std::uint64_t> counts(mesh.count);
+    std::vector<std::size_t> bytes(mesh.count, sizeof(std::uint64_t));
+    std::uint64_t const mine = devices.size() | (cuda::nccl_available() ? loaded_bit : 0);
+    if (uform_status_t status = mesh.gather(&mine, bytes, counts.data(), message)) return status;
+    std::size_t total = 0;
+    loaded = true;
+    for (std::size_t r = 0; r != mesh.count; ++r) {
+        loaded = loaded && (counts[r] & loaded_bit) != 0;
+        std::size_t const n = std::size_t(counts[r] & ~loaded_bit);
+        if (n > most_devices) return fail(message, uform_status_invalid_argument_k, "a host names too many devices");
+        bytes[r] = n * uuid_bytes, total += n;
+    }
+    std::vector<std::array<unsigned char, uuid_bytes>> own(devices.size()), all(total);
+    for (std::size_t i = 0; i != devices.size(); ++i)
+        if (!cuda::device_uuid(devices[i], *reinterpret_cast<unsigned char (*)[uuid_bytes]>(own[i].data())))
+            return fail(message, uform_status_device_k, "the CUDA runtime refused a device of the mesh");
+    if (uform_status_t status = mesh.gather(own.data(), bytes, all.data(), message)) return status;
+    std::sort(all.begin(), all.end());
+    unique = std::adjacent_find(all.begin(), all.end()) == all.end();
+    return uform_status_ok_k;
+}
+
+} // namespace
 
 uform_status_t mesh_join(mesh_join_t const &join, mesh_t *&mesh, uform_multimem_tier_t &tier,
                          char const **message) noexcept {
     mesh = nullptr;
+    tier = uform_multimem_tier_none_k;
     try {
-        auto made = std::make_unique<mesh_t>();
-        made->index = join.host_index;
-        made->count = join.host_count;
-        std::unique_ptr<cuda::nccl_mesh_t> comms;
-        if (uform_status_t status = cuda::mesh_join(join, comms, tier, message)) return status;
-        made->gpu = std::move(comms);
+        std::unique_ptr<mesh_t> made;
+        if (join.host_count > 1) {
+            mesh_t *met = nullptr;
+            mesh_rendezvous_t const r{join.directory,  join.job,      join.hostname, join.host_index,
+                                      join.host_count, join.deadline, join.timeout};
+            if (uform_status_t status = mesh_rendezvous(r, met, message)) return status;
+            made.reset(met);
+        } else {
+            made = std::make_unique<mesh_t>();
+            made->timeout = join.timeout;
+        }
+        bool loaded = cuda::nccl_available(), unique = true;
+        if (join.host_count > 1)
+            if (uform_status_t status = survey_devices(*made, join.devices, loaded, unique, message)) return status;
+        if (loaded && unique) {
+            std::unique_ptr<cuda::nccl_mesh_t> comms;
+            if (uform_status_t status = cuda::mesh_join(join, comms, tier, message)) return status;
+            made->gpu = std::move(comms);
+        } else if (join.devices.size() != 1) {
+            return fail(message, uform_status_unsupported_k,
+                        "a VRAM mesh without NCCL (absent on a host, or a GPU shared by two ranks) stages through "
+                        "host memory, one device per host");
+        }
         mesh = made.release();
         return uform_status_ok_k;
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory joining the mesh");
     }
+}
+
+uform_status_t mesh_t::sum_device(std::span<std::span<float> const> values, void *stream,
+                                  char const **message) noexcept {
+    if (!gpu) return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
+    return cuda::mesh_sum(*gpu, values, stream, timeout, message);
 }
 #else
 uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char const **message) noexcept {
@@ -353,6 +421,10 @@ uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char cons
 uform_status_t mesh_join(mesh_join_t const &, mesh_t *&mesh, uform_multimem_tier_t &, char const **message) noexcept {
     mesh = nullptr;
     return fail(message, uform_status_unsupported_k, "a VRAM mesh joins GPUs: this build has none");
+}
+
+uform_status_t mesh_t::sum_device(std::span<std::span<float> const>, void *, char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
 }
 #endif
 

@@ -1,6 +1,6 @@
 // Training: a step's items become the trunk's segments here (texts masked, media decoded by the same front-ends as the
-// encoders) and cpp/train runs the step's plan, on the CPU's kernels (across the ranks of a RAM mesh when the trainer
-// has one) or, for a VRAM trainer in a CUDA build, on one GPU's (cuda/train/step_kernels.hpp).
+// encoders) and cpp/train runs the step's plan, on the CPU's kernels or, for a VRAM trainer in a CUDA build, on one
+// GPU's (cuda/train/step_kernels.hpp), across the ranks of the trainer's mesh when it has one.
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -197,10 +197,6 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
 #if UFORM_WITH_CUDA
         if (config.devices.empty())
             return fail(message, uform_status_invalid_argument_k, "a VRAM trainer needs a device");
-        if (config.mesh)
-            return fail(message, uform_status_unsupported_k,
-                        "a VRAM trainer in a mesh is not built yet (its gradients' sums need NCCL): join the mesh "
-                        "over RAM executors");
 #else
         return fail(message, uform_status_unsupported_k, "a VRAM trainer runs on GPUs: this build has none");
 #endif
@@ -224,6 +220,11 @@ uform_status_t trainer_init(trainer_config_t const &config, call_t &call, traine
     }
 #endif
     if (status == uform_status_ok_k) status = made->core.agree(ram::parallel_of(call), message);
+#if UFORM_WITH_CUDA
+    // The mesh's agreement broadcast rank 0's masters and moments into the host's arrays: the device takes them too.
+    if (status == uform_status_ok_k && config.mesh && config.mesh->ranks() > 1 && made->core.kernels)
+        status = made->device.upload(made->core.parameters, message);
+#endif
     geometry_t const &g = made->core.parameters.geometry;
     if (status == uform_status_ok_k && g.has_audio) try {
             made->hann.resize(g.audio_n_fft);

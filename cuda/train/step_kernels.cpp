@@ -1,11 +1,39 @@
-// One GPU's step kernels: each call on the GPU's own stream, the GPU current on the calling thread meanwhile.
+// One GPU's step kernels: each call on the GPU's own stream, the GPU current on the calling thread meanwhile; the
+// gradients' sums over a mesh through cuda/train/gradient_sums.hpp.
 #include "cuda/train/step_kernels.hpp"
 
+#include <cuda_runtime_api.h>
+
 #include "common/fail.hpp"
+#include "cuda/train/gradient_sums.hpp"
 
 namespace uform::cuda::train {
+namespace {
+
+/// The staged sums' copies on the trainer's stream.
+class stream_copies_t final : public gradient_copies_t {
+  public:
+    explicit stream_copies_t(cudaStream_t stream) noexcept : stream_(stream) {}
+    bool down(float const *device, float *host, std::size_t count) noexcept override {
+        return cudaMemcpyAsync(host, device, count * sizeof(float), cudaMemcpyDeviceToHost, stream_) == cudaSuccess ||
+               (cudaGetLastError(), false);
+    }
+    bool up(float const *host, float *device, std::size_t count) noexcept override {
+        return cudaMemcpyAsync(device, host, count * sizeof(float), cudaMemcpyHostToDevice, stream_) == cudaSuccess ||
+               (cudaGetLastError(), false);
+    }
+    bool wait() noexcept override {
+        return cudaStreamSynchronize(stream_) == cudaSuccess || (cudaGetLastError(), false);
+    }
+
+  private:
+    cudaStream_t stream_;
+};
+
+} // namespace
 
 cuda_kernels_t::~cuda_kernels_t() noexcept {
+    if (staging_) cudaFreeHost(staging_);
     if (stream_.stream == nullptr) return;
     device_guard_t const guard{stream_.device};
     trunk_.release(), device_.release();
@@ -43,6 +71,30 @@ uform_status_t cuda_kernels_t::backward(uform::train::parameters_t &parameters, 
     return trunk_.backward(stream_, device_, parameters, d_z, d_token_vectors, d_logits, poll, message);
 }
 
+uform_status_t cuda_kernels_t::sum_gradients(uform::train::parameters_t &parameters, uform::train::collectives_t &mesh,
+                                             std::vector<float> &, char const **message) noexcept {
+    bool const on_device = mesh.sums_device_memory();
+    if (!on_device && mesh.ranks() == 1) return uform_status_ok_k;
+    device_guard_t const guard{stream_.device};
+    if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    auto device = [&](std::size_t t) noexcept {
+        device_tensor_t const &d = device_.tensor(t);
+        return d.scalar ? std::span<float>() : std::span<float>(d.grad, d.count);
+    };
+    auto host = [&](std::size_t t) noexcept { return std::span<float>(parameters.tensors[t].grad); };
+    std::size_t const count = parameters.tensors.size();
+    if (on_device) return device_gradient_sums(mesh, count, device, host, stream_.stream, group_, scalars_, message);
+    if (!staging_ && cudaMallocHost(reinterpret_cast<void **>(&staging_),
+                                    uform::train::gradient_bucket_floats_k * sizeof(float)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        staging_ = nullptr;
+        return fail(message, uform_status_out_of_memory_k, "out of pinned host memory to stage the gradients");
+    }
+    stream_copies_t copies{stream_.stream};
+    return staged_gradient_sums(mesh, count, device, host, copies,
+                                std::span<float>(staging_, uform::train::gradient_bucket_floats_k), message);
+}
+
 uform_status_t cuda_kernels_t::gradient_norm(uform::train::parameters_t &parameters, double &norm,
                                              char const **message) noexcept {
     device_guard_t const guard{stream_.device};
@@ -76,6 +128,13 @@ uform_status_t cuda_kernels_t::refresh(uform::train::parameters_t &parameters, r
                                        char const **message) noexcept {
     device_guard_t const guard{stream_.device};
     if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    return device_.refresh(parameters, message);
+}
+
+uform_status_t cuda_kernels_t::upload(uform::train::parameters_t &parameters, char const **message) noexcept {
+    device_guard_t const guard{stream_.device};
+    if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    if (uform_status_t status = device_.upload(parameters, message)) return status;
     return device_.refresh(parameters, message);
 }
 

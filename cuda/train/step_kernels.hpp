@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
+#include <vector>
 
 #include "cpp/train/kernels.hpp"
 #include "cuda/device.hpp"
@@ -34,6 +36,10 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
     uform_status_t backward(uform::train::parameters_t &parameters, float const *d_z, float const *d_token_vectors,
                             float const *d_logits, ram::parallel_t const &parallel, uform::train::poll_t poll,
                             char const **message) noexcept override;
+    /// Sums the gradients over `mesh` on the device (NCCL) or staged through a pinned host bucket (Gloo), in
+    /// cuda/train/gradient_sums.hpp's buckets; `bucket` is unused. A one-rank mesh without NCCL sums nothing.
+    uform_status_t sum_gradients(uform::train::parameters_t &parameters, uform::train::collectives_t &mesh,
+                                 std::vector<float> &bucket, char const **message) noexcept override;
     uform_status_t gradient_norm(uform::train::parameters_t &parameters, double &norm,
                                  char const **message) noexcept override;
     uform_status_t scale_gradients(uform::train::parameters_t &parameters, double factor,
@@ -47,6 +53,9 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
                            char const **message) noexcept override;
     uform_status_t to_host(uform::train::parameters_t &parameters, char const **message) noexcept override;
 
+    /// Uploads every master and moment again (after a mesh's broadcast changed the host's), then `refresh`.
+    uform_status_t upload(uform::train::parameters_t &parameters, char const **message) noexcept;
+
     /// Device allocations made so far, the parameters' and the trunk's: constant over a steady loop after its first
     /// step (scripts/gpu-check.sh --train asserts it).
     std::size_t allocations() const noexcept { return device_.allocations() + trunk_.allocations(); }
@@ -57,6 +66,9 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
     stream_t stream_;
     device_parameters_t device_;
     device_trunk_t trunk_;
+    float *staging_ = nullptr;            // pinned host memory: the staged sums' bucket, made at the first
+    std::vector<std::span<float>> group_; // a bucket's device arrays (the NCCL path)
+    std::vector<float> scalars_;          // the `trainer.*` gradients, packed (the NCCL path)
 };
 
 } // namespace uform::cuda::train
