@@ -6,13 +6,17 @@
 // NCCL_NVLS_ENABLE=0 or one device), pending past the deadline (`timeout` soon after it, every communicator aborted),
 // failed (the status of NCCL's error, every communicator aborted); freed (finalized in a group and destroyed, or
 // aborted when finalizing fails); refused before any NCCL call: another class (named), a device twice, ranks outside
-// the world; without NCCL, `unsupported`.
+// the world; without NCCL, `unsupported`. A device sum enqueues one group of in-place float all-reduces on communicator
+// 0 and the caller's stream, array by array in order, then polls NCCL and the stream: finished (ok), an NCCL error or a
+// failed stream (every communicator aborted, its status), a stream still running past the deadline (every communicator
+// aborted, `timeout`); an aborted mesh answers `io` without calling NCCL.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +52,17 @@ struct fake_t {
     std::vector<std::string> ids;
     std::size_t polls = 0, aborted = 0, finalized = 0, destroyed = 0, groups = 0;
     int comms[8] = {};
+    struct reduce_t {
+        void const *send;
+        void *receive;
+        std::size_t count;
+        ncclDataType_t type;
+        ncclRedOp_t op;
+        ncclComm_t comm;
+        cudaStream_t stream;
+    };
+    std::vector<reduce_t> reduces; // the all-reduces, in call order
+    ncclResult_t all_reduce = ncclSuccess;
 };
 
 fake_t fake;
@@ -84,9 +99,24 @@ ncclResult_t fake_finalize(ncclComm_t) { return ++fake.finalized, fake.answers.f
 ncclResult_t fake_destroy(ncclComm_t) { return ++fake.destroyed, ncclSuccess; }
 ncclResult_t fake_group_start() { return ++fake.groups, ncclSuccess; }
 ncclResult_t fake_group_end() { return fake.answers.group_end; }
+ncclResult_t fake_all_reduce(void const *send, void *receive, std::size_t count, ncclDataType_t type, ncclRedOp_t op,
+                             ncclComm_t comm, cudaStream_t stream) {
+    fake.reduces.push_back({send, receive, count, type, op, comm, stream});
+    return fake.all_reduce;
+}
 
-uform::cuda::nccl_t const fake_nccl{&fake_unique_id, &fake_init,    &fake_async,       &fake_abort,
-                                    &fake_finalize,  &fake_destroy, &fake_group_start, &fake_group_end};
+uform::cuda::nccl_t const fake_nccl{&fake_unique_id,   &fake_init,      &fake_async,
+                                    &fake_abort,       &fake_finalize,  &fake_destroy,
+                                    &fake_group_start, &fake_group_end, &fake_all_reduce};
+
+/// The fake stream: finished after `stream_polls` queries (never when 0), or failed when `stream_fails`.
+std::size_t stream_polls = 2, stream_queries = 0;
+bool stream_fails = false;
+int fake_stream_state(void *) noexcept {
+    ++stream_queries;
+    if (stream_fails) return -1;
+    return stream_polls != 0 && stream_queries >= stream_polls ? 1 : 0;
+}
 
 /// Fake devices: every ordinal but 7 runs Hopper; multicast as `multicast_everywhere` says.
 std::vector<std::size_t> used;
@@ -238,6 +268,64 @@ void test_refusals() {
           "no NCCL: unsupported, naming the library");
 }
 
+/// A device sum over a joined two-device mesh, `deadline_ms` from now.
+uform_status_t sum(uform::cuda::nccl_mesh_t &mesh, std::vector<std::span<float>> const &arrays, char const **message,
+                   int deadline_ms = 2000) {
+    fake.reduces.clear();
+    fake.groups = 0;
+    stream_queries = 0;
+    return uform::cuda::mesh_sum_with(mesh, arrays, reinterpret_cast<void *>(0x5eed), &fake_stream_state,
+                                      std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms),
+                                      message);
+}
+
+void test_sums() {
+    std::unique_ptr<uform::cuda::nccl_mesh_t> mesh;
+    uform_multimem_tier_t tier;
+    char const *message = nullptr;
+    float a[5] = {}, b[3] = {}, c[7] = {};
+    std::vector<std::span<float>> const arrays{a, b, c};
+    check(join({0, 1}, 0, 4, mesh, tier, &message) == uform_status_ok_k, "a mesh to sum over");
+    check(sum(*mesh, arrays, &message) == uform_status_ok_k, "a group of three sums");
+    bool right = fake.reduces.size() == 3 && fake.groups == 1 && stream_queries == stream_polls;
+    for (std::size_t i = 0; right && i != 3; ++i) {
+        auto const &r = fake.reduces[i];
+        right = r.send == arrays[i].data() && r.receive == arrays[i].data() && r.count == arrays[i].size() &&
+                r.type == ncclFloat && r.op == ncclSum && r.comm == comm_of(0) &&
+                r.stream == reinterpret_cast<cudaStream_t>(0x5eed);
+    }
+    check(right, "in-place float sums of each array in order, on communicator 0 and the stream, in one group");
+    check(sum(*mesh, {}, &message) == uform_status_ok_k && fake.reduces.empty(), "nothing to sum: no NCCL call");
+
+    stream_polls = 0;
+    auto const start = std::chrono::steady_clock::now();
+    uform_status_t status = sum(*mesh, arrays, &message, 200);
+    double const seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    check(status == uform_status_timeout_k && fake.aborted == 2 && mesh->comms.empty(),
+          "a peer that never sums: timeout, both communicators aborted");
+    check(seconds >= 0.2 && seconds < 2.0, "the sum's timeout comes at the deadline, took " + std::to_string(seconds));
+    stream_polls = 2;
+    check(sum(*mesh, arrays, &message) == uform_status_io_k && fake.reduces.empty() && says(message, "aborted"),
+          "an aborted mesh: io, without calling NCCL");
+
+    check(join({0, 1}, 0, 4, mesh, tier, &message) == uform_status_ok_k, "a mesh again");
+    fake.all_reduce = ncclSystemError;
+    check(sum(*mesh, arrays, &message) == uform_status_io_k && fake.aborted == 2 && fake.reduces.size() == 1,
+          "an all-reduce NCCL refuses: io, the group stopped, both aborted");
+    fake.all_reduce = ncclSuccess;
+
+    check(join({0, 1}, 0, 4, mesh, tier, &message) == uform_status_ok_k, "a mesh again");
+    fake.answers.async_failure = ncclRemoteError;
+    check(sum(*mesh, arrays, &message) == uform_status_io_k && fake.aborted == 2 && says(message, "peer"),
+          "a peer that fails mid-sum: io, both aborted");
+    fake.answers.async_failure = ncclSuccess;
+
+    check(join({0, 1}, 0, 4, mesh, tier, &message) == uform_status_ok_k, "a mesh again");
+    stream_fails = true;
+    check(sum(*mesh, arrays, &message) == uform_status_device_k && fake.aborted == 2, "a failed stream: device");
+    stream_fails = false;
+}
+
 } // namespace
 
 int main() {
@@ -246,6 +334,7 @@ int main() {
     test_connected();
     test_faults();
     test_refusals();
+    test_sums();
     if (failures) return 1;
     std::printf("ok\n");
     return 0;
