@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/kernels/gemm.hpp"
 #include "common/fail.hpp"
 #include "common/scalars.hpp"
@@ -73,53 +73,40 @@ std::size_t query_rows(std::size_t keys) noexcept {
     return std::clamp<std::size_t>(rows, gemm_micro_rows_k, query_rows_max_k);
 }
 
-/// Floats of an AMX tile layout of `W[columns x depth]`, whole cache lines.
-std::size_t tile_floats(std::size_t columns, std::size_t depth) noexcept {
-    return round_up(amx_packed_bytes(columns, depth), 64) / sizeof(float);
-}
-
-/// How attention's two products run: on F32 panels, on BF16 pair words (classes with `gemm_micro_pairs`), or on AMX
-/// tiles (models packed for AMX). Every path multiplies the same BF16-rounded values and sums in F32.
-enum class attention_path_t { f32, pairs, amx };
+/// How attention's two products run: on F32 panels, or on BF16 pair words (classes with `gemm_micro_pairs`, and
+/// kernels on AMX tiles, where `product` multiplies them in tiles). Every path multiplies the same BF16-rounded values
+/// and sums in F32.
+enum class attention_path_t { f32, pairs };
 
 /// The path `weights`' attention takes on their class.
 attention_path_t attention_path(model_weights_t const &weights) noexcept {
-    if (weights.amx) return attention_path_t::amx;
-    return weights.kernels->gemm_micro_pairs != nullptr ? attention_path_t::pairs : attention_path_t::f32;
+    kernels_t const &kernels = *weights.kernels;
+    bool const pairs = kernels.gemm_micro_pairs != nullptr || kernels.tiles != tiles_t::none;
+    return pairs ? attention_path_t::pairs : attention_path_t::f32;
 }
 
 /// Floats of one head's packed keys and values of an item of `keys` tokens. F32: 64-key panels of `head_dim` rows
 /// (the values are read in place). Pairs: 64-key panels of `head_dim / 2` pair words, then the values as pair words
-/// of two keys each, in 64-column panels of the head's dimensions. AMX: tiles of the keys, then tiles of the values'
-/// transpose.
+/// of two keys each, in 64-column panels of the head's dimensions.
 std::size_t head_key_floats(std::size_t keys, geometry_t const &geometry, attention_path_t path) noexcept {
     if (keys == 0) return 0;
     std::size_t const head_dim = geometry.head_dim;
-    switch (path) {
-    case attention_path_t::f32: return round_up(keys, gemm_panel_columns_k) * head_dim;
-    case attention_path_t::pairs:
-        return round_up(keys, gemm_panel_columns_k) * (head_dim / 2) +
-               panel_count(head_dim) * ((keys + 1) / 2) * gemm_panel_columns_k;
-    case attention_path_t::amx: break;
-    }
-    return tile_floats(keys, head_dim) + tile_floats(head_dim, keys);
+    if (path == attention_path_t::f32) return round_up(keys, gemm_panel_columns_k) * head_dim;
+    return round_up(keys, gemm_panel_columns_k) * (head_dim / 2) +
+           panel_count(head_dim) * ((keys + 1) / 2) * gemm_panel_columns_k;
 }
 
 /// Floats holding `count` BF16 values, whole cache lines.
 std::size_t bf16_floats(std::size_t count) noexcept { return round_up(count, 32) / 2; }
 
 /// Floats of one thread's attention scratch for an item of `keys` tokens. F32: the scores, their packed
-/// probabilities and the packed queries. Pairs: the queries' pair words, the scores, the probabilities' pair words.
-/// AMX: BF16 queries, the scores, BF16 probabilities and the output tile, or (while packing) the BF16 keys, or the
-/// BF16 values and their transpose.
-std::size_t attention_floats(std::size_t keys, geometry_t const &geometry, attention_path_t path) noexcept {
+/// probabilities and the packed queries. Pairs: the queries' pair words, the scores, the probabilities' pair words,
+/// then on AMX tiles the tile product's scratch.
+std::size_t attention_floats(std::size_t keys, geometry_t const &geometry, attention_path_t path, bool tiles) noexcept {
     std::size_t const queries = query_rows(keys), stride = score_stride(keys), head_dim = geometry.head_dim;
     if (path == attention_path_t::f32) return 2 * queries * stride + queries * head_dim;
-    if (path == attention_path_t::pairs)
-        return bf16_floats(queries * head_dim) + queries * stride + queries * stride / 2;
-    std::size_t const attend = bf16_floats(queries * head_dim) + queries * stride + bf16_floats(queries * stride) +
-                               queries * gemm_padded_stride(head_dim);
-    return std::max(attend, 2 * bf16_floats(keys * head_dim));
+    return bf16_floats(queries * head_dim) + queries * stride + queries * stride / 2 +
+           (tiles ? amx_product_scratch_floats(std::max(keys, head_dim)) : 0);
 }
 
 /// The sizes one call needs, found by walking its groups.
@@ -153,7 +140,7 @@ void plan_call(model_weights_t const &weights, token_batch_t const &batch, trunk
                 rows += tokens;
                 keys += geometry.heads * head_key_floats(tokens, geometry, path);
                 plan.longest = std::max(plan.longest, tokens);
-                plan.attention = std::max(plan.attention, attention_floats(tokens, geometry, path));
+                plan.attention = std::max(plan.attention, attention_floats(tokens, geometry, path, weights.amx));
             }
             plan.group_rows = std::max(plan.group_rows, rows);
             plan.group_items = std::max(plan.group_items, end - first);
@@ -380,7 +367,6 @@ class forward_t {
             switch (path_) {
             case attention_path_t::f32: pack_keys(task / heads, task % heads); break;
             case attention_path_t::pairs: pack_keys_pairs(task / heads, task % heads); break;
-            case attention_path_t::amx: pack_keys_amx(task / heads, task % heads, thread); break;
             }
         });
         parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
@@ -391,7 +377,6 @@ class forward_t {
             switch (path_) {
             case attention_path_t::f32: attend(index, local % heads, local / heads, thread); break;
             case attention_path_t::pairs: attend_pairs(index, local % heads, local / heads, thread); break;
-            case attention_path_t::amx: attend_amx(index, local % heads, local / heads, thread); break;
             }
         });
         multiply(buffers_.attention_out, out_stride(), rows_, block.out, buffers_.x, stride, gemm_accumulate_k);
@@ -487,24 +472,17 @@ class forward_t {
         std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
         std::size_t const queries = query_rows(tokens), stride = score_stride(tokens), half = head_dim / 2;
         std::size_t const begin = query_block * queries, count = std::min(queries, tokens - begin);
-        std::size_t const panels = panel_count(tokens), pairs = (tokens + 1) / 2;
         float *scratch = buffers_.attention + thread * buffers_.attention_floats;
         auto *query_words = reinterpret_cast<std::uint32_t *>(scratch);
         float *scores = scratch + bf16_floats(queries * head_dim);
         auto *probabilities = reinterpret_cast<std::uint32_t *>(scores + queries * stride);
+        float *tile_scratch = scores + queries * stride + queries * stride / 2;
         std::size_t const row = item_row(item) + begin;
         auto const *keys = reinterpret_cast<std::uint32_t const *>(head_keys(index, head));
         for (std::size_t r = 0; r != count; ++r)
             kernels_.convert_bf16(buffers_.qkv + (row + r) * qkv_stride() + head * head_dim,
                                   reinterpret_cast<std::uint16_t *>(query_words + r * half), head_dim);
-        for (std::size_t panel = 0; panel != panels; ++panel) {
-            std::size_t const column = panel * gemm_panel_columns_k;
-            std::size_t const columns = std::min(gemm_panel_columns_k, tokens - column);
-            for (std::size_t r = 0; r < count; r += gemm_micro_rows_k)
-                kernels_.gemm_micro_pairs(half, query_words + r * half, half, 1,
-                                          keys + panel * half * gemm_panel_columns_k, scores + r * stride + column,
-                                          stride, std::min(gemm_micro_rows_k, count - r), columns, 0);
-        }
+        pair_product(query_words, half, count, {keys, head_dim, tokens, true}, scores, stride, 0, tile_scratch);
         float const scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         for (std::size_t r = 0; r != count; ++r) {
             kernels_.softmax_round(scores + r * stride, tokens, scale);
@@ -512,66 +490,30 @@ class forward_t {
             kernels_.convert_bf16(scores + r * stride, halves, tokens);
             if (tokens % 2 != 0) halves[tokens] = 0;
         }
-        std::uint32_t const *values = keys + panels * half * gemm_panel_columns_k;
-        for (std::size_t panel = 0; panel != panel_count(head_dim); ++panel) {
+        std::uint32_t const *values = keys + panel_count(tokens) * half * gemm_panel_columns_k;
+        pair_product(probabilities, stride / 2, count, {values, tokens, head_dim, true},
+                     buffers_.attention_out + row * out_stride() + head * head_dim, out_stride(), gemm_round_output_k,
+                     tile_scratch);
+    }
+
+    /// C[count x b.columns] (+)= A B over BF16 pair words, A's rows `a_words` words apart: `product` in tiles (on its
+    /// `tile_scratch`, this thread alone) where the kernels run on AMX, else the pair micro-kernel over B's panels.
+    void pair_product(std::uint32_t const *a, std::size_t a_words, std::size_t count, panels_t const &b, float *c,
+                      std::size_t ldc, unsigned flags, float *tile_scratch) const noexcept {
+        if (kernels_.tiles != tiles_t::none) {
+            operand_t const bits = operand_t::bf16(reinterpret_cast<std::uint16_t const *>(a), 2 * a_words);
+            return product(kernels_, parallel_t{}, bits, count, b, c, ldc, flags, tile_scratch);
+        }
+        std::size_t const half = (b.depth + 1) / 2;
+        auto const *words = static_cast<std::uint32_t const *>(b.data);
+        for (std::size_t panel = 0; panel != panel_count(b.columns); ++panel) {
             std::size_t const column = panel * gemm_panel_columns_k;
-            std::size_t const columns = std::min(gemm_panel_columns_k, head_dim - column);
-            float *output = buffers_.attention_out + row * out_stride() + head * head_dim + column;
+            std::size_t const columns = std::min(gemm_panel_columns_k, b.columns - column);
             for (std::size_t r = 0; r < count; r += gemm_micro_rows_k)
-                kernels_.gemm_micro_pairs(pairs, probabilities + r * (stride / 2), stride / 2, 1,
-                                          values + panel * pairs * gemm_panel_columns_k, output + r * out_stride(),
-                                          out_stride(), std::min(gemm_micro_rows_k, count - r), columns,
-                                          gemm_round_output_k);
+                kernels_.gemm_micro_pairs(half, a + r * a_words, a_words, 1,
+                                          words + panel * half * gemm_panel_columns_k, c + r * ldc + column, ldc,
+                                          std::min(gemm_micro_rows_k, count - r), columns, flags);
         }
-    }
-
-    /// Packs head `head`'s keys and transposed values of the group's item `index` into AMX tiles, through BF16 rows
-    /// in the thread's attention scratch (values converted row by row, then transposed).
-    void pack_keys_amx(std::size_t index, std::size_t head, std::size_t thread) noexcept {
-        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
-        if (tokens == 0) return;
-        auto *rows = reinterpret_cast<std::uint16_t *>(buffers_.attention + thread * buffers_.attention_floats);
-        float const *keys = buffers_.qkv + item_row(item) * qkv_stride() + attention_width() + head * head_dim;
-        float const *values = keys + attention_width();
-        float *tiles = head_keys(index, head);
-        for (std::size_t key = 0; key != tokens; ++key)
-            amx_to_bf16(keys + key * qkv_stride(), rows + key * head_dim, head_dim);
-        amx_pack(rows, tokens, head_dim, head_dim, tiles);
-        std::uint16_t *const converted = rows + 2 * bf16_floats(tokens * head_dim);
-        for (std::size_t key = 0; key != tokens; ++key)
-            amx_to_bf16(values + key * qkv_stride(), converted + key * head_dim, head_dim);
-        for (std::size_t dim = 0; dim != head_dim; ++dim)
-            for (std::size_t key = 0; key != tokens; ++key) rows[dim * tokens + key] = converted[key * head_dim + dim];
-        amx_pack(rows, head_dim, tokens, tokens, tiles + tile_floats(tokens, head_dim));
-    }
-
-    /// One block of queries of one head of one item in AMX tiles: scores, softmax in F32, the weighted values.
-    void attend_amx(std::size_t index, std::size_t head, std::size_t query_block, std::size_t thread) noexcept {
-        std::size_t const item = first_ + index, tokens = item_tokens(batch_, item), head_dim = geometry_.head_dim;
-        std::size_t const queries = query_rows(tokens), stride = score_stride(tokens);
-        std::size_t const begin = query_block * queries, count = std::min(queries, tokens - begin);
-        std::size_t const output_stride = gemm_padded_stride(head_dim);
-        float *scratch = buffers_.attention + thread * buffers_.attention_floats;
-        auto *query_rows16 = reinterpret_cast<std::uint16_t *>(scratch);
-        float *scores = scratch + bf16_floats(queries * head_dim);
-        auto *probabilities = reinterpret_cast<std::uint16_t *>(scores + queries * stride);
-        float *output = scores + queries * stride + bf16_floats(queries * stride);
-        std::size_t const row = item_row(item) + begin;
-        float const *tiles = head_keys(index, head);
-        for (std::size_t r = 0; r != count; ++r)
-            amx_to_bf16(buffers_.qkv + (row + r) * qkv_stride() + head * head_dim, query_rows16 + r * head_dim,
-                        head_dim);
-        amx_multiply(query_rows16, head_dim, count, tiles, tokens, head_dim, scores, stride);
-        float const scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        for (std::size_t r = 0; r != count; ++r) {
-            kernels_.softmax_round(scores + r * stride, tokens, scale);
-            amx_to_bf16(scores + r * stride, probabilities + r * stride, tokens);
-        }
-        amx_multiply(probabilities, stride, count, tiles + tile_floats(tokens, head_dim), head_dim, tokens, output,
-                     output_stride);
-        for (std::size_t r = 0; r != count; ++r)
-            kernels_.round_bf16(output + r * output_stride,
-                                buffers_.attention_out + (row + r) * out_stride() + head * head_dim, head_dim);
     }
 
     /// `x += Down(silu(Gate(n2)) * Up(n2))` with `n2 = RMSNorm(x) * mlp_norm`, in chunks of rows.

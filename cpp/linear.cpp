@@ -44,20 +44,19 @@ bool e4m3_matrix_t::pack(std::uint8_t const *bytes, float const *scales, std::si
     return true;
 }
 
-// The A panels (and tile) of the F32 driver, the A scratch of the pair products, the BF16 rows and tile of AMX, or the
+// The A panels (and tile) of the F32 driver, the A scratch of the pair products (and of their tile product), or the
 // quantized rows of the int8 products.
 std::size_t linear_t::scratch_floats() const noexcept {
     if (!blocks.empty()) return int8_scratch_floats(blocks.depth());
-    if (!tiles.empty()) return amx_scratch_floats(tiles.depth(), tiles.columns());
     if (!e4m3.empty()) return product_scratch_floats(e4m3.view().depth, true);
     return !pairs.empty() ? product_scratch_floats(pairs.view().depth) : gemm_scratch_floats(panels.depth());
 }
 
-// Int8 blocks, AMX tiles, BF16 pairs or E4M3 pairs when packed so, else the F32 micro-kernels.
+// Int8 blocks, BF16 pairs or E4M3 pairs when packed so, else the F32 micro-kernels (`kernels` on AMX tiles run the
+// first two there).
 void linear_t::multiply(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda,
                         std::size_t rows, float *c, std::size_t ldc, unsigned flags, float *scratch) const noexcept {
     if (!blocks.empty()) int8_gemm(kernels, parallel, a, lda, rows, blocks, c, ldc, flags, scratch);
-    else if (!tiles.empty()) amx_gemm(kernels, parallel, a, lda, rows, tiles, c, ldc, flags, scratch);
     else if (!pairs.empty()) product(kernels, parallel, operand_t{a, lda}, rows, pairs.view(), c, ldc, flags, scratch);
     else if (!e4m3.empty()) product(kernels, parallel, operand_t{a, lda}, rows, e4m3.view(), c, ldc, flags, scratch);
     else gemm(kernels, parallel, a, lda, rows, panels.view(), c, ldc, flags, scratch);

@@ -1,6 +1,6 @@
 // A linear layer's weights as the model's class multiplies them: F32 panels for the FMA micro-kernels, BF16 pair
-// panels for the classes with a pair micro-kernel (AVX-512 BF16), E4M3 bytes in that layout (`Scalar::E4M3` models on
-// those classes), AMX tiles, or int8 blocks (`Scalar::I8` models).
+// panels for the classes with a pair micro-kernel (AVX-512 BF16) and for AMX tiles, E4M3 bytes in that layout
+// (`Scalar::E4M3` models on those classes), or int8 blocks (`Scalar::I8` models).
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "cpp/aligned.hpp"
-#include "cpp/kernels/amx.hpp"
 #include "cpp/kernels/gemm.hpp"
 #include "cpp/kernels/int8.hpp"
 #include "cpp/kernels/kernels.hpp"
@@ -21,8 +20,8 @@ namespace uform::ram {
 /// values along the depth, half the bytes of F32 panels, for `vdpbf16ps`.
 class pair_matrix_t {
   public:
-    /// Packs row-major BF16 `weights` (2-byte aligned) on `kernels`, which must have a pair micro-kernel, across
-    /// `parallel`'s threads; false when out of memory.
+    /// Packs row-major BF16 `weights` (2-byte aligned) on `kernels`, which must have a pair micro-kernel or run on AMX
+    /// tiles, across `parallel`'s threads; false when out of memory.
     [[nodiscard]] bool pack(kernels_t const &kernels, parallel_t const &parallel, std::uint16_t const *weights,
                             std::size_t columns, std::size_t depth) noexcept;
     bool empty() const noexcept { return data_ == nullptr; }
@@ -62,29 +61,24 @@ class e4m3_matrix_t {
 /// `W[columns x depth]` (PyTorch's `[out, in]`), packed once at load for `y = x * W^T`.
 struct linear_t {
     packed_matrix_t panels; // the F32 path: BF16 or dequantized E4M3 values in F32 panels
-    pair_matrix_t pairs;    // the BF16 pair path: used when not empty
+    pair_matrix_t pairs;    // the BF16 pair path (micro-kernel or AMX tiles): used when not empty
     e4m3_matrix_t e4m3;     // the E4M3 pair path: used when not empty
-    amx_matrix_t tiles;     // the AMX path: BF16 tiles; used when not empty
     int8_matrix_t blocks;   // the int8 path: int8 blocks with F32 scales; used when not empty
 
     std::size_t columns() const noexcept {
         return !blocks.empty()  ? blocks.columns()
-               : !tiles.empty() ? tiles.columns()
                : !pairs.empty() ? pairs.view().columns
                : !e4m3.empty()  ? e4m3.view().columns
                                 : panels.columns();
     }
     std::size_t depth() const noexcept {
         return !blocks.empty()  ? blocks.depth()
-               : !tiles.empty() ? tiles.depth()
                : !pairs.empty() ? pairs.view().depth
                : !e4m3.empty()  ? e4m3.view().depth
                                 : panels.depth();
     }
     /// Bytes the weights take.
-    std::size_t bytes() const noexcept {
-        return panels.bytes() + pairs.bytes() + e4m3.bytes() + tiles.bytes() + blocks.bytes();
-    }
+    std::size_t bytes() const noexcept { return panels.bytes() + pairs.bytes() + e4m3.bytes() + blocks.bytes(); }
     /// Floats of scratch one thread needs for `multiply`.
     std::size_t scratch_floats() const noexcept;
     /// C[rows x columns] (+)= A[rows x depth] * W^T, A rounded to BF16 on the way in (quantized per row to int8 on the

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
 #include "common/fail.hpp"
@@ -161,19 +162,19 @@ bool pack_pair_matrix(kernels_t const &kernels, std::byte const *source, std::si
 }
 
 /// Loads and packs one linear: E4M3 when asked (trunk linears only, as bytes in pair panels or dequantized in F32
-/// panels), int8 blocks when asked (trunk
-/// linears only), AMX tiles when `amx`, BF16 pair panels on a class with a pair micro-kernel, else BF16 in F32 panels.
+/// panels), int8 blocks when asked (trunk linears only), BF16 pair panels on a class with a pair micro-kernel or on
+/// AMX tiles (`product` runs them there), else BF16 in F32 panels.
 bool load_linear(loader_t &loader, kernels_t const &kernels, std::string const &name, std::size_t columns,
-                 std::size_t depth, uform_scalar_t quantization, bool amx, linear_t &out) noexcept {
+                 std::size_t depth, uform_scalar_t quantization, linear_t &out) noexcept {
     std::byte const *source = loader.bf16(name, columns * depth);
     if (source == nullptr) return false;
     parallel_t const &parallel = loader.options().parallel;
-    bool const packed =
-        quantization == uform_scalar_e4m3_k   ? pack_e4m3_matrix(kernels, source, columns, depth, parallel, out)
-        : quantization == uform_scalar_i8_k   ? out.blocks.pack(parallel, source, columns, depth)
-        : amx                                 ? out.tiles.pack(source, columns, depth)
-        : kernels.gemm_micro_pairs != nullptr ? pack_pair_matrix(kernels, source, columns, depth, parallel, out.pairs)
-                                              : pack_bf16_matrix(source, columns, depth, parallel, out.panels);
+    bool const packed = quantization == uform_scalar_e4m3_k
+                            ? pack_e4m3_matrix(kernels, source, columns, depth, parallel, out)
+                        : quantization == uform_scalar_i8_k ? out.blocks.pack(parallel, source, columns, depth)
+                        : kernels.gemm_micro_pairs != nullptr || kernels.tiles != tiles_t::none
+                            ? pack_pair_matrix(kernels, source, columns, depth, parallel, out.pairs)
+                            : pack_bf16_matrix(source, columns, depth, parallel, out.panels);
     if (!packed) {
         loader.fail(uform_status_out_of_memory_k, "out of memory while packing weights");
         return false;
@@ -303,8 +304,15 @@ uform_status_t start_weights(checkpoint_t const &checkpoint, std::span<std::byte
         options.quantization != uform_scalar_i8_k)
         return fail(message, uform_status_invalid_argument_k, "weights load as bf16, e4m3 or i8 only");
     weights.quantization = options.quantization;
-    weights.amx = options.amx && options.quantization != uform_scalar_e4m3_k &&
-                  cpu_class == uform_cpu_class_intel_sapphire_rapids_k && amx_available();
+    // AMX: the hardware's tiles where Sapphire Rapids' are granted, their model on the native class of any machine.
+    bool const tiles_here = options.tiles == tiles_t::model
+                                ? cpu_class == cpu_class_native()
+                                : cpu_class == uform_cpu_class_intel_sapphire_rapids_k && amx_available();
+    kernels_t const *tiled = options.amx && options.quantization != uform_scalar_e4m3_k && tiles_here
+                                 ? kernels_on_tiles(options.tiles)
+                                 : nullptr;
+    weights.amx = tiled != nullptr;
+    if (tiled != nullptr) weights.kernels = tiled;
     return uform_status_ok_k;
 }
 
@@ -330,7 +338,6 @@ bool load_block(loader_t &loader, model_weights_t &weights, std::size_t i) noexc
     geometry_t const &geometry = weights.geometry;
     kernels_t const &kernels = *weights.kernels;
     uform_scalar_t const quantization = weights.quantization;
-    bool const amx = weights.amx;
     std::size_t const hidden = geometry.hidden, attention = geometry.heads * geometry.head_dim;
     block_weights_t &block = weights.blocks[i];
     std::string name;
@@ -341,13 +348,12 @@ bool load_block(loader_t &loader, model_weights_t &weights, std::size_t i) noexc
         return false;
     }
     return load_f32_from_bf16(loader, name + ".attn_norm.weight", hidden, block.attn_norm) &&
-           load_linear(loader, kernels, name + ".attn.qkv.weight", 3 * attention, hidden, quantization, amx,
-                       block.qkv) &&
-           load_linear(loader, kernels, name + ".attn.out.weight", hidden, attention, quantization, amx, block.out) &&
+           load_linear(loader, kernels, name + ".attn.qkv.weight", 3 * attention, hidden, quantization, block.qkv) &&
+           load_linear(loader, kernels, name + ".attn.out.weight", hidden, attention, quantization, block.out) &&
            load_f32_from_bf16(loader, name + ".mlp_norm.weight", hidden, block.mlp_norm) &&
            load_linear(loader, kernels, name + ".mlp.gate_up.weight", 2 * geometry.ffn_hidden, hidden, quantization,
-                       amx, block.gate_up) &&
-           load_linear(loader, kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, quantization, amx,
+                       block.gate_up) &&
+           load_linear(loader, kernels, name + ".mlp.down.weight", hidden, geometry.ffn_hidden, quantization,
                        block.down);
 }
 
@@ -372,17 +378,16 @@ bool load_temperatures(loader_t &loader, model_weights_t &weights) noexcept {
 bool load_heads(loader_t &loader, model_weights_t &weights) noexcept {
     geometry_t const &geometry = weights.geometry;
     kernels_t const &kernels = *weights.kernels;
-    bool const amx = weights.amx;
     std::size_t const hidden = geometry.hidden;
     if (!load_f32_from_bf16(loader, "final_norm.weight", hidden, weights.final_norm) ||
-        !load_linear(loader, kernels, "head.embedding.weight", geometry.dimensions, hidden, uform_scalar_bf16_k, amx,
+        !load_linear(loader, kernels, "head.embedding.weight", geometry.dimensions, hidden, uform_scalar_bf16_k,
                      weights.embedding_head))
         return false;
     if (geometry.has_token_head && !load_linear(loader, kernels, "head.token.weight", geometry.token_width, hidden,
-                                                uform_scalar_bf16_k, amx, weights.token_head))
+                                                uform_scalar_bf16_k, weights.token_head))
         return false;
     if (!geometry.has_byte_head) return true;
-    if (!load_linear(loader, kernels, "head.byte.weight", 256, hidden, uform_scalar_bf16_k, amx, weights.byte_head))
+    if (!load_linear(loader, kernels, "head.byte.weight", 256, hidden, uform_scalar_bf16_k, weights.byte_head))
         return false;
     return geometry.choice_groups == 0 || load_temperatures(loader, weights);
 }

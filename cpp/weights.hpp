@@ -1,6 +1,7 @@
 // A model's weights in the RAM residency: embeddings and norms in F32, every linear packed once for the CPU class
 // chosen at load (BF16 converted to F32 panels or BF16 pair panels, E4M3 blocks kept as bytes in pair panels or
-// dequantized into F32 panels, int8 blocks, or BF16 AMX tiles on Sapphire Rapids).
+// dequantized into F32 panels, int8 blocks; AMX tiles on Sapphire Rapids multiply
+// the pair panels and the int8 blocks).
 #pragma once
 
 #include <cstddef>
@@ -35,7 +36,7 @@ struct model_weights_t {
     uform_cpu_class_t cpu_class = uform_cpu_class_serial_k; // the class the model dispatches as
     kernels_t const *kernels = nullptr;                     // that class's kernels
     uform_scalar_t quantization = uform_scalar_bf16_k;      // the trunk linears' weights: bf16, e4m3 or i8
-    bool amx = false;                                       // BF16 linears in AMX tiles (Sapphire Rapids)
+    bool amx = false;                                       // products in AMX tiles (`kernels` run on them)
     std::vector<float> byte_embedding;                      // [258 x hidden]: 256 bytes, MASK, CHOOSE
     std::vector<block_weights_t> blocks;                    // [depth]
     std::vector<float> final_norm;                          // [hidden]
@@ -65,9 +66,13 @@ struct weights_options_t {
     /// F32 panels at load; either way the products see `q * s` rounded to BF16), `i8` to int8 (128 x 128 blocks,
     /// multiplied as int8 with activations quantized per row and block of 128 depths).
     uform_scalar_t quantization = uform_scalar_bf16_k;
-    /// For the Sapphire Rapids class, multiply BF16 linears in AMX tiles when the OS grants them (E4M3 models keep
-    /// their E4M3 weights, an int8 model's trunk linears stay int8, and every other class uses pair or F32 panels).
+    /// For the Sapphire Rapids class, run the BF16 products (linears and attention's) in AMX BF16 tiles and an int8
+    /// model's trunk linears in AMX INT8 tiles when the OS grants them (E4M3 models keep their E4M3 pair products, and
+    /// every other class uses pair or F32 panels).
     bool amx = true;
+    /// The tiles `amx` runs on: the hardware's, or their software model (cpp/kernels/amx_tiles.hpp), which takes the
+    /// AMX path on the native class of any machine, slowly, so tests check it everywhere.
+    tiles_t tiles = tiles_t::hardware;
     /// Nullable: the file whose `bytes()` the load reads. Each tensor is then fetched from it as it is needed and a
     /// linear's pages released once it is packed, so the load's peak RSS holds the packed weights and about one
     /// tensor of the file. Null: the bytes are the caller's, whole, and never released.

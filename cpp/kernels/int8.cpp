@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/scalars.hpp"
+#include "cpp/kernels/amx_int8.hpp"
 #include "cpp/kernels/gemm.hpp"
 
 namespace uform::ram {
@@ -110,12 +111,15 @@ float const *int8_matrix_t::scales(std::size_t panel) const noexcept {
     return reinterpret_cast<float const *>(compensation(panel) + blocks_ * gemm_panel_columns_k);
 }
 
-// The quantized rows of the largest row block and their blocks' scales.
+// The quantized rows of the largest row block (whole passes of the tile product), their blocks' scales, and the tile
+// product's buffers.
 std::size_t int8_scratch_floats(std::size_t depth) noexcept {
-    return (row_block(depth) * a_stride(depth) + 3) / 4 + row_scale_floats(depth);
+    std::size_t const rows = (row_block(depth) + amx_int8_rows_k - 1) / amx_int8_rows_k * amx_int8_rows_k;
+    return (rows * a_stride(depth) + 3) / 4 + row_scale_floats(depth) + amx_int8_scratch_floats();
 }
 
-// Row blocks that fit L2, split further until every thread has a few tasks of even size, as `product` does.
+// Row blocks that fit L2, split further until every thread has a few tasks of even size, as `product` does; each task
+// on the class's micro-kernel, or on AMX tiles when `kernels` runs on them.
 void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
                int8_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept {
     std::size_t const panels = panel_count(b.columns()), depth = b.depth();
@@ -133,6 +137,12 @@ void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const
         auto *quantized = reinterpret_cast<std::uint8_t *>(row_scales + row_scale_floats(depth));
         for (std::size_t r = 0; r != count; ++r)
             kernels.quantize_i8(a + (row + r) * lda, depth, padded, quantized + r * stride, row_scales + r * blocks);
+        if (kernels.tiles != tiles_t::none) {
+            float *tile_scratch = row_scales + scratch_floats - amx_int8_scratch_floats();
+            amx_int8_product(kernels, {quantized, stride, count, row_scales, blocks}, b, panel_begin, panel_end,
+                             c + row * ldc, ldc, flags, tile_scratch);
+            return;
+        }
         for (std::size_t panel = panel_begin; panel != panel_end; ++panel) {
             std::size_t const column = panel * gemm_panel_columns_k;
             std::size_t const columns = std::min(gemm_panel_columns_k, b.columns() - column);

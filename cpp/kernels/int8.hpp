@@ -58,7 +58,7 @@ std::size_t int8_scratch_floats(std::size_t depth) noexcept;
 /// C[rows x b.columns()] (+)= A[rows x b.depth()] * W^T: each row of A quantized to int8 with a scale per block of
 /// 128 depths, then `gemm_micro_i8` in blocks of rows and columns across `parallel`'s threads; C's rows are `ldc`
 /// apart. `flags` are `gemm_flags_t`; `scratch` holds `parallel.threads * int8_scratch_floats(b.depth())` floats. The
-/// bits do not depend on the threads or on the class.
+/// bits do not depend on the threads, on the class, or on whether `kernels` run on AMX tiles (`amx_int8_product`).
 void int8_gemm(kernels_t const &kernels, parallel_t const &parallel, float const *a, std::size_t lda, std::size_t rows,
                int8_matrix_t const &b, float *c, std::size_t ldc, unsigned flags, float *scratch) noexcept;
 

@@ -28,7 +28,7 @@
 #include "common/checkpoint.hpp"
 #include "common/json.hpp"
 #include "cpp/forward.hpp"
-#include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/e4m3.hpp"
 #include "cpp/kernels/int8.hpp"
@@ -236,15 +236,24 @@ product_t f32_product(kernels_t const &kernels, parallel_t const &parallel) {
     };
 }
 
-/// The AMX path of a linear on `parallel`'s threads.
-product_t amx_product(parallel_t const &parallel) {
-    return [&parallel](float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w, std::size_t columns,
-                       std::size_t depth, float *c, std::size_t ldc, unsigned flags) {
+/// A linear's BF16 pair panels on `tiled`, kernels on AMX tiles (the hardware's or the model's), on `parallel`'s
+/// threads.
+product_t tile_product(kernels_t const &tiled, parallel_t const &parallel) {
+    return [&tiled, &parallel](float const *a, std::size_t lda, std::size_t rows, std::uint16_t const *w,
+                               std::size_t columns, std::size_t depth, float *c, std::size_t ldc, unsigned flags) {
         linear_t linear;
-        CHECK(linear.tiles.pack(w, columns, depth));
+        CHECK(linear.pairs.pack(tiled, parallel, w, columns, depth));
         std::vector<float> scratch(std::max<std::size_t>(parallel.threads, 1) * linear.scratch_floats());
-        linear.multiply(*kernels_for(uform_cpu_class_auto_k), parallel, a, lda, rows, c, ldc, flags, scratch.data());
+        linear.multiply(tiled, parallel, a, lda, rows, c, ldc, flags, scratch.data());
     };
+}
+
+/// The kernel tables on AMX tiles this machine has: the model's everywhere, the hardware's where granted.
+std::vector<std::pair<std::string, kernels_t const *>> tiled_tables() {
+    std::vector<std::pair<std::string, kernels_t const *>> tables;
+    if (kernels_t const *model = kernels_on_tiles(tiles_t::model)) tables.emplace_back("AMX tile model", model);
+    if (kernels_t const *hardware = kernels_on_tiles(tiles_t::hardware)) tables.emplace_back("AMX", hardware);
+    return tables;
 }
 
 /// Edge shapes (partial micro tiles and panels, depth blocks), every flag, one and two threads.
@@ -256,9 +265,9 @@ void test_gemm() {
         paths.emplace_back(name, f32_product(*kernels_for(cpu_class), serial_parallel));
         paths.emplace_back(name + " on 2 threads", f32_product(*kernels_for(cpu_class), pair_parallel));
     }
-    if (amx_available()) {
-        paths.emplace_back("AMX", amx_product(serial_parallel));
-        paths.emplace_back("AMX on 2 threads", amx_product(pair_parallel));
+    for (auto const &[name, tiled] : tiled_tables()) {
+        paths.emplace_back(name, tile_product(*tiled, serial_parallel));
+        paths.emplace_back(name + " on 2 threads", tile_product(*tiled, pair_parallel));
     }
     for (auto const &[name, product] : paths) {
         for (std::size_t rows : {1, 5, 6, 7, 13, 300})
@@ -480,12 +489,15 @@ void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns
     std::vector<float> const expected = run(kernels_serial(), serial_parallel);
     char label[160];
     std::snprintf(label, sizeof label, "int8 %zux%zux%zu flags %u", rows, depth, columns, flags);
+    std::vector<std::pair<std::string, kernels_t const *>> tables = tiled_tables();
     for (uform_cpu_class_t cpu_class : int8_classes())
+        tables.emplace_back("class " + std::to_string(cpu_class), kernels_for(cpu_class));
+    for (auto const &[name, kernels] : tables)
         for (parallel_t const *parallel : {&serial_parallel, &pair_parallel}) {
-            std::vector<float> const c = run(*kernels_for(cpu_class), *parallel);
+            std::vector<float> const c = run(*kernels, *parallel);
             CHECK_LABEL(std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)) == 0,
-                        std::string(label) + " class " + std::to_string(cpu_class) + " threads " +
-                            std::to_string(parallel->threads) + " equals serial bit for bit");
+                        std::string(label) + " " + name + " threads " + std::to_string(parallel->threads) +
+                            " equals serial bit for bit");
         }
     double worst = 0, w_max = 0; // the largest weight bounds every block's scale
     for (std::uint16_t bits : w) w_max = std::max(w_max, double(std::fabs(bf16_to_f32(bits))));
@@ -557,9 +569,10 @@ struct model_t {
     bool ok = false;
 };
 
-/// Loads tiny.safetensors as `cpu_class`, its trunk in BF16, E4M3 or int8.
+/// Loads tiny.safetensors as `cpu_class`, its trunk in BF16, E4M3 or int8; with `tiles` the model's, its products on
+/// the AMX tiles' software model.
 void load(model_t &model, uform_cpu_class_t cpu_class, uform_scalar_t quantization,
-          parallel_t const &parallel = serial_parallel) {
+          parallel_t const &parallel = serial_parallel, tiles_t tiles = tiles_t::hardware) {
     std::string const path = data_dir() + "/tiny.safetensors";
     char const *message = nullptr;
     uform_status_t status = checkpoint_read_file(path.data(), path.size(), model.checkpoint, &message);
@@ -572,6 +585,7 @@ void load(model_t &model, uform_cpu_class_t cpu_class, uform_scalar_t quantizati
     options.cpu_class = cpu_class;
     options.quantization = quantization;
     options.parallel = parallel;
+    options.tiles = tiles;
     options.file = &model.file;
     status = weights_load(model.checkpoint, model.file.bytes(), options, model.weights, &message);
     CHECK_LABEL(status == uform_status_ok_k, message ? message : "weights_load");
@@ -840,6 +854,21 @@ void test_choose_golden(model_weights_t const &weights, std::string const &label
     CHECK_LABEL(worst <= 2e-3, text);
 }
 
+/// The AMX path on the tiles' software model, on any machine: BF16 products (linears and attention's) in BF16 tiles,
+/// an int8 model's trunk in INT8 tiles, each against the path the machine takes without them.
+void test_tile_model(model_weights_t const &native, model_weights_t const &i8) {
+    model_t bf16_tiles, i8_tiles;
+    load(bf16_tiles, uform_cpu_class_auto_k, uform_scalar_bf16_k, pair_parallel, tiles_t::model);
+    load(i8_tiles, uform_cpu_class_auto_k, uform_scalar_i8_k, pair_parallel, tiles_t::model);
+    if (!bf16_tiles.ok || !i8_tiles.ok) return;
+    CHECK_LABEL(bf16_tiles.weights.amx && bf16_tiles.weights.kernels->tiles == tiles_t::model,
+                "the model's tiles were taken");
+    std::printf("  AMX tile model:\n");
+    test_text_golden(bf16_tiles.weights, "AMX tile model");
+    check_models_agree(native, bf16_tiles.weights, 0.999, 1e-2, 0.9999, "AMX tile model vs native");
+    check_models_agree(i8, i8_tiles.weights, 0.999, 1e-2, 0.9999, "I8 on the AMX tile model vs native");
+}
+
 } // namespace
 
 int main() {
@@ -876,6 +905,7 @@ int main() {
         check_models_agree(e4m3.weights, native.weights, 0.9, 1.0, 0.99, "E4M3 vs BF16");
         check_models_agree(i8.weights, native.weights, 0.9, 1.0, 0.99, "I8 vs BF16");
         check_models_agree(i8_serial.weights, i8.weights, 0.999, 1e-2, 0.9999, "I8 serial vs native");
+        test_tile_model(native.weights, i8.weights);
         std::printf("  int8 weights %zu bytes against BF16's %zu\n", i8.weights.bytes(), native.weights.bytes());
         CHECK(i8.weights.bytes() < native.weights.bytes());
     }

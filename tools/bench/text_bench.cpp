@@ -49,6 +49,7 @@
 #include "common/checkpoint.hpp"
 #include "cpp/forward.hpp"
 #include "cpp/kernels/amx.hpp"
+#include "cpp/kernels/amx_product.hpp"
 #include "cpp/kernels/cpu_class.hpp"
 #include "cpp/kernels/gemm.hpp"
 #include "common/scalars.hpp"
@@ -226,33 +227,33 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
             .number("percent_ceiling", paired)
             .print(options.json);
     }
-    if (amx_available()) {
+    // The BF16 pair panels where the class has them and the int8 blocks of `Scalar::I8` models, each again in AMX
+    // tiles where the OS grants them.
+    kernels_t const *tiled = kernels_on_tiles(tiles_t::hardware);
+    struct path_t {
+        char const *name;
+        kernels_t const *kernels;
+        bool int8;
+    };
+    path_t const paths[] = {{"bf16_pairs", kernels.gemm_micro_pairs != nullptr ? &kernels : nullptr, false},
+                            {"i8_blocks", &kernels, true},
+                            {"amx_bf16", tiled, false},
+                            {"amx_i8", tiled, true}};
+    for (path_t const &path : paths) {
+        if (path.kernels == nullptr) continue;
         linear_t linear;
-        if (!linear.tiles.pack(w.data(), columns, depth)) return;
-        for (std::size_t i = 0; i != options.threads.size(); ++i) {
-            pool_t pool(options.threads[i]);
-            std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
-            auto [wall, cpu] = time_median(repeats, [&] {
-                linear.multiply(kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0, scratch.data());
-            });
-            report_gemm(options, "amx_bf16", options.threads[i], flops, wall, cpu, peaks[i]);
-        }
-    }
-    // The BF16 pair panels where the class has them, and the int8 blocks of `Scalar::I8` models.
-    for (bool const int8 : {false, true}) {
-        linear_t linear;
-        if (!int8 && kernels.gemm_micro_pairs == nullptr) continue;
         bool const packed_ok =
-            int8 ? linear.blocks.pack({}, reinterpret_cast<std::byte const *>(w.data()), columns, depth)
-                 : linear.pairs.pack(kernels, {}, w.data(), columns, depth);
+            path.int8 ? linear.blocks.pack({}, reinterpret_cast<std::byte const *>(w.data()), columns, depth)
+                      : linear.pairs.pack(*path.kernels, {}, w.data(), columns, depth);
         if (!packed_ok) return;
         for (std::size_t i = 0; i != options.threads.size(); ++i) {
             pool_t pool(options.threads[i]);
             std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
             auto [wall, cpu] = time_median(repeats, [&] {
-                linear.multiply(kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0, scratch.data());
+                linear.multiply(*path.kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0,
+                                scratch.data());
             });
-            report_gemm(options, int8 ? "i8_blocks" : "bf16_pairs", options.threads[i], flops, wall, cpu, peaks[i]);
+            report_gemm(options, path.name, options.threads[i], flops, wall, cpu, peaks[i]);
         }
     }
     // NumKong's packed kernels for reference, on the calling thread: f32 (f64 accumulation) and bf16 (AMX where the
