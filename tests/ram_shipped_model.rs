@@ -22,6 +22,13 @@ const SHIPPED: &str = concat!(
     "/models/uform-wordnet-small.safetensors"
 );
 
+/// The model under test: the shipped one, or the candidate checkpoint `UFORM_CANDIDATE` names, so that a training
+/// run's candidate is held to the same tests before it may replace the shipped file (docs/decisions.md, "Choosing
+/// what ships").
+fn shipped() -> String {
+    std::env::var("UFORM_CANDIDATE").unwrap_or_else(|_| SHIPPED.to_owned())
+}
+
 /// Each Fashion-MNIST class's image in `tests/data/media` (tools/data/fashion_media.py) and its caption in the
 /// test split's template, "an image of {a}", with the class's first name (tools/data/prepare.py).
 const CLASSES: [(&str, &str); 10] = [
@@ -44,7 +51,7 @@ const PROBES: &str = include_str!("data/probes/synonyms.tsv");
 #[test]
 fn the_main_job_ranks_a_feline_above_a_truck_for_a_cat() -> Result<()> {
     // The training run's example, encoded as `examples/encode` does: a BF16 load, F32 unit embeddings, dot products.
-    let model = Model::load_ram(SHIPPED)?;
+    let model = Model::load_ram(&shipped())?;
     let mut arena = Arena::new();
     let texts = ["a cat", "a feline", "a truck"];
     let encoded = model.text_encode(&texts, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
@@ -64,7 +71,7 @@ fn the_main_job_ranks_a_feline_above_a_truck_for_a_cat() -> Result<()> {
 #[test]
 fn the_main_job_ranks_synonyms_above_unrelated_words(
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let model = Model::load_ram(SHIPPED)?;
+    let model = Model::load_ram(&shipped())?;
     let mut arena = Arena::new();
     let probes: Vec<Vec<&str>> = PROBES
         .lines()
@@ -103,10 +110,11 @@ fn quantized_loads_of_the_shipped_model_keep_its_embeddings_and_its_ranking(
         .filter(|line| !line.starts_with('#'))
         .flat_map(|line| line.split('\t'))
         .collect();
+    let path = shipped();
     let encode = |quantization: Scalar| -> Result<Vec<f32>> {
         let model = Model::load_ram(ModelLoadRamConfig {
             quantization,
-            ..ModelLoadRamConfig::from(SHIPPED)
+            ..ModelLoadRamConfig::from(&path)
         })?;
         let mut arena = Arena::new();
         let encoded = model.text_encode(&texts, Outputs::EMBEDDINGS, Scalar::F32, &mut arena)?;
@@ -155,7 +163,7 @@ fn quantized_loads_of_the_shipped_model_keep_its_embeddings_and_its_ranking(
 #[test]
 fn the_folder_search_finds_the_image_of_the_queried_class(
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let model = Model::load_ram(SHIPPED)?;
+    let model = Model::load_ram(&shipped())?;
     let executor = Executor::for_ram(&[], None, 2)?;
     let mut arena = Arena::new_in(&executor)?;
     let media = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/media");
