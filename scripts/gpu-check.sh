@@ -22,7 +22,10 @@
 # after the first step, save -> load on the CPU -> embeddings' cosine 0.9999, resume both ways), both under memcheck
 # (the step test over 2 steps there), then the training benchmark beside PyTorch CUDA on the small geometry, 256 texts x
 # 256 bytes (uform_train_bench --vram against tools/bench/train_worker.py --device cuda --bf16 --compile: the same
-# step, InfoNCE over bags of two, AdamW): tokens per second, the ratio, and the share of the GPU's BF16 rate.
+# step, InfoNCE over bags of two, AdamW): tokens per second, the ratio, and the share of the GPU's BF16 rate; and
+# tests/unit/vram_mesh_test.cpp (two processes on the one GPU as a VRAM mesh, staged through host memory over Gloo,
+# against one process within the RAM mesh test's bounds; a one-rank mesh over NCCL against no mesh). The pack carries
+# libnccl.so.2, which the library loads at a VRAM mesh's bootstrap.
 # cuBLASLt is not carried (500 MB): the programs load the libcublasLt.so.13 of the machine's PyTorch (its
 # nvidia-cublas wheel) or of its CUDA toolkit. Exits nonzero when a check fails.
 set -euo pipefail
@@ -37,7 +40,7 @@ build() {
     cmake -S . -B "$dir" -G Ninja -DUFORM_STUB=OFF -DUFORM_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DUFORM_BUILD_BENCH=ON \
         -DUFORM_BUILD_TESTS=ON "$@" > "$dir.configure.log"
     cmake --build "$dir" --target uform_unit_vram_test uform_unit_vram_train_test uform_unit_vram_train_step_test \
-        uform_vram_bench uform_train_bench
+        uform_unit_vram_mesh_test uform_vram_bench uform_train_bench
 }
 
 pack=0 own_build=0 train=0
@@ -59,8 +62,8 @@ if [ "$pack" = 1 ]; then
     staging="$(mktemp -d)"
     mkdir -p "$staging/bin" "$staging/lib"
     cp build/gpu/tests/uform_unit_vram_test build/gpu/tests/uform_unit_vram_train_test \
-        build/gpu/tests/uform_unit_vram_train_step_test build/gpu/bench/uform_vram_bench \
-        build/gpu/bench/uform_train_bench "$staging/bin/"
+        build/gpu/tests/uform_unit_vram_train_step_test build/gpu/tests/uform_unit_vram_mesh_test \
+        build/gpu/bench/uform_vram_bench build/gpu/bench/uform_train_bench "$staging/bin/"
     # Every shared library they load but glibc's and the C++ runtime's, which the machine has newer (its Python 3.12.3
     # is Ubuntu 24.04's: glibc 2.39, GCC 13's libstdc++); carrying them would also reach compute-sanitizer.
     for program in "$staging"/bin/*; do
@@ -71,6 +74,9 @@ if [ "$pack" = 1 ]; then
             *) cp -L "$path" "$staging/lib/$name" ;;
         esac
     done
+    # NCCL, which the library loads with dlopen (so ldd does not list it): the wheel's beside the toolkit.
+    nccl="$(find "$HOME/.cache/uform" -name libnccl.so.2 2> /dev/null | head -n 1)"
+    if [ -n "$nccl" ]; then cp -L "$nccl" "$staging/lib/"; else log "no libnccl.so.2 to carry: the NCCL path will not run"; fi
     mkdir -p .gpu
     exclude="$(git rev-parse --git-path info/exclude)"
     grep -qx '/.gpu/' "$exclude" 2> /dev/null || echo '/.gpu/' >> "$exclude"
@@ -89,7 +95,7 @@ if [ "$own_build" = 1 ]; then
     build "$work/build"
     mkdir -p "$work/bin"
     cp "$work/build/tests/uform_unit_vram_test" "$work/build/tests/uform_unit_vram_train_test" \
-        "$work/build/tests/uform_unit_vram_train_step_test" \
+        "$work/build/tests/uform_unit_vram_train_step_test" "$work/build/tests/uform_unit_vram_mesh_test" \
         "$work/build/bench/uform_vram_bench" "$work/build/bench/uform_train_bench" "$work/bin/"
 elif [ -f .gpu/pack.tar.xz ]; then
     tar -C "$work" -xJf .gpu/pack.tar.xz
@@ -168,6 +174,11 @@ if [ "$train" = 1 ]; then
     fi
     log "the same over 2 steps (under memcheck where it is installed)"
     UFORM_TRAIN_CHECK_STEPS=2 checked uform_unit_vram_train_step_test
+    log "the VRAM trainer over a mesh: 2 processes on one GPU (staged over Gloo) vs 1; a one-rank mesh over NCCL"
+    if ! UFORM_TEST_DATA="$root/tests/data" ours timeout 300 "$work/bin/uform_unit_vram_mesh_test"; then
+        log "FAILED: uform_unit_vram_mesh_test"
+        failed=1
+    fi
     train_benchmark
     log "done in $((SECONDS - start)) s"
     exit "$failed"

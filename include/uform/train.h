@@ -194,10 +194,14 @@ typedef struct uform_mesh_description_t {
  * `uform_status_timeout_k`, never a SIGPIPE: every thread that calls into the mesh's transport blocks SIGPIPE for
  * the call and discards one raised meanwhile, then restores its own signal mask (threads the transport starts keep
  * it blocked); the process's disposition of SIGPIPE is never changed.
- * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`, and so does a CUDA build
- * where NCCL is absent: it loads `libnccl.so.2` at the first VRAM bootstrap, as cuBLASLt is loaded at the first GPU
- * call, so programs without it start and RAM meshes work. A VRAM host's devices must all dispatch as one GPU class
- * (else `uform_status_invalid_argument_k`, naming the device); a VRAM join that outlasts the timeout is aborted.
+ * Builds without the residency of the executor's kind answer `uform_status_unsupported_k`. A CUDA build loads
+ * `libnccl.so.2` at the first VRAM bootstrap, as cuBLASLt is loaded at the first GPU call, so programs without it
+ * start and RAM meshes work. A VRAM mesh's hosts (one process each) also meet over Gloo as a RAM mesh's do (the same
+ * directory, files and hostname), and then choose how a VRAM trainer's gradients are summed: over NCCL, in device
+ * memory, when NCCL loaded on every host and no GPU serves two hosts (NCCL refuses two ranks on one GPU); else staged
+ * through pinned host memory over Gloo, which needs one device per host (else `uform_status_unsupported_k`). Either
+ * way the description counts every host's devices. A VRAM host's devices must all dispatch as one GPU class (else
+ * `uform_status_invalid_argument_k`, naming the device); a VRAM join that outlasts the timeout is aborted.
  */
 uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
                                     char const **message);
@@ -392,8 +396,11 @@ typedef struct uform_trainer_init_vram_args_t {
  * gradients and AdamW moments on the executor's device and runs the RAM trainer's step (the same terms, schedule,
  * clipping and update maths) with the step's dense work there; `uform_trainer_save` copies the tensors to the host
  * once and writes the same checkpoint format, which either residency loads and resumes. An executor of more than one
- * device answers `uform_status_unsupported_k` (data parallelism over one executor's devices is not built yet), and so
- * does a `mesh` (a VRAM trainer's gradient sums across hosts are not built yet).
+ * device answers `uform_status_unsupported_k` (data parallelism over one executor's devices is not built yet): for
+ * several GPUs, give each its process and join them in a `mesh` (one device per host), over which the trainer runs
+ * the RAM mesh's step (the configuration agreed, rank 0's weights broadcast, negatives and normalisations gathered,
+ * stats equal on every rank) and sums its gradients in buckets of a fixed order after the backward, over NCCL or
+ * staged through host memory as the mesh chose (`uform_mesh_bootstrap`).
  */
 uform_status_t uform_trainer_init_vram(uform_executor_t executor, uform_trainer_init_vram_args_t const *args,
                                        uform_trainer_t *trainer, char const **message);
