@@ -14,16 +14,12 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#if defined(__wasi__)
-#include <time.h> // nanosleep: WASI has no <thread>
-#else
-#include <thread>
-#endif
 
 #include <sys/stat.h>
 
 #include "c/handles.hpp"
 #include "common/checks.hpp"
+#include "common/pause.hpp"
 #include "common/rendezvous_files.hpp"
 
 namespace uform {
@@ -148,12 +144,7 @@ uform_status_t bootstrap_files(bootstrap_t const &b, unsigned char (&identity)[b
         }
         if (std::chrono::steady_clock::now() >= b.deadline)
             return fail(message, uform_status_timeout_k, "the mesh's peers did not all join in time");
-#if defined(__wasi__)
-        timespec const pause{0, 10'000'000};
-        ::nanosleep(&pause, nullptr);
-#else
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-#endif
+        pause_for(std::chrono::milliseconds(10));
     }
 }
 
