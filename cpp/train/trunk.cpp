@@ -465,244 +465,270 @@ uform_status_t check_request(geometry_t const &g, trunk_request_t const &request
 trunk_t::trunk_t() noexcept = default;
 trunk_t::~trunk_t() noexcept = default;
 
+namespace {
+
+/// Copies the request's shape into the state: item rows, modalities, which items want token vectors, the logit rows.
+void index_request(trunk_request_t const &request, trunk_state_t &s) {
+    std::size_t const items = request.segments.size();
+    s.items = items;
+    s.item_rows.assign(items + 1, 0);
+    s.modalities.resize(items);
+    for (std::size_t i = 0; i != items; ++i)
+        s.item_rows[i + 1] = s.item_rows[i] + request.segments[i].count, s.modalities[i] = request.segments[i].modality;
+    s.tokens = s.item_rows[items];
+    s.flagged.assign(items, 0);
+    for (std::size_t i = 0; i != std::min(items, request.token_vectors.size()); ++i)
+        s.flagged[i] = request.token_vectors[i] != 0;
+    s.vector_offsets.assign(items + 1, 0);
+    for (std::size_t i = 0; i != items; ++i)
+        s.vector_offsets[i + 1] = s.vector_offsets[i] + (s.flagged[i] ? request.segments[i].count : 0);
+    s.logit_rows.assign(request.logit_rows.begin(), request.logit_rows.end());
+}
+
+/// Whether any item of the indexed request wants token vectors.
+bool wants_vectors(trunk_state_t const &s) noexcept {
+    return std::find(s.flagged.begin(), s.flagged.end(), 1) != s.flagged.end();
+}
+
+/// Grows every buffer of the state to the indexed request: the largest item's attention scratch, the kept slots within
+/// `kept_bytes`, the activations and the heads' rows.
+void size_state(pass_t const &pass, std::size_t kept_bytes, trunk_state_t &s) {
+    parameters_t const &p = pass.p;
+    geometry_t const &g = pass.g;
+    ram::kernels_t const &k = pass.k;
+    std::size_t const items = s.items, N = s.tokens, R = s.logit_rows.size(), H = g.hidden, A = g.heads * g.head_dim;
+    std::size_t const F = g.ffn_hidden, hd = g.head_dim, half = hd / 2, D = g.dimensions, TW = g.token_width;
+    bool const any_vectors = wants_vectors(s);
+    std::size_t longest = 0;
+    for (std::size_t i = 0; i != items; ++i) longest = std::max(longest, s.item_rows[i + 1] - s.item_rows[i]);
+    std::size_t const wide = std::max(longest, hd);
+    s.attention_floats = ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) + 2 * longest * longest +
+                         2 * longest * hd;
+    std::size_t const threads = std::max<std::size_t>(1, pass.parallel.threads);
+    std::size_t depth_max = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256), weight_chunk_rows_k});
+    for (std::size_t m = 0; m != 3; ++m)
+        if (tensor_t const *w = p.find(media_weight(m))) depth_max = std::max(depth_max, w->shape[1]);
+    grow(s.gemm, threads * ram::product_scratch_floats(depth_max));
+    grow(s.attention, threads * s.attention_floats);
+    grow(s.saved, (g.depth + 1) * N * H);
+    std::size_t const slot_bytes = N * (2 * pass.slot_bits() + 4 * H);
+    s.slots = std::clamp<std::size_t>(kept_bytes / std::max<std::size_t>(slot_bytes, 1), 1,
+                                      std::max<std::size_t>(g.depth, 1));
+    grow(s.kept_bits, s.slots * N * pass.slot_bits()), grow(s.kept_floats, s.slots * N * H);
+    s.holder.assign(s.slots, g.depth), s.gu_holder = g.depth;
+    grow(s.gu, N * 2 * F), grow(s.wide, N * std::max({4 * A, F, H})), grow(s.dbits, N * std::max({H, 2 * F, 3 * A}));
+    grow(s.h, N * H), grow(s.hr, N * H), grow(s.pooled, items * H), grow(s.e, items * D);
+    grow(s.e_norm, items), grow(s.z, items * D);
+    if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
+    grow(s.gathered, std::max(R, items) * H), grow(s.logits, R * 256);
+    grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dnarrow, std::max({any_vectors ? N * TW : 0, R * H, items * H}));
+    std::size_t const outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
+    std::size_t const chunk = std::min(std::max(N, R), weight_chunk_rows_k);
+    std::size_t panel_floats = 0;
+    for (tensor_t const &t : p.tensors)
+        if (t.rank == 2)
+            panel_floats = std::max({panel_floats, ram::panels_floats(k, t.shape[0], t.shape[1]),
+                                     ram::panels_floats(k, chunk, t.shape[1])});
+    grow(s.panels, panel_floats), grow(s.small, outs * items);
+    grow(s.partial, ((N + reduce_rows_k - 1) / reduce_rows_k + 1) * std::max<std::size_t>(H, 1));
+    grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N), grow(s.frequency, half);
+}
+
+/// Positions and inputs: RoPE's cosines and sines per token (angles in F64, rounded once), text bytes, and each media
+/// modality's patches (BF16-rounded) with the rows they embed into.
+void place_inputs(parameters_t const &p, trunk_request_t const &request, trunk_state_t &s) {
+    geometry_t const &g = p.geometry;
+    std::size_t const hd = g.head_dim, half = hd / 2;
+    double *frequency = s.frequency.data();
+    for (std::size_t j = 0; j != half; ++j)
+        frequency[j] = std::pow(static_cast<double>(g.rope_theta), -2.0 * static_cast<double>(j) / double(hd));
+    for (std::size_t m = 0; m != 3; ++m) s.media_rows[m].clear(), s.media_patches[m].clear();
+    for (std::size_t i = 0; i != s.items; ++i) {
+        segment_t const &segment = request.segments[i];
+        for (std::size_t t = 0; t != segment.count; ++t) {
+            std::size_t const row = s.item_rows[i] + t;
+            for (std::size_t j = 0, axis = 0, bound = g.rope_sections[0]; j != half; ++j) {
+                while (j >= bound && axis != 2) bound += g.rope_sections[++axis];
+                double const position = segment.positions ? double(segment.positions[3 * t + axis]) : double(t);
+                double const angle = position * frequency[j];
+                s.cos[row * half + j] = static_cast<float>(std::cos(angle));
+                s.sin[row * half + j] = static_cast<float>(std::sin(angle));
+            }
+        }
+        if (segment.modality == uform_modality_text_k) {
+            std::copy(segment.tokens, segment.tokens + segment.count, s.byte_ids.begin() + s.item_rows[i]);
+            continue;
+        }
+        std::size_t const m = segment.modality == uform_modality_image_k   ? 0
+                              : segment.modality == uform_modality_video_k ? 1
+                                                                           : 2;
+        std::size_t const input = p.find(media_weight(m))->shape[1], at = s.media_patches[m].size();
+        s.media_patches[m].resize(at + segment.count * input);
+        round_into(segment.patches, s.media_patches[m].data() + at, segment.count * input);
+        for (std::size_t t = 0; t != segment.count; ++t) s.media_rows[m].push_back(s.item_rows[i] + t);
+    }
+}
+
+/// The embedding into the first saved state: byte rows, media patches through their linears plus bias.
+void embed(pass_t &pass) noexcept {
+    trunk_state_t &s = pass.s;
+    std::size_t const H = pass.g.hidden;
+    float *x0 = s.saved.data();
+    float const *bytes = pass.p.find("embed.byte.weight")->copy.data();
+    for (std::size_t i = 0; i != s.items; ++i)
+        if (s.modalities[i] == uform_modality_text_k)
+            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                std::memcpy(x0 + row * H, bytes + s.byte_ids[row] * H, H * sizeof(float));
+    for (std::size_t m = 0; m != 3; ++m) {
+        std::size_t const rows = s.media_rows[m].size();
+        if (rows == 0) continue;
+        tensor_t const &w = *pass.p.find(media_weight(m));
+        float *embedded = s.dy.data();
+        pass.linear({s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), embedded, H, 0);
+        float const *bias = pass.p.find(media_bias(m))->copy.data();
+        for (std::size_t r = 0; r != rows; ++r)
+            for (std::size_t j = 0; j != H; ++j) x0[s.media_rows[m][r] * H + j] = embedded[r * H + j] + bias[j];
+    }
+}
+
+/// After the last block: the final norm, pooled embeddings, token vectors, byte logits.
+void run_heads(pass_t &pass) noexcept {
+    trunk_state_t &s = pass.s;
+    geometry_t const &g = pass.g;
+    std::size_t const items = s.items, N = s.tokens, R = s.logit_rows.size(), H = g.hidden, D = g.dimensions;
+    std::size_t const TW = g.token_width;
+    float const *xl = s.saved.data() + g.depth * N * H;
+    if (N != 0) pass.norm(xl, "final_norm.weight", s.h.data(), false);
+    round_into(s.h.data(), s.hr.data(), N * H);
+    for (std::size_t i = 0; i != items; ++i) {
+        float *pooled = s.pooled.data() + i * H;
+        std::fill(pooled, pooled + H, 0.0f);
+        std::size_t const n = s.item_rows[i + 1] - s.item_rows[i];
+        for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+            for (std::size_t j = 0; j != H; ++j) pooled[j] += s.h[row * H + j];
+        for (std::size_t j = 0; j != H && n != 0; ++j) pooled[j] /= static_cast<float>(n);
+    }
+    if (items != 0) pass.linear({s.pooled.data(), H}, items, "head.embedding.weight", s.e.data(), D, 0);
+    for (std::size_t i = 0; i != items; ++i) s.e_norm[i] = normalize_into(s.e.data() + i * D, s.z.data() + i * D, D);
+    if (wants_vectors(s) && N != 0) {
+        pass.linear({s.h.data(), H}, N, "head.token.weight", s.t.data(), TW, 0);
+        for (std::size_t i = 0; i != items; ++i) {
+            if (!s.flagged[i]) continue;
+            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+                s.t_norm[row] = normalize_into(
+                    s.t.data() + row * TW, s.vectors.data() + (s.vector_offsets[i] + row - s.item_rows[i]) * TW, TW);
+        }
+    }
+    for (std::size_t r = 0; r != R; ++r)
+        std::memcpy(s.gathered.data() + r * H,
+                    s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
+                    H * sizeof(float));
+    if (R != 0) pass.linear({s.gathered.data(), H}, R, "head.byte.weight", s.logits.data(), 256, 0);
+}
+
+} // namespace
+
 // Copies the request, sizes the state, embeds, runs every block, then the final norm and the heads asked for.
 uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &request, ram::parallel_t const &parallel,
                                 poll_t poll, trunk_outputs_t &out, char const **message) noexcept {
     if (p.kernels == nullptr || p.panels.size() != p.tensors.size())
         return fail(message, uform_status_invalid_argument_k, "the parameters were never refreshed");
-    geometry_t const &g = p.geometry;
-    ram::kernels_t const &k = *p.kernels;
-    std::size_t const items = request.segments.size(), H = g.hidden, A = g.heads * g.head_dim, F = g.ffn_hidden;
-    std::size_t const hd = g.head_dim, half = hd / 2, D = g.dimensions, TW = g.token_width;
-    if (uform_status_t status = check_request(g, request, message)) return status;
+    if (uform_status_t status = check_request(p.geometry, request, message)) return status;
     try {
         if (!state_) state_ = std::make_unique<trunk_state_t>();
         trunk_state_t &s = *state_;
-        s.items = items;
-        s.item_rows.assign(items + 1, 0);
-        s.modalities.resize(items);
-        for (std::size_t i = 0; i != items; ++i)
-            s.item_rows[i + 1] = s.item_rows[i] + request.segments[i].count,
-                            s.modalities[i] = request.segments[i].modality;
-        std::size_t const N = s.item_rows[items];
-        s.tokens = N;
-        s.flagged.assign(items, 0);
-        for (std::size_t i = 0; i != std::min(items, request.token_vectors.size()); ++i)
-            s.flagged[i] = request.token_vectors[i] != 0;
-        bool const any_vectors = std::find(s.flagged.begin(), s.flagged.end(), 1) != s.flagged.end();
-        s.vector_offsets.assign(items + 1, 0);
-        for (std::size_t i = 0; i != items; ++i)
-            s.vector_offsets[i + 1] = s.vector_offsets[i] + (s.flagged[i] ? request.segments[i].count : 0);
-        s.logit_rows.assign(request.logit_rows.begin(), request.logit_rows.end());
-        std::size_t const R = s.logit_rows.size();
-
-        // Sizes: the largest item's attention scratch and every buffer.
-        std::size_t longest = 0;
-        for (std::size_t i = 0; i != items; ++i) longest = std::max(longest, request.segments[i].count);
-        std::size_t const wide = std::max(longest, hd);
-        s.attention_floats = ram::panels_floats(k, wide, wide) + ram::product_scratch_floats(wide) +
-                             2 * longest * longest + 2 * longest * hd;
-        std::size_t const threads = std::max<std::size_t>(1, parallel.threads);
-        std::size_t depth_max = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256), weight_chunk_rows_k});
-        for (std::size_t m = 0; m != 3; ++m)
-            if (tensor_t const *w = p.find(media_weight(m))) depth_max = std::max(depth_max, w->shape[1]);
-        grow(s.gemm, threads * ram::product_scratch_floats(depth_max));
-        grow(s.attention, threads * s.attention_floats);
-        grow(s.saved, (g.depth + 1) * N * H);
-        pass_t pass{p, s, parallel, k, g};
-        std::size_t const slot_bytes = N * (2 * pass.slot_bits() + 4 * H);
-        s.slots = std::clamp<std::size_t>(kept_bytes_ / std::max<std::size_t>(slot_bytes, 1), 1,
-                                          std::max<std::size_t>(g.depth, 1));
-        grow(s.kept_bits, s.slots * N * pass.slot_bits()), grow(s.kept_floats, s.slots * N * H);
-        s.holder.assign(s.slots, g.depth), s.gu_holder = g.depth;
-        grow(s.gu, N * 2 * F), grow(s.wide, N * std::max({4 * A, F, H})),
-            grow(s.dbits, N * std::max({H, 2 * F, 3 * A}));
-        grow(s.h, N * H), grow(s.hr, N * H), grow(s.pooled, items * H), grow(s.e, items * D);
-        grow(s.e_norm, items), grow(s.z, items * D);
-        if (any_vectors) grow(s.t, N * TW), grow(s.t_norm, N), grow(s.vectors, s.vector_offsets[items] * TW);
-        grow(s.gathered, std::max(R, items) * H), grow(s.logits, R * 256);
-        grow(s.dx, N * H), grow(s.dy, N * H), grow(s.dnarrow, std::max({any_vectors ? N * TW : 0, R * H, items * H}));
-        std::size_t const outs = std::max({H, A, F, 2 * F, 3 * A, D, TW, std::size_t(256)});
-        std::size_t const chunk = std::min(std::max(N, R), weight_chunk_rows_k);
-        std::size_t panel_floats = 0;
-        for (tensor_t const &t : p.tensors)
-            if (t.rank == 2)
-                panel_floats = std::max({panel_floats, ram::panels_floats(k, t.shape[0], t.shape[1]),
-                                         ram::panels_floats(k, chunk, t.shape[1])});
-        grow(s.panels, panel_floats), grow(s.small, outs * items);
-        grow(s.partial, ((N + reduce_rows_k - 1) / reduce_rows_k + 1) * std::max<std::size_t>(H, 1));
-        grow(s.cos, N * half), grow(s.sin, N * half), grow(s.byte_ids, N), grow(s.frequency, half);
-
-        // Positions: RoPE's cosines and sines per token, angles in F64 rounded once.
-        double *frequency = s.frequency.data();
-        for (std::size_t j = 0; j != half; ++j)
-            frequency[j] = std::pow(static_cast<double>(g.rope_theta), -2.0 * static_cast<double>(j) / double(hd));
-        for (std::size_t m = 0; m != 3; ++m) s.media_rows[m].clear(), s.media_patches[m].clear();
-        for (std::size_t i = 0; i != items; ++i) {
-            segment_t const &segment = request.segments[i];
-            for (std::size_t t = 0; t != segment.count; ++t) {
-                std::size_t const row = s.item_rows[i] + t;
-                for (std::size_t j = 0, axis = 0, bound = g.rope_sections[0]; j != half; ++j) {
-                    while (j >= bound && axis != 2) bound += g.rope_sections[++axis];
-                    double const position = segment.positions ? double(segment.positions[3 * t + axis]) : double(t);
-                    double const angle = position * frequency[j];
-                    s.cos[row * half + j] = static_cast<float>(std::cos(angle));
-                    s.sin[row * half + j] = static_cast<float>(std::sin(angle));
-                }
-            }
-            if (segment.modality == uform_modality_text_k) {
-                std::copy(segment.tokens, segment.tokens + segment.count, s.byte_ids.begin() + s.item_rows[i]);
-                continue;
-            }
-            std::size_t const m = segment.modality == uform_modality_image_k   ? 0
-                                  : segment.modality == uform_modality_video_k ? 1
-                                                                               : 2;
-            std::size_t const input = p.find(media_weight(m))->shape[1], at = s.media_patches[m].size();
-            s.media_patches[m].resize(at + segment.count * input);
-            round_into(segment.patches, s.media_patches[m].data() + at, segment.count * input);
-            for (std::size_t t = 0; t != segment.count; ++t) s.media_rows[m].push_back(s.item_rows[i] + t);
-        }
-
-        // Embedding: byte rows, media patches through their linears plus bias.
-        float *x0 = s.saved.data();
-        float const *bytes = p.find("embed.byte.weight")->copy.data();
-        for (std::size_t i = 0; i != items; ++i)
-            if (s.modalities[i] == uform_modality_text_k)
-                for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
-                    std::memcpy(x0 + row * H, bytes + s.byte_ids[row] * H, H * sizeof(float));
-        for (std::size_t m = 0; m != 3; ++m) {
-            std::size_t const rows = s.media_rows[m].size();
-            if (rows == 0) continue;
-            tensor_t const &w = *p.find(media_weight(m));
-            float *embedded = s.dy.data();
-            pass.linear({s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), embedded, H, 0);
-            float const *bias = p.find(media_bias(m))->copy.data();
-            for (std::size_t r = 0; r != rows; ++r)
-                for (std::size_t j = 0; j != H; ++j) x0[s.media_rows[m][r] * H + j] = embedded[r * H + j] + bias[j];
-        }
-        for (std::size_t l = 0; l != g.depth; ++l) {
+        pass_t pass{p, s, parallel, *p.kernels, p.geometry};
+        index_request(request, s);
+        size_state(pass, kept_bytes_, s);
+        place_inputs(p, request, s);
+        embed(pass);
+        for (std::size_t l = 0; l != p.geometry.depth; ++l) {
             if (poll.fn != nullptr && poll.fn(poll.context))
                 return fail(message, uform_status_cancelled_k, "the trainer was asked to stop");
-            if (N != 0) pass.block_forward(l);
+            if (s.tokens != 0) pass.block_forward(l);
         }
-        // The final norm, pooled embeddings, token vectors, byte logits.
-        float const *xl = s.saved.data() + g.depth * N * H;
-        if (N != 0) pass.norm(xl, "final_norm.weight", s.h.data(), false);
-        round_into(s.h.data(), s.hr.data(), N * H);
-        for (std::size_t i = 0; i != items; ++i) {
-            float *pooled = s.pooled.data() + i * H;
-            std::fill(pooled, pooled + H, 0.0f);
-            std::size_t const n = s.item_rows[i + 1] - s.item_rows[i];
-            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
-                for (std::size_t j = 0; j != H; ++j) pooled[j] += s.h[row * H + j];
-            for (std::size_t j = 0; j != H && n != 0; ++j) pooled[j] /= static_cast<float>(n);
-        }
-        if (items != 0) pass.linear({s.pooled.data(), H}, items, "head.embedding.weight", s.e.data(), D, 0);
-        for (std::size_t i = 0; i != items; ++i)
-            s.e_norm[i] = normalize_into(s.e.data() + i * D, s.z.data() + i * D, D);
-        if (any_vectors && N != 0) {
-            pass.linear({s.h.data(), H}, N, "head.token.weight", s.t.data(), TW, 0);
-            for (std::size_t i = 0; i != items; ++i) {
-                if (!s.flagged[i]) continue;
-                for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
-                    s.t_norm[row] =
-                        normalize_into(s.t.data() + row * TW,
-                                       s.vectors.data() + (s.vector_offsets[i] + row - s.item_rows[i]) * TW, TW);
-            }
-        }
-        for (std::size_t r = 0; r != R; ++r)
-            std::memcpy(s.gathered.data() + r * H,
-                        s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
-                        H * sizeof(float));
-        if (R != 0) pass.linear({s.gathered.data(), H}, R, "head.byte.weight", s.logits.data(), 256, 0);
+        run_heads(pass);
         out.z = s.z.data();
-        out.token_vectors = any_vectors ? s.vectors.data() : nullptr;
+        out.token_vectors = wants_vectors(s) ? s.vectors.data() : nullptr;
         out.token_vector_offsets = s.vector_offsets.data();
-        out.logits = R != 0 ? s.logits.data() : nullptr;
-        out.tokens = N;
+        out.logits = s.logit_rows.empty() ? nullptr : s.logits.data();
+        out.tokens = s.tokens;
         return uform_status_ok_k;
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory for the trainer's activations");
     }
 }
 
-// The heads' backward into dL/dh, the final norm's, each block's (recomputed first when its slot was shared or spent),
-// then the embeddings'.
-uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const *d_token_vectors, float const *d_logits,
-                                 ram::parallel_t const &parallel, poll_t poll, char const **message) noexcept {
-    if (!state_) return fail(message, uform_status_invalid_argument_k, "backward without a forward");
-    trunk_state_t &s = *state_;
-    geometry_t const &g = p.geometry;
-    std::size_t const items = s.items, N = s.tokens, H = g.hidden, D = g.dimensions, TW = g.token_width;
-    std::size_t const R = s.logit_rows.size();
-    pass_t pass{p, s, parallel, *p.kernels, g};
-    float *dh = s.dy.data();
-    std::fill(dh, dh + N * H, 0.0f);
-    // Embedding head: de per non-empty item, d pooled = de W, spread over the item's tokens.
-    if (d_z != nullptr && items != 0) {
-        float *de = s.small.data();
-        for (std::size_t i = 0; i != items; ++i)
-            normalize_backward(s.z.data() + i * D, d_z + i * D, s.e_norm[i], de + i * D, D);
-        float *dpooled = s.dnarrow.data();
-        pass.input_grad({de, D}, items, "head.embedding.weight", dpooled, 0);
-        float *pooled_rounded = s.gathered.data();
-        round_into(s.pooled.data(), pooled_rounded, items * H);
-        // de^T pooled: a small product, done directly (items rows).
-        tensor_t &w = p.tensors[pass.index("head.embedding.weight")];
-        for (std::size_t o = 0; o != D; ++o)
-            for (std::size_t i = 0; i != items; ++i) {
-                float const d = round_bf16(de[i * D + o]);
-                if (d == 0) continue;
-                for (std::size_t j = 0; j != H; ++j) w.grad[o * H + j] += d * pooled_rounded[i * H + j];
-            }
+namespace {
+
+/// The embedding head's backward: de per non-empty item, d pooled = de W spread over the item's tokens into `dh`, and
+/// the head's gradient de^T pooled.
+void embedding_head_backward(pass_t &pass, parameters_t &p, float const *d_z, float *dh) noexcept {
+    trunk_state_t &s = pass.s;
+    std::size_t const items = s.items, H = pass.g.hidden, D = pass.g.dimensions;
+    float *de = s.small.data();
+    for (std::size_t i = 0; i != items; ++i)
+        normalize_backward(s.z.data() + i * D, d_z + i * D, s.e_norm[i], de + i * D, D);
+    float *dpooled = s.dnarrow.data();
+    pass.input_grad({de, D}, items, "head.embedding.weight", dpooled, 0);
+    float *pooled_rounded = s.gathered.data();
+    round_into(s.pooled.data(), pooled_rounded, items * H);
+    // de^T pooled: a small product, done directly (items rows).
+    tensor_t &w = p.tensors[pass.index("head.embedding.weight")];
+    for (std::size_t o = 0; o != D; ++o)
         for (std::size_t i = 0; i != items; ++i) {
-            std::size_t const n = s.item_rows[i + 1] - s.item_rows[i];
-            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
-                for (std::size_t j = 0; j != H; ++j) dh[row * H + j] += dpooled[i * H + j] / static_cast<float>(n);
+            float const d = round_bf16(de[i * D + o]);
+            if (d == 0) continue;
+            for (std::size_t j = 0; j != H; ++j) w.grad[o * H + j] += d * pooled_rounded[i * H + j];
+        }
+    for (std::size_t i = 0; i != items; ++i) {
+        std::size_t const n = s.item_rows[i + 1] - s.item_rows[i];
+        for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
+            for (std::size_t j = 0; j != H; ++j) dh[row * H + j] += dpooled[i * H + j] / static_cast<float>(n);
+    }
+}
+
+/// The token head's backward: dt per flagged token (zero elsewhere), dh += dt W, grad += dt^T hr.
+void token_head_backward(pass_t &pass, parameters_t &p, float const *d_token_vectors, float *dh) noexcept {
+    trunk_state_t &s = pass.s;
+    std::size_t const N = s.tokens, H = pass.g.hidden, TW = pass.g.token_width;
+    float *dt = s.dnarrow.data();
+    std::fill(dt, dt + N * TW, 0.0f);
+    for (std::size_t i = 0; i != s.items; ++i) {
+        if (!s.flagged[i]) continue;
+        for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row) {
+            std::size_t const at = (s.vector_offsets[i] + row - s.item_rows[i]) * TW;
+            normalize_backward(s.vectors.data() + at, d_token_vectors + at, s.t_norm[row], dt + row * TW, TW);
         }
     }
-    // Token head: dt per flagged token (zero elsewhere), dh += dt W, grad += dt^T hr.
-    if (d_token_vectors != nullptr && s.vector_offsets[items] != 0) {
-        float *dt = s.dnarrow.data();
-        std::fill(dt, dt + N * TW, 0.0f);
-        for (std::size_t i = 0; i != items; ++i) {
-            if (!s.flagged[i]) continue;
-            for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row) {
-                std::size_t const at = (s.vector_offsets[i] + row - s.item_rows[i]) * TW;
-                normalize_backward(s.vectors.data() + at, d_token_vectors + at, s.t_norm[row], dt + row * TW, TW);
-            }
-        }
-        pass.input_grad({dt, TW}, N, "head.token.weight", dh, ram::gemm_accumulate_k);
-        pass.weight_grad({dt, TW}, {s.hr.data(), H}, N, "head.token.weight", p);
+    pass.input_grad({dt, TW}, N, "head.token.weight", dh, ram::gemm_accumulate_k);
+    pass.weight_grad({dt, TW}, {s.hr.data(), H}, N, "head.token.weight", p);
+}
+
+/// The byte head's backward at the logit rows, added to `dh` in row order, and its gradient.
+void byte_head_backward(pass_t &pass, parameters_t &p, float const *d_logits, float *dh) noexcept {
+    trunk_state_t &s = pass.s;
+    std::size_t const R = s.logit_rows.size(), H = pass.g.hidden;
+    float *dgathered = s.dnarrow.data();
+    pass.input_grad({d_logits, 256}, R, "head.byte.weight", dgathered, 0);
+    for (std::size_t r = 0; r != R; ++r) {
+        float *target = dh + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H;
+        for (std::size_t j = 0; j != H; ++j) target[j] += dgathered[r * H + j];
     }
-    // Byte head at the logit rows, added to dh in row order.
-    if (d_logits != nullptr && R != 0) {
-        float *dgathered = s.dnarrow.data();
-        pass.input_grad({d_logits, 256}, R, "head.byte.weight", dgathered, 0);
-        for (std::size_t r = 0; r != R; ++r) {
-            float *target = dh + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H;
-            for (std::size_t j = 0; j != H; ++j) target[j] += dgathered[r * H + j];
-        }
-        for (std::size_t r = 0; r != R; ++r)
-            std::memcpy(s.gathered.data() + r * H,
-                        s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
-                        H * sizeof(float));
-        pass.weight_grad({d_logits, 256}, {s.gathered.data(), H}, R, "head.byte.weight", p);
-    }
-    if (N == 0) return uform_status_ok_k;
-    // Final norm, then the blocks from the last.
-    std::fill(s.dx.begin(), s.dx.begin() + N * H, 0.0f);
-    pass.norm_backward(s.saved.data() + g.depth * N * H, dh, "final_norm.weight", s.dx.data(), p);
-    for (std::size_t l = g.depth; l-- != 0;) {
-        if (poll.fn != nullptr && poll.fn(poll.context))
-            return fail(message, uform_status_cancelled_k, "the trainer was asked to stop");
-        if (s.holder[pass.slot_index(l)] != l) pass.block_forward(l);
-        pass.block_backward(l, p);
-    }
-    // Embeddings: byte rows scatter-added in token order; media weights and biases.
+    for (std::size_t r = 0; r != R; ++r)
+        std::memcpy(s.gathered.data() + r * H,
+                    s.hr.data() + (s.item_rows[s.logit_rows[r].item] + s.logit_rows[r].position) * H,
+                    H * sizeof(float));
+    pass.weight_grad({d_logits, 256}, {s.gathered.data(), H}, R, "head.byte.weight", p);
+}
+
+/// The embeddings' backward from `dx`: byte rows scatter-added in token order; media weights and biases.
+void embed_backward(pass_t &pass, parameters_t &p) noexcept {
+    trunk_state_t &s = pass.s;
+    std::size_t const H = pass.g.hidden;
     float const *dx = s.dx.data();
     float *byte_grad = p.tensors[pass.index("embed.byte.weight")].grad.data();
-    for (std::size_t i = 0; i != items; ++i)
+    for (std::size_t i = 0; i != s.items; ++i)
         if (s.modalities[i] == uform_modality_text_k)
             for (std::size_t row = s.item_rows[i]; row != s.item_rows[i + 1]; ++row)
                 for (std::size_t j = 0; j != H; ++j) byte_grad[s.byte_ids[row] * H + j] += dx[row * H + j];
@@ -718,6 +744,35 @@ uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const 
         tensor_t const &w = *p.find(media_weight(m));
         pass.weight_grad({dy, H}, {s.media_patches[m].data(), w.shape[1]}, rows, media_weight(m), p);
     }
+}
+
+} // namespace
+
+// The heads' backward into dL/dh, the final norm's, each block's (recomputed first when its slot was shared or spent),
+// then the embeddings'.
+uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const *d_token_vectors, float const *d_logits,
+                                 ram::parallel_t const &parallel, poll_t poll, char const **message) noexcept {
+    if (!state_) return fail(message, uform_status_invalid_argument_k, "backward without a forward");
+    trunk_state_t &s = *state_;
+    geometry_t const &g = p.geometry;
+    std::size_t const N = s.tokens, H = g.hidden;
+    pass_t pass{p, s, parallel, *p.kernels, g};
+    float *dh = s.dy.data();
+    std::fill(dh, dh + N * H, 0.0f);
+    if (d_z != nullptr && s.items != 0) embedding_head_backward(pass, p, d_z, dh);
+    if (d_token_vectors != nullptr && s.vector_offsets[s.items] != 0) token_head_backward(pass, p, d_token_vectors, dh);
+    if (d_logits != nullptr && !s.logit_rows.empty()) byte_head_backward(pass, p, d_logits, dh);
+    if (N == 0) return uform_status_ok_k;
+    // Final norm, then the blocks from the last.
+    std::fill(s.dx.begin(), s.dx.begin() + N * H, 0.0f);
+    pass.norm_backward(s.saved.data() + g.depth * N * H, dh, "final_norm.weight", s.dx.data(), p);
+    for (std::size_t l = g.depth; l-- != 0;) {
+        if (poll.fn != nullptr && poll.fn(poll.context))
+            return fail(message, uform_status_cancelled_k, "the trainer was asked to stop");
+        if (s.holder[pass.slot_index(l)] != l) pass.block_forward(l);
+        pass.block_backward(l, p);
+    }
+    embed_backward(pass, p);
     return uform_status_ok_k;
 }
 
