@@ -501,15 +501,12 @@ verdict_t read_heads(metadata_t const &meta, geometry_t &g) {
     return {};
 }
 
-/// Requires each tensor docs/model.md lists for the geometry `g`, checks the trainer's scalars where present (inference
-/// ignores them), then refuses any other.
-verdict_t check_tensors(checkpoint_t const &c) {
-    geometry_t const &g = c.geometry;
-    expectations_t e(c);
+/// Requires the front-ends' tensors of the geometry `g`: the byte embedding, and each present modality's linear and
+/// bias (and the audio's mel filters).
+verdict_t expect_front_ends(geometry_t const &g, expectations_t &e) {
     std::uint64_t const hidden = g.hidden;
     constexpr dtype_t bf16 = dtype_t::bf16, f32 = dtype_t::f32;
     char const *const overflow = "checkpoint: the geometry's tensor sizes overflow";
-
     if (verdict_t v = e.expect("embed.byte.weight", kind_embed_byte_k, bf16, {258, hidden})) return v;
     std::uint64_t patch = 0;
     if (!checked_mul(g.image_patch_side, g.image_patch_side, patch) || !checked_mul(patch, g.image_channels, patch))
@@ -532,6 +529,13 @@ verdict_t check_tensors(checkpoint_t const &c) {
         if (verdict_t v = e.expect("frontend.audio.mel_filters", kind_mel_filters_k, f32, {g.audio_mel_bins, bins}))
             return v;
     }
+    return {};
+}
+
+/// Requires every block's norms, attention and feed-forward tensors of the geometry `g`.
+verdict_t expect_blocks(geometry_t const &g, expectations_t &e) {
+    std::uint64_t const hidden = g.hidden;
+    constexpr dtype_t bf16 = dtype_t::bf16;
     std::uint64_t const inner = std::uint64_t(g.heads) * g.head_dim; // both bounded: no overflow
     std::string name;
     for (std::size_t i = 0; i < g.depth; ++i) {
@@ -546,6 +550,14 @@ verdict_t check_tensors(checkpoint_t const &c) {
             return v;
         if (verdict_t v = e.expect(named("mlp.down.weight"), kind_down_k, bf16, {hidden, g.ffn_hidden})) return v;
     }
+    return {};
+}
+
+/// Requires the final norm and the heads of the geometry, and the choice temperatures exactly when it has groups.
+verdict_t expect_heads(checkpoint_t const &c, expectations_t &e) {
+    geometry_t const &g = c.geometry;
+    std::uint64_t const hidden = g.hidden;
+    constexpr dtype_t bf16 = dtype_t::bf16, f32 = dtype_t::f32;
     if (verdict_t v = e.expect("final_norm.weight", kind_final_norm_k, bf16, {hidden})) return v;
     if (verdict_t v = e.expect("head.embedding.weight", kind_head_embedding_k, bf16, {g.dimensions, hidden})) return v;
     if (g.has_token_head)
@@ -557,6 +569,16 @@ verdict_t check_tensors(checkpoint_t const &c) {
     } else if (c.find("head.choice.temperatures")) {
         return corrupt("checkpoint: tensor head.choice.temperatures is present but uform.choice.groups is zero");
     }
+    return {};
+}
+
+/// Requires each tensor docs/model.md lists for the geometry, checks the trainer's scalars where present (inference
+/// ignores them), then refuses any other.
+verdict_t check_tensors(checkpoint_t const &c) {
+    expectations_t e(c);
+    if (verdict_t v = expect_front_ends(c.geometry, e)) return v;
+    if (verdict_t v = expect_blocks(c.geometry, e)) return v;
+    if (verdict_t v = expect_heads(c, e)) return v;
     // The trainer's scalars (docs/model.md, "Training") and its step count (docs/decisions.md): optional, each F32 [1],
     // ignored by inference.
     for (auto const &[trainer_name, kind] : {std::pair{"trainer.contrastive.log_scale", &kind_contrastive_scale_k},
@@ -564,30 +586,16 @@ verdict_t check_tensors(checkpoint_t const &c) {
                                              std::pair{"trainer.late_interaction.log_scale", &kind_late_scale_k},
                                              std::pair{"trainer.step", &kind_trainer_step_k}})
         if (c.find(trainer_name))
-            if (verdict_t v = e.expect(trainer_name, *kind, f32, {1})) return v;
+            if (verdict_t v = e.expect(trainer_name, *kind, dtype_t::f32, {1})) return v;
     if (e.matched() != c.tensors.size())
         return corrupt("checkpoint: an unexpected tensor: an unknown name, or one of a modality without its "
                        "embedding weight");
     return {};
 }
 
-/// Everything of `checkpoint_parse` but the exception guard and the publication of the result.
-verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoint_t &c) {
-    if (header_json.empty()) return corrupt("checkpoint: the header length is zero");
-    if (header_json.size() > checkpoint_max_header_k) return corrupt("checkpoint: the header exceeds 100 MiB");
-    if (file_size < 8 || file_size - 8 < header_json.size())
-        return corrupt("checkpoint: the header runs past the end of the file");
-    c.data_offset = 8 + std::uint64_t(header_json.size());
-    c.file_size = file_size;
-    std::uint64_t const data_size = file_size - c.data_offset;
-
-    json::value_t root;
-    if (json::error_t error = json::parse(header_json, root); error != json::error_t::none)
-        return corrupt(json_message(error));
-    if (root.kind != json::kind_t::object) return corrupt("checkpoint: the header is not a JSON object");
-
-    // The metadata's format and version first: a file of another format answers `unsupported`.
-    json::value_t const *metadata = root.find("__metadata__");
+/// Checks the header's `__metadata__`: an object of strings whose format is uform, version 1, without unknown keys in
+/// the uform. namespace. A file of another format answers `unsupported`.
+verdict_t check_metadata(json::value_t const *metadata) {
     if (!metadata) return unsupported("checkpoint: no __metadata__, so not a UForm checkpoint");
     if (metadata->kind != json::kind_t::object) return corrupt("checkpoint: __metadata__ is not an object");
     for (json::value_t const &value : metadata->items)
@@ -602,8 +610,11 @@ verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoin
         if (key.starts_with("uform.") && std::none_of(std::begin(known_keys_k), std::end(known_keys_k),
                                                       [&](metadata_key_t const *known) { return known->name == key; }))
             return corrupt("checkpoint: metadata has an unknown key in the uform. namespace");
+    return {};
+}
 
-    // Each tensor on its own, then all together.
+/// Reads each tensor entry of the header on its own, then checks them together and sorts them by name.
+verdict_t read_tensors(json::value_t const &root, std::uint64_t data_size, checkpoint_t &c) {
     c.tensors.clear();
     c.tensors.reserve(root.keys.size());
     for (std::size_t i = 0; i != root.keys.size(); ++i) {
@@ -613,8 +624,12 @@ verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoin
     }
     if (verdict_t v = check_overlaps(c.tensors)) return v;
     std::sort(c.tensors.begin(), c.tensors.end(), [](auto const &a, auto const &b) { return a.name < b.name; });
+    return {};
+}
 
-    // The geometry: the trunk always, modalities and heads as their tensors say.
+/// The geometry: the trunk always, modalities and heads as the tensors say; keys of absent modalities were validated
+/// when present, and their fields read as zero.
+verdict_t read_geometry(metadata_t const &meta, checkpoint_t &c) {
     geometry_t &g = c.geometry;
     g = geometry_t{};
     g.version = 1;
@@ -628,7 +643,6 @@ verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoin
     if (verdict_t v = read_image(meta, g.has_image || g.has_video, g)) return v;
     if (verdict_t v = read_video(meta, g.has_video, g)) return v;
     if (verdict_t v = read_audio(meta, g.has_audio, g)) return v;
-    // Keys of absent modalities were validated when present; their fields read as zero.
     if (!g.has_image && !g.has_video) {
         g.image_patch_side = g.image_channels = g.image_max_patches = 0;
         std::fill(std::begin(g.image_mean), std::end(g.image_mean), 0.0f);
@@ -641,6 +655,27 @@ verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoin
     if (!g.has_audio)
         g.audio_sample_rate = g.audio_n_fft = g.audio_hop = g.audio_mel_bins = g.audio_frames_per_patch =
             g.audio_max_patches = 0;
+    return {};
+}
+
+/// Everything of `checkpoint_parse` but the exception guard and the publication of the result.
+verdict_t parse(std::string_view header_json, std::uint64_t file_size, checkpoint_t &c) {
+    if (header_json.empty()) return corrupt("checkpoint: the header length is zero");
+    if (header_json.size() > checkpoint_max_header_k) return corrupt("checkpoint: the header exceeds 100 MiB");
+    if (file_size < 8 || file_size - 8 < header_json.size())
+        return corrupt("checkpoint: the header runs past the end of the file");
+    c.data_offset = 8 + std::uint64_t(header_json.size());
+    c.file_size = file_size;
+
+    json::value_t root;
+    if (json::error_t error = json::parse(header_json, root); error != json::error_t::none)
+        return corrupt(json_message(error));
+    if (root.kind != json::kind_t::object) return corrupt("checkpoint: the header is not a JSON object");
+    // The metadata's format and version first, then each tensor, then the geometry they make, then the tensors again.
+    json::value_t const *metadata = root.find("__metadata__");
+    if (verdict_t v = check_metadata(metadata)) return v;
+    if (verdict_t v = read_tensors(root, file_size - c.data_offset, c)) return v;
+    if (verdict_t v = read_geometry(metadata_t(*metadata), c)) return v;
     return check_tensors(c);
 }
 
