@@ -167,6 +167,69 @@ uform_status_t resample_mono(float const *samples, std::size_t count, std::size_
     return uform_status_ok_k;
 }
 
+namespace {
+
+/// A recording's decoded frames on their way to mono samples at the model's rate: the first frame fixes the source
+/// rate, each frame's channels are averaged, then resampled.
+struct audio_sink_t {
+    std::size_t rate = 0;
+    AVCodecContext *decoder = nullptr;
+    AVFrame *frame = nullptr;
+    resampler_t resampler;
+    std::vector<float> chunk;
+    int source_rate = 0;
+    std::size_t source_samples = 0;
+
+    /// Drains the decoder's frames into `mono`, until it asks for more input or ends.
+    uform_status_t drain(std::vector<float> &mono, char const **message) {
+        for (;;) {
+            int const error = avcodec_receive_frame(decoder, frame);
+            if (error == AVERROR(EAGAIN) || error == AVERROR_EOF) return uform_status_ok_k;
+            if (error < 0) return decode_failure(error, message);
+            if (frame->sample_rate <= 0 || (source_rate != 0 && frame->sample_rate != source_rate))
+                return fail(message, uform_status_unsupported_k, "a recording changes its sample rate");
+            if (source_rate == 0) {
+                source_rate = frame->sample_rate;
+                if (!sample_rate_accepted(std::size_t(source_rate)))
+                    return fail(message, uform_status_unsupported_k,
+                                "a recording's sample rate is outside 1 kHz to 384 kHz");
+                if (uform_status_t status = resampler.open(std::size_t(source_rate), rate, message)) return status;
+            }
+            if (uform_status_t status = average_channels(frame, chunk, message)) return status;
+            source_samples += chunk.size();
+            if (uform_status_t status = resampler.push(chunk.data(), chunk.size(), mono, message)) return status;
+            av_frame_unref(frame);
+        }
+    }
+
+    /// Seconds of the source read so far.
+    double seconds() const noexcept { return source_rate ? double(source_samples) / double(source_rate) : 0.0; }
+};
+
+/// Reads packets of stream `index` into `sink` until `mono` passes `limit` samples or the container ends; then, unless
+/// the budget was passed, flushes the decoder and the resampler.
+uform_status_t decode_packets(AVFormatContext *container, int index, AVPacket *packet, std::size_t limit,
+                              audio_sink_t &sink, std::vector<float> &mono, char const **message) {
+    while (mono.size() <= limit) {
+        int const error = av_read_frame(container, packet);
+        if (error == AVERROR_EOF) break;
+        if (error < 0) return decode_failure(error, message);
+        bool const ours = packet->stream_index == index;
+        int const sent = ours ? avcodec_send_packet(sink.decoder, packet) : 0;
+        av_packet_unref(packet);
+        if (sent < 0) return decode_failure(sent, message);
+        if (uform_status_t status = sink.drain(mono, message)) return status;
+    }
+    if (mono.size() > limit) return uform_status_ok_k; // the rest lies past the budget: never read
+    if (int error = avcodec_send_packet(sink.decoder, nullptr); error < 0) return decode_failure(error, message);
+    if (uform_status_t status = sink.drain(mono, message)) return status;
+    if (sink.source_rate != 0)
+        if (uform_status_t status = sink.resampler.push(nullptr, 0, mono, message)) return status;
+    return uform_status_ok_k;
+}
+
+} // namespace
+
 uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t limit, std::vector<float> &mono,
                                  double &seconds, char const **message) noexcept {
     quiet_t const quiet;
@@ -181,49 +244,12 @@ uform_status_t decode_audio_file(char const *path, std::size_t rate, std::size_t
     if (!packet || !frame) return fail(message, uform_status_out_of_memory_k, "out of memory decoding");
     try {
         mono.clear();
-        std::vector<float> chunk;
-        resampler_t resampler;
-        int source_rate = 0;
-        std::size_t source_samples = 0;
-        // Drains the decoder's frames into the resampler; the rate is fixed by the first frame.
-        auto drain = [&]() -> uform_status_t {
-            for (;;) {
-                int const error = avcodec_receive_frame(decoder.get(), frame.get());
-                if (error == AVERROR(EAGAIN) || error == AVERROR_EOF) return uform_status_ok_k;
-                if (error < 0) return decode_failure(error, message);
-                if (frame->sample_rate <= 0 || (source_rate != 0 && frame->sample_rate != source_rate))
-                    return fail(message, uform_status_unsupported_k, "a recording changes its sample rate");
-                if (source_rate == 0) {
-                    source_rate = frame->sample_rate;
-                    if (!sample_rate_accepted(std::size_t(source_rate)))
-                        return fail(message, uform_status_unsupported_k,
-                                    "a recording's sample rate is outside 1 kHz to 384 kHz");
-                    if (uform_status_t status = resampler.open(std::size_t(source_rate), rate, message)) return status;
-                }
-                if (uform_status_t status = average_channels(frame.get(), chunk, message)) return status;
-                source_samples += chunk.size();
-                if (uform_status_t status = resampler.push(chunk.data(), chunk.size(), mono, message)) return status;
-                av_frame_unref(frame.get());
-            }
-        };
-        while (mono.size() <= limit) {
-            int const error = av_read_frame(container.get(), packet.get());
-            if (error == AVERROR_EOF) break;
-            if (error < 0) return decode_failure(error, message);
-            bool const ours = packet->stream_index == index;
-            int const sent = ours ? avcodec_send_packet(decoder.get(), packet.get()) : 0;
-            av_packet_unref(packet.get());
-            if (sent < 0) return decode_failure(sent, message);
-            if (uform_status_t status = drain()) return status;
-        }
-        seconds = source_rate ? double(source_samples) / double(source_rate) : 0.0;
-        if (mono.size() > limit) return uform_status_ok_k; // the rest lies past the budget: never read
-        if (int error = avcodec_send_packet(decoder.get(), nullptr); error < 0) return decode_failure(error, message);
-        if (uform_status_t status = drain()) return status;
-        if (source_rate != 0)
-            if (uform_status_t status = resampler.push(nullptr, 0, mono, message)) return status;
-        seconds = source_rate ? double(source_samples) / double(source_rate) : 0.0;
-        if (source_samples != 0 && mono.empty()) mono.push_back(0.0f); // a nonempty recording is never an empty item
+        audio_sink_t sink;
+        sink.rate = rate, sink.decoder = decoder.get(), sink.frame = frame.get();
+        uform_status_t const status = decode_packets(container.get(), index, packet.get(), limit, sink, mono, message);
+        seconds = sink.seconds();
+        if (status != uform_status_ok_k || mono.size() > limit) return status;
+        if (sink.source_samples != 0 && mono.empty()) mono.push_back(0.0f); // a nonempty recording is never empty
         if (cut_short(container.get(), stream, seconds))
             return fail(message, uform_status_corrupt_k, "a recording is shorter than its header says");
     } catch (...) {
