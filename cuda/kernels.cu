@@ -3,33 +3,21 @@
 // matrix product's inputs, F32 accumulation. See kernels.hpp for what each computes.
 #include "cuda/kernels.hpp"
 
-#include <cuda_bf16.h>
-#include <math_constants.h>
+#include "cuda/portable.hpp"
 
 namespace uform::cuda {
 namespace {
 
-constexpr unsigned block_k = 256; // threads of the row-wise kernels
-constexpr unsigned warp_k = 32;
+constexpr unsigned block_k = 256;         // threads of the row-wise kernels
 constexpr unsigned attention_warps_k = 4; // queries per block of the attention kernel
 
-/// The BF16 bits nearest to `value` (ties to even; NaN stays NaN).
-__device__ std::uint16_t bf16_bits(float value) {
-    __nv_bfloat16 const rounded = __float2bfloat16_rn(value);
-    return *reinterpret_cast<std::uint16_t const *>(&rounded);
-}
-
-/// `value` rounded to BF16 and back to F32.
-__device__ float round_bf16(float value) { return __bfloat162float(__float2bfloat16_rn(value)); }
-
 __device__ float warp_sum(float value) {
-    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value += shuffle_xor(value, offset);
     return value;
 }
 
 __device__ float warp_max(float value) {
-    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2)
-        value = fmaxf(value, __shfl_xor_sync(0xFFFFFFFFu, value, offset));
+    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value = fmaxf(value, shuffle_xor(value, offset));
     return value;
 }
 
@@ -38,9 +26,9 @@ __device__ float block_sum(float value) {
     __shared__ float partial[block_k / warp_k];
     unsigned const lane = threadIdx.x % warp_k, warp = threadIdx.x / warp_k;
     value = warp_sum(value);
-    __syncthreads(); // a previous call's readers are done with `partial`
+    block_sync(); // a previous call's readers are done with `partial`
     if (lane == 0) partial[warp] = value;
-    __syncthreads();
+    block_sync();
     float total = 0;
     for (unsigned i = 0; i != block_k / warp_k; ++i) total += partial[i];
     return total;
@@ -104,7 +92,7 @@ __global__ void attention_kernel(float const *qkv, std::size_t qkv_stride, std::
     float *probabilities = query + head_dim;
     float const *q = qkv + token * qkv_stride + head * head_dim;
     for (std::size_t d = lane; d < head_dim; d += warp_k) query[d] = q[d];
-    __syncwarp();
+    warp_sync();
     std::size_t const begin = segment_begin[token], end = segment_end[token];
     auto score = [&](std::size_t key) {
         float const *k = qkv + key * qkv_stride + width + head * head_dim;
@@ -125,7 +113,7 @@ __global__ void attention_kernel(float const *qkv, std::size_t qkv_stride, std::
     for (std::size_t chunk = begin; chunk < end; chunk += warp_k) {
         std::size_t const key = chunk + lane;
         probabilities[lane] = key < end ? round_bf16(expf(score(key) - maximum) * inverse) : 0.0f;
-        __syncwarp();
+        warp_sync();
         std::size_t const count = end - chunk < warp_k ? end - chunk : warp_k;
         for (std::size_t j = 0; j != count; ++j) {
             float const p = probabilities[j];
@@ -136,7 +124,7 @@ __global__ void attention_kernel(float const *qkv, std::size_t qkv_stride, std::
                 if (d < head_dim) accumulated[r] += p * v[d];
             }
         }
-        __syncwarp();
+        warp_sync();
     }
     std::uint16_t *target = out + token * out_stride + head * head_dim;
 #pragma unroll

@@ -6,11 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <cuda_runtime_api.h>
+#include "cuda/portable.hpp"
 
 namespace uform::cuda {
 
-/// Most dimensions of one attention head the kernels take (each lane of a warp keeps `head_dim / 32` sums).
+/// Most dimensions of one attention head the kernels take (each lane of a warp keeps `head_dim / warp_k` sums).
 inline constexpr std::size_t head_dim_max_k = 256;
 
 /// Whether this build carries code the CUDA device `device` runs (SASS for its architecture, or PTX it compiles).

@@ -1,13 +1,14 @@
 // The trainer's per-element and per-row maths, written once for both residencies: plain C++ that the CPU trainer
 // compiles, and `__host__ __device__` functions that cuda/train/kernels.cu runs on the GPU. Products and sums are
 // separate roundings (`mul`, `add`: no contraction into fused multiply-adds on either side), and fused ones are
-// written as `fma`, so both residencies compute the same bits from the same inputs.
+// written as `fma`, so both residencies compute the same bits from the same inputs (under HIP, whose kernels compile
+// with -ffp-contract=on, the plain expressions below are already single roundings).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 
-#if defined(__CUDACC__)
+#if defined(__CUDACC__) || defined(__HIP__)
 #define UFORM_HOST_DEVICE __host__ __device__
 #else
 #define UFORM_HOST_DEVICE

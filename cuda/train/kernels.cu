@@ -3,28 +3,19 @@
 // per-element maths of cpp/train/maths.hpp. See kernels.hpp for what each computes.
 #include "cuda/train/kernels.hpp"
 
-#include <cuda_bf16.h>
-#include <math_constants.h>
+#include "cuda/portable.hpp"
 
 namespace uform::cuda::train {
 namespace {
 
-constexpr unsigned block_k = 256; // threads of the row-wise and element-wise kernels
-constexpr unsigned warp_k = 32;
-constexpr unsigned warps_k = 4;            // (token, head) jobs per block of the attention kernels
-constexpr unsigned dims_per_lane_k = 8;    // head dimensions each lane keeps: head_dim at most 256
-constexpr std::size_t elements_k = 4096;   // elements per block of the element-wise kernels
-constexpr std::uint16_t token_max_k = 257; // the last row of the byte embedding (CHOOSE); above: a media token
-
-__device__ std::uint16_t bf16_bits(float value) {
-    __nv_bfloat16 const rounded = __float2bfloat16_rn(value);
-    return *reinterpret_cast<std::uint16_t const *>(&rounded);
-}
-
-__device__ float round_bf16(float value) { return __bfloat162float(__float2bfloat16_rn(value)); }
+constexpr unsigned block_k = 256;                  // threads of the row-wise and element-wise kernels
+constexpr unsigned warps_k = 4;                    // (token, head) jobs per block of the attention kernels
+constexpr unsigned dims_per_lane_k = 256 / warp_k; // head dimensions each lane keeps: head_dim at most 256
+constexpr std::size_t elements_k = 4096;           // elements per block of the element-wise kernels
+constexpr std::uint16_t token_max_k = 257;         // the last row of the byte embedding (CHOOSE); above: a media token
 
 __device__ float warp_sum(float value) {
-    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
+    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value += shuffle_xor(value, offset);
     return value;
 }
 
@@ -33,10 +24,10 @@ template <typename value_type_>
 __device__ value_type_ block_sum(value_type_ value) {
     __shared__ value_type_ partial[block_k / warp_k];
     unsigned const lane = threadIdx.x % warp_k, warp = threadIdx.x / warp_k;
-    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value += __shfl_xor_sync(0xFFFFFFFFu, value, offset);
-    __syncthreads();
+    for (unsigned offset = warp_k / 2; offset != 0; offset /= 2) value += shuffle_xor(value, offset);
+    block_sync();
     if (lane == 0) partial[warp] = value;
-    __syncthreads();
+    block_sync();
     value_type_ total = 0;
     for (unsigned i = 0; i != block_k / warp_k; ++i) total += partial[i];
     return total;

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <cuda_runtime_api.h>
+#include "cuda/portable.hpp"
 
 #include "cpp/train/maths.hpp"
 
