@@ -1,6 +1,8 @@
-// Loads cuBLASLt with dlopen and resolves the entry points of blas.hpp.
+// Loads cuBLASLt with dlopen and resolves the entry points of blas.hpp; opens and closes a stream's handle.
 #include "cuda/blas.hpp"
 
+#include "common/fail.hpp"
+#include "cuda/device.hpp"
 #include "cuda/library.hpp"
 
 namespace uform::cuda {
@@ -38,6 +40,23 @@ struct loaded_t {
 blas_t const *blas() noexcept {
     static loaded_t const loaded;
     return loaded.ok ? &loaded.table : nullptr;
+}
+
+uform_status_t blas_open(stream_t &stream, char const **message) noexcept {
+    blas_t const *api = blas();
+    if (api == nullptr)
+        return fail(message, uform_status_unsupported_k,
+                    "cuBLASLt (libcublasLt.so of the CUDA toolkit) could not be loaded: put it on the loader's path");
+    if (api->create(&stream.blas) != CUBLAS_STATUS_SUCCESS) {
+        stream.blas = nullptr;
+        return fail(message, uform_status_internal_k, "cuBLASLt refused to start on the device");
+    }
+    return uform_status_ok_k;
+}
+
+void blas_close(stream_t &stream) noexcept {
+    if (stream.blas != nullptr) (void)blas()->destroy(stream.blas);
+    stream.blas = nullptr;
 }
 
 } // namespace uform::cuda

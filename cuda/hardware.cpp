@@ -1,13 +1,13 @@
-// The CUDA residency's half of common/backend.hpp's hardware: the GPUs the process drives (Ampere and newer, through
-// the CUDA runtime), their classes, executors' streams, and VRAM arenas' memory. Without a driver or a device, every
-// count is zero, and `c/` answers `unsupported` for every VRAM request before it reaches this file.
+// The GPU residencies' half of common/backend.hpp's hardware: the GPUs the process drives (those the vendor's file
+// says, cuda/classes.cpp or rocm/classes.cpp), their classes, executors' streams, and VRAM arenas' memory. Without a
+// driver or a device, every count is zero, and `c/` answers `unsupported` for every VRAM request before it reaches
+// this file.
 #include <cstring>
 #include <new>
 #include <utility>
 
 #include "common/backend.hpp"
 #include "common/fail.hpp"
-#include "cuda/blas.hpp"
 #include "cuda/device.hpp"
 #include "cuda/kernels.hpp"
 
@@ -25,12 +25,8 @@ struct devices_t {
             return;
         }
         try {
-            for (int device = 0; device != count; ++device) {
-                int major = 0;
-                if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
-                    major >= 8)
-                    ordinals.push_back(device);
-            }
+            for (int device = 0; device != count; ++device)
+                if (device_driven(device)) ordinals.push_back(device);
         } catch (...) {
             ordinals.clear();
         }
@@ -40,21 +36,6 @@ struct devices_t {
 devices_t const &devices() noexcept {
     static devices_t const probed;
     return probed;
-}
-
-/// The class of a compute capability: 8.0-8.7 Ampere, 8.9 Ada, 9.x Hopper, 10.x-12.x Blackwell.
-uform_gpu_class_t class_of(int major, int minor) noexcept {
-    if (major == 8) return minor == 9 ? uform_gpu_class_nvidia_ada_k : uform_gpu_class_nvidia_ampere_k;
-    if (major == 9) return uform_gpu_class_nvidia_hopper_k;
-    return uform_gpu_class_nvidia_blackwell_k;
-}
-
-uform_gpu_class_t class_of_device(int device) noexcept {
-    int major = 0, minor = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess)
-        return uform_gpu_class_auto_k;
-    return class_of(major, minor);
 }
 
 } // namespace
@@ -111,22 +92,15 @@ uform_status_t stream_t::open(std::size_t gpu, std::size_t scratch, std::size_t 
     ordinal = gpu;
     device = device_of(gpu);
     device_guard_t const guard(device);
-    if (!guard.ok()) return fail(message, uform_status_not_found_k, "the CUDA runtime refused to select the device");
+    if (!guard.ok()) return fail(message, uform_status_not_found_k, "the GPU runtime refused to select the device");
     if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
         (void)cudaGetLastError();
         stream = nullptr;
-        return fail(message, uform_status_out_of_memory_k, "the CUDA runtime refused to make a stream");
+        return fail(message, uform_status_out_of_memory_k, "the GPU runtime refused to make a stream");
     }
-    blas_t const *api = cuda::blas();
-    if (api == nullptr) {
+    if (uform_status_t status = blas_open(*this, message)) {
         close();
-        return fail(message, uform_status_unsupported_k,
-                    "cuBLASLt (libcublasLt.so of the CUDA toolkit) could not be loaded: put it on the loader's path");
-    }
-    if (api->create(&blas) != CUBLAS_STATUS_SUCCESS) {
-        blas = nullptr;
-        close();
-        return fail(message, uform_status_internal_k, "cuBLASLt refused to start on the device");
+        return status;
     }
     if (!workspace.reserve(workspace_bytes_k) || (scratch != 0 && !activations.reserve(scratch)) ||
         (pinned != 0 && !staging.reserve(pinned))) {
@@ -137,23 +111,20 @@ uform_status_t stream_t::open(std::size_t gpu, std::size_t scratch, std::size_t 
 }
 
 void stream_t::close() noexcept {
-    if (stream == nullptr && blas == nullptr) return;
+    if (stream == nullptr) return; // blas_open runs once the stream is made
     device_guard_t const guard(device);
-    if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    (void)cudaStreamSynchronize(stream);
     workspace.release();
     activations.release();
     staging.release();
-    if (blas != nullptr) (void)cuda::blas()->destroy(blas);
-    if (stream != nullptr) (void)cudaStreamDestroy(stream);
-    blas = nullptr;
+    blas_close(*this);
+    (void)cudaStreamDestroy(stream);
     stream = nullptr;
 }
 
 } // namespace uform::cuda
 
 namespace uform::backend {
-
-char const *flavor() noexcept { return "ram,cuda"; }
 
 std::size_t gpu_count() noexcept { return cuda::devices().ordinals.size(); }
 
@@ -166,7 +137,7 @@ void gpu_describe(std::size_t ordinal, uform_gpu_device_t &device) noexcept {
         return;
     }
     std::strncpy(device.name, properties.name, sizeof(device.name) - 1);
-    device.gpu_class = cuda::class_of(properties.major, properties.minor);
+    device.gpu_class = cuda::class_of_device(cuda_device);
     device.memory_bytes = properties.totalGlobalMem;
     device.multiprocessors = std::size_t(properties.multiProcessorCount);
     if (cudaDeviceGetPCIBusId(device.pci_bus_id, int(sizeof(device.pci_bus_id)), cuda_device) != cudaSuccess)
