@@ -137,46 +137,54 @@ std::uint8_t gray_byte(std::uint8_t const *source, int bytes, bool big_endian) n
     return bytes == 1 ? source[0] : big_endian ? source[0] : source[1];
 }
 
-} // namespace
-
-uform_status_t picture_to_rgb(AVFrame const *frame, std::uint8_t *rgb, char const **message) noexcept {
+/// Copies 8-bit RGB, with or without alpha, as it is (swscale would do the same through buffers of its own, which for a
+/// picture a million rows tall take hundreds of megabytes); false for any other format.
+bool copy_rgb(AVFrame const *frame, std::uint8_t *rgb) noexcept {
     auto const format = AVPixelFormat(frame->format);
+    if (format != AV_PIX_FMT_RGB24 && format != AV_PIX_FMT_RGBA) return false;
     std::size_t const height = std::size_t(frame->height), width = std::size_t(frame->width);
-    // 8-bit RGB, with or without alpha, is copied as it is: swscale would do the same through buffers of its own,
-    // which for a picture a million rows tall take hundreds of megabytes.
-    if (format == AV_PIX_FMT_RGB24 || format == AV_PIX_FMT_RGBA) {
-        std::size_t const step = format == AV_PIX_FMT_RGB24 ? 3 : 4;
-        for (std::size_t y = 0; y != height; ++y) {
-            std::uint8_t const *row = frame->data[0] + std::ptrdiff_t(y) * frame->linesize[0];
-            std::uint8_t *target = rgb + y * width * 3;
-            if (step == 3) std::memcpy(target, row, width * 3);
-            else
-                for (std::size_t x = 0; x != width; ++x) std::memcpy(target + x * 3, row + x * 4, 3);
-        }
-        return uform_status_ok_k;
+    std::size_t const step = format == AV_PIX_FMT_RGB24 ? 3 : 4;
+    for (std::size_t y = 0; y != height; ++y) {
+        std::uint8_t const *row = frame->data[0] + std::ptrdiff_t(y) * frame->linesize[0];
+        std::uint8_t *target = rgb + y * width * 3;
+        if (step == 3) std::memcpy(target, row, width * 3);
+        else
+            for (std::size_t x = 0; x != width; ++x) std::memcpy(target + x * 3, row + x * 4, 3);
     }
-    // Gray, with or without alpha, replicates its most significant byte; swscale would treat it as limited-range luma.
+    return true;
+}
+
+/// Replicates gray's most significant byte, with or without alpha (swscale would treat it as limited-range luma);
+/// false for any other format.
+bool copy_gray(AVFrame const *frame, std::uint8_t *rgb) noexcept {
     int bytes = 0, stride = 0;
     bool big_endian = false;
-    switch (format) {
+    switch (AVPixelFormat(frame->format)) {
     case AV_PIX_FMT_GRAY8: bytes = 1, stride = 1; break;
     case AV_PIX_FMT_YA8: bytes = 1, stride = 2; break;
     case AV_PIX_FMT_GRAY16BE: bytes = 2, stride = 2, big_endian = true; break;
     case AV_PIX_FMT_GRAY16LE: bytes = 2, stride = 2; break;
     case AV_PIX_FMT_YA16BE: bytes = 2, stride = 4, big_endian = true; break;
     case AV_PIX_FMT_YA16LE: bytes = 2, stride = 4; break;
-    default: break;
+    default: return false;
     }
-    if (bytes != 0) {
-        for (std::size_t y = 0; y != height; ++y) {
-            std::uint8_t const *row = frame->data[0] + std::ptrdiff_t(y) * frame->linesize[0];
-            for (std::size_t x = 0; x != width; ++x) {
-                std::uint8_t const value = gray_byte(row + x * std::size_t(stride), bytes, big_endian);
-                rgb[(y * width + x) * 3 + 0] = rgb[(y * width + x) * 3 + 1] = rgb[(y * width + x) * 3 + 2] = value;
-            }
+    std::size_t const height = std::size_t(frame->height), width = std::size_t(frame->width);
+    for (std::size_t y = 0; y != height; ++y) {
+        std::uint8_t const *row = frame->data[0] + std::ptrdiff_t(y) * frame->linesize[0];
+        for (std::size_t x = 0; x != width; ++x) {
+            std::uint8_t const value = gray_byte(row + x * std::size_t(stride), bytes, big_endian);
+            rgb[(y * width + x) * 3 + 0] = rgb[(y * width + x) * 3 + 1] = rgb[(y * width + x) * 3 + 2] = value;
         }
-        return uform_status_ok_k;
     }
+    return true;
+}
+
+} // namespace
+
+uform_status_t picture_to_rgb(AVFrame const *frame, std::uint8_t *rgb, char const **message) noexcept {
+    if (copy_rgb(frame, rgb) || copy_gray(frame, rgb)) return uform_status_ok_k;
+    auto const format = AVPixelFormat(frame->format);
+    std::size_t const height = std::size_t(frame->height), width = std::size_t(frame->width);
     // Everything else through swscale, alpha dropped without compositing. Bicubic alone is the `ffmpeg` tool's
     // default conversion, which the goldens' reference decodes with: the flag picks the chroma upsampling of 4:2:0
     // pictures, and bilinear, accurate rounding or full chroma interpolation move a JPEG's embedding by ~2e-3.
