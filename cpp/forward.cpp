@@ -212,6 +212,16 @@ class forward_t {
         return !stopped();
     }
 
+    /// Runs `body`, adding its wall time to `phase` when the caller profiles the call.
+    template <typename body_t>
+    void timed(forward_phase_t phase, body_t &&body) noexcept {
+        if (hooks_.phases == nullptr) return body();
+        auto const start = std::chrono::steady_clock::now();
+        body();
+        std::chrono::duration<double> const seconds = std::chrono::steady_clock::now() - start;
+        hooks_.phases[static_cast<std::size_t>(phase)] += seconds.count();
+    }
+
     /// Restarts the poll clock, after the handler saw a group's end.
     void reported() noexcept { polled_ = std::chrono::steady_clock::now(); }
 
@@ -294,9 +304,11 @@ class forward_t {
     /// A linear's product over this call's threads and scratch, in chunks of `poll_rows_k` rows with a poll between.
     void multiply(float const *a, std::size_t lda, std::size_t rows, linear_t const &b, float *c, std::size_t ldc,
                   unsigned flags) noexcept {
-        for (std::size_t row = 0; row < rows && keep_going(0); row += poll_rows_k)
-            b.multiply(kernels_, parallel_, a + row * lda, lda, std::min(poll_rows_k, rows - row), c + row * ldc, ldc,
-                       flags, buffers_.gemm);
+        timed(forward_phase_t::linears, [&] {
+            for (std::size_t row = 0; row < rows && keep_going(0); row += poll_rows_k)
+                b.multiply(kernels_, parallel_, a + row * lda, lda, std::min(poll_rows_k, rows - row), c + row * ldc,
+                           ldc, flags, buffers_.gemm);
+        });
     }
 
     /// Byte embeddings (CHOOSE after each item when appended) into the residual stream.
@@ -318,15 +330,24 @@ class forward_t {
 
     /// `x += Out(Attention(RoPE(Q(n1)), RoPE(K(n1)), V(n1)))` with `n1 = RMSNorm(x) * attn_norm`.
     void attention(block_weights_t const &block) noexcept {
-        std::size_t const width = hidden(), heads = geometry_.heads, head_dim = geometry_.head_dim;
-        std::size_t const half = head_dim / 2, qkv = qkv_stride(), attention = attention_width(), stride = x_stride();
-        for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
-            for (std::size_t row = begin; row != end; ++row)
-                kernels_.rms_norm(buffers_.x + row * stride, block.attn_norm.data(), width, geometry_.norm_eps,
-                                  buffers_.normed + row * stride, true);
+        std::size_t const width = hidden(), stride = x_stride();
+        timed(forward_phase_t::norms, [&] {
+            for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
+                for (std::size_t row = begin; row != end; ++row)
+                    kernels_.rms_norm(buffers_.x + row * stride, block.attn_norm.data(), width, geometry_.norm_eps,
+                                      buffers_.normed + row * stride, true);
+            });
         });
-        multiply(buffers_.normed, stride, rows_, block.qkv, buffers_.qkv, qkv, 0);
-        // RoPE on q and k (then BF16, as they only feed q.k^T), BF16 on v (it only feeds softmax.v).
+        multiply(buffers_.normed, stride, rows_, block.qkv, buffers_.qkv, qkv_stride(), 0);
+        timed(forward_phase_t::rope, [&] { rope(); });
+        attend_heads();
+        multiply(buffers_.attention_out, out_stride(), rows_, block.out, buffers_.x, stride, gemm_accumulate_k);
+    }
+
+    /// RoPE on q and k (then BF16, as they only feed q.k^T), BF16 on v (it only feeds softmax.v).
+    void rope() noexcept {
+        std::size_t const heads = geometry_.heads, head_dim = geometry_.head_dim, half = head_dim / 2;
+        std::size_t const qkv = qkv_stride(), attention = attention_width();
         for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
             std::size_t item = item_of(begin);
             for (std::size_t row = begin; row != end; ++row) {
@@ -352,8 +373,12 @@ class forward_t {
                 kernels_.round_bf16(q + 2 * attention, q + 2 * attention, attention);
             }
         });
+    }
+
+    /// Every head of every item of the group: its keys and values packed, then its blocks of queries attended.
+    void attend_heads() noexcept {
+        std::size_t const heads = geometry_.heads, items = end_ - first_;
         // Per item: key panels of every head, and the attention tasks' prefix sums.
-        std::size_t const items = end_ - first_;
         buffers_.item_keys[0] = buffers_.item_tasks[0] = 0;
         for (std::size_t index = 0; index != items; ++index) {
             std::size_t const tokens = item_tokens(batch_, first_ + index);
@@ -362,24 +387,23 @@ class forward_t {
             std::size_t const blocks = tokens == 0 ? 0 : (tokens + query_rows(tokens) - 1) / query_rows(tokens);
             buffers_.item_tasks[index + 1] = buffers_.item_tasks[index] + blocks * heads;
         }
-        parallel_(items * heads, [&](std::size_t task, std::size_t thread) noexcept {
-            if (!keep_going(thread)) return;
-            switch (path_) {
-            case attention_path_t::f32: pack_keys(task / heads, task % heads); break;
-            case attention_path_t::pairs: pack_keys_pairs(task / heads, task % heads); break;
-            }
+        timed(forward_phase_t::key_packing, [&] {
+            parallel_(items * heads, [&](std::size_t task, std::size_t thread) noexcept {
+                if (!keep_going(thread)) return;
+                if (path_ == attention_path_t::f32) pack_keys(task / heads, task % heads);
+                else pack_keys_pairs(task / heads, task % heads);
+            });
         });
-        parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
-            if (!keep_going(thread)) return;
-            std::size_t const index =
-                std::upper_bound(buffers_.item_tasks, buffers_.item_tasks + items + 1, task) - buffers_.item_tasks - 1;
-            std::size_t const local = task - buffers_.item_tasks[index];
-            switch (path_) {
-            case attention_path_t::f32: attend(index, local % heads, local / heads, thread); break;
-            case attention_path_t::pairs: attend_pairs(index, local % heads, local / heads, thread); break;
-            }
+        timed(forward_phase_t::attention, [&] {
+            parallel_(buffers_.item_tasks[items], [&](std::size_t task, std::size_t thread) noexcept {
+                if (!keep_going(thread)) return;
+                std::size_t const index = std::upper_bound(buffers_.item_tasks, buffers_.item_tasks + items + 1, task) -
+                                          buffers_.item_tasks - 1;
+                std::size_t const local = task - buffers_.item_tasks[index];
+                if (path_ == attention_path_t::f32) attend(index, local % heads, local / heads, thread);
+                else attend_pairs(index, local % heads, local / heads, thread);
+            });
         });
-        multiply(buffers_.attention_out, out_stride(), rows_, block.out, buffers_.x, stride, gemm_accumulate_k);
     }
 
     /// Transposes head `head`'s keys of the group's item `index` into 64-key panels of `head_dim` rows.
@@ -523,17 +547,21 @@ class forward_t {
         for (std::size_t chunk = 0; chunk < rows_; chunk += chunk_rows) {
             std::size_t const rows = std::min(chunk_rows, rows_ - chunk);
             float *x = buffers_.x + chunk * stride;
-            for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
-                for (std::size_t row = begin; row != end; ++row)
-                    kernels_.rms_norm(x + row * stride, block.mlp_norm.data(), width, geometry_.norm_eps,
-                                      buffers_.normed + row * stride, true);
+            timed(forward_phase_t::norms, [&] {
+                for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
+                    for (std::size_t row = begin; row != end; ++row)
+                        kernels_.rms_norm(x + row * stride, block.mlp_norm.data(), width, geometry_.norm_eps,
+                                          buffers_.normed + row * stride, true);
+                });
             });
             multiply(buffers_.normed, stride, rows, block.gate_up, buffers_.mlp, mlp, 0);
-            for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
-                for (std::size_t row = begin; row != end; ++row) {
-                    float *gate = buffers_.mlp + row * mlp;
-                    kernels_.silu_mul_round(gate, gate + ffn, gate, ffn);
-                }
+            timed(forward_phase_t::gate, [&] {
+                for_rows(rows, [&](std::size_t begin, std::size_t end) noexcept {
+                    for (std::size_t row = begin; row != end; ++row) {
+                        float *gate = buffers_.mlp + row * mlp;
+                        kernels_.silu_mul_round(gate, gate + ffn, gate, ffn);
+                    }
+                });
             });
             multiply(buffers_.mlp, mlp, rows, block.down, x, stride, gemm_accumulate_k);
         }
@@ -544,10 +572,12 @@ class forward_t {
         std::size_t const width = hidden(), x = x_stride();
         float *states = this->states();
         std::size_t const stride = states_stride();
-        for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
-            for (std::size_t row = begin; row != end; ++row)
-                kernels_.rms_norm(buffers_.x + row * x, weights_.final_norm.data(), width, geometry_.norm_eps,
-                                  states + row * stride, false);
+        timed(forward_phase_t::norms, [&] {
+            for_rows(rows_, [&](std::size_t begin, std::size_t end) noexcept {
+                for (std::size_t row = begin; row != end; ++row)
+                    kernels_.rms_norm(buffers_.x + row * x, weights_.final_norm.data(), width, geometry_.norm_eps,
+                                      states + row * stride, false);
+            });
         });
     }
 
@@ -607,6 +637,20 @@ class forward_t {
 };
 
 } // namespace
+
+// The names the bench prints.
+char const *forward_phase_name(forward_phase_t phase) noexcept {
+    switch (phase) {
+    case forward_phase_t::linears: return "linears";
+    case forward_phase_t::attention: return "attention";
+    case forward_phase_t::key_packing: return "key_packing";
+    case forward_phase_t::norms: return "norms";
+    case forward_phase_t::rope: return "rope";
+    case forward_phase_t::gate: return "gate";
+    case forward_phase_t::count: break;
+    }
+    return "?";
+}
 
 // Every item's tokens through the linears, and attention's two products over each item's square.
 double trunk_flops(geometry_t const &geometry, token_batch_t const &batch) noexcept {

@@ -43,6 +43,15 @@ struct trunk_outputs_t {
     std::size_t choose_logits_stride = 0;
 };
 
+/// The parts of a forward a profile times apart (`forward_hooks_t::phases`): the linears' products (trunk and heads),
+/// attention per head (its two products, the softmax and their BF16 conversions), packing each head's keys and
+/// values, the RMS norms, RoPE with the rounding of q, k and v, and the MLP's gate. The rest (embedding, pooling,
+/// normalizing the outputs, the groups' bookkeeping) is the call's time less theirs.
+enum class forward_phase_t : unsigned char { linears, attention, key_packing, norms, rope, gate, count };
+
+/// A phase's name in reports.
+char const *forward_phase_name(forward_phase_t phase) noexcept;
+
 /// The executor's hooks for one call.
 struct forward_hooks_t {
     /// Threads to run on.
@@ -54,6 +63,9 @@ struct forward_hooks_t {
     bool (*poll)(void *context, std::size_t completed, std::size_t total) noexcept = nullptr;
     /// Passed to `progress` and `poll` untouched.
     void *progress_context = nullptr;
+    /// Nullable: `forward_phase_t::count` seconds, to which each phase's wall time (read on the calling thread around
+    /// each of its steps) is added; for profiles, which pay two clock reads a step.
+    double *phases = nullptr;
 };
 
 /// The first token row of item `item` (and, for `item == batch.count`, the number of token rows).

@@ -10,6 +10,7 @@
 //       <those sources> <numkong objects> -lpthread
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -465,8 +466,16 @@ void test_int8_rows() {
     }
 }
 
-/// One int8 product on every class and one and two threads: each equals the serial class's bits, and the serial
-/// class stays within the quantization's bound of the exact F64 product of the unquantized inputs.
+/// The int8 products' kernel tables: every class's, and those on AMX tiles (`tiled_tables`).
+std::vector<std::pair<std::string, kernels_t const *>> int8_tables() {
+    std::vector<std::pair<std::string, kernels_t const *>> tables = tiled_tables();
+    for (uform_cpu_class_t cpu_class : int8_classes())
+        tables.emplace_back("class " + std::to_string(cpu_class), kernels_for(cpu_class));
+    return tables;
+}
+
+/// One int8 product on every class (and on AMX tiles) and one and two threads: each equals the serial class's bits, and
+/// the serial class stays within the quantization's bound of the exact F64 product of the unquantized inputs.
 void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns, unsigned flags,
                         std::mt19937 &random) {
     std::normal_distribution<float> normal;
@@ -489,10 +498,7 @@ void check_int8_product(std::size_t rows, std::size_t depth, std::size_t columns
     std::vector<float> const expected = run(kernels_serial(), serial_parallel);
     char label[160];
     std::snprintf(label, sizeof label, "int8 %zux%zux%zu flags %u", rows, depth, columns, flags);
-    std::vector<std::pair<std::string, kernels_t const *>> tables = tiled_tables();
-    for (uform_cpu_class_t cpu_class : int8_classes())
-        tables.emplace_back("class " + std::to_string(cpu_class), kernels_for(cpu_class));
-    for (auto const &[name, kernels] : tables)
+    for (auto const &[name, kernels] : int8_tables())
         for (parallel_t const *parallel : {&serial_parallel, &pair_parallel}) {
             std::vector<float> const c = run(*kernels, *parallel);
             CHECK_LABEL(std::memcmp(c.data(), expected.data(), c.size() * sizeof(float)) == 0,
@@ -854,6 +860,33 @@ void test_choose_golden(model_weights_t const &weights, std::string const &label
     CHECK_LABEL(worst <= 2e-3, text);
 }
 
+/// A profiled call (`forward_hooks_t::phases`): every phase timed, their sum within the call's wall time, and the
+/// outputs those of a call without the profile, bit for bit.
+void test_phases(model_weights_t const &weights) {
+    texts_t texts;
+    for (std::size_t length : {40, 3, 75}) texts.add(lcg_text(length, length));
+    token_batch_t const batch = texts.batch(false);
+    std::vector<float> plain(batch.count * weights.geometry.dimensions), profiled(plain.size());
+    trunk_outputs_t outputs;
+    outputs.embeddings = plain.data(), outputs.embeddings_stride = weights.geometry.dimensions;
+    scratch_t scratch;
+    forward_hooks_t hooks;
+    CHECK(trunk_forward(weights, batch, outputs, scratch, hooks, nullptr) == uform_status_ok_k);
+    std::vector<double> phases(static_cast<std::size_t>(forward_phase_t::count), 0.0);
+    hooks.phases = phases.data();
+    outputs.embeddings = profiled.data();
+    auto const start = std::chrono::steady_clock::now();
+    CHECK(trunk_forward(weights, batch, outputs, scratch, hooks, nullptr) == uform_status_ok_k);
+    std::chrono::duration<double> const call = std::chrono::steady_clock::now() - start;
+    double sum = 0;
+    for (std::size_t phase = 0; phase != phases.size(); ++phase) {
+        CHECK_LABEL(phases[phase] > 0, std::string("phase timed: ") + forward_phase_name(forward_phase_t(phase)));
+        sum += phases[phase];
+    }
+    CHECK_LABEL(sum <= call.count(), "the phases fit within the call");
+    CHECK_LABEL(plain == profiled, "a profiled call's outputs equal a plain call's");
+}
+
 /// The AMX path on the tiles' software model, on any machine: BF16 products (linears and attention's) in BF16 tiles,
 /// an int8 model's trunk in INT8 tiles, each against the path the machine takes without them.
 void test_tile_model(model_weights_t const &native, model_weights_t const &i8) {
@@ -906,6 +939,7 @@ int main() {
         check_models_agree(i8.weights, native.weights, 0.9, 1.0, 0.99, "I8 vs BF16");
         check_models_agree(i8_serial.weights, i8.weights, 0.999, 1e-2, 0.9999, "I8 serial vs native");
         test_tile_model(native.weights, i8.weights);
+        test_phases(native.weights);
         std::printf("  int8 weights %zu bytes against BF16's %zu\n", i8.weights.bytes(), native.weights.bytes());
         CHECK(i8.weights.bytes() < native.weights.bytes());
     }

@@ -24,6 +24,7 @@
 //
 // The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -115,7 +116,7 @@ struct options_t {
     std::vector<std::size_t> threads{1, 2};
     std::vector<std::string> only{"ceiling", "gemm", "tiny", "small"};
     std::vector<std::string> classes{"native", "f32"};
-    bool json = false;
+    bool json = false, profile = false;
 
     /// Whether `part` was chosen.
     bool runs(char const *part) const { return std::find(only.begin(), only.end(), part) != only.end(); }
@@ -186,21 +187,120 @@ double paired_percent(std::size_t repeats, pool_t &pool, double flops, body_t &&
     return median(percents);
 }
 
-/// Prints one GEMM measurement of `flops` per call.
+/// Each product path's ceiling on one thread count (tools/bench/ceilings.hpp), measured the first time a report asks.
+class ceilings_t {
+  public:
+    explicit ceilings_t(std::size_t threads) : threads_(threads) { values_.fill(-1); }
+    /// GFLOP/s (GOP/s for int8) of `path` on these threads; 0 where unmeasured.
+    double operator()(product_path_t path) {
+        double &value = values_[static_cast<std::size_t>(path)];
+        if (value < 0) value = path_peak(path, threads_);
+        return value;
+    }
+
+  private:
+    std::size_t threads_;
+    std::array<double, static_cast<std::size_t>(product_path_t::unmeasured) + 1> values_{};
+};
+
+/// The path of the F32 FMA products on this machine.
+product_path_t f32_path() {
+    return cpu_class_available(uform_cpu_class_intel_skylake_k) ? product_path_t::f32_fma_avx512
+                                                                : product_path_t::f32_fma_avx2;
+}
+
+/// Prints one GEMM measurement of `flops` per call: its rate, its share of the F32 FMA ceiling `peak`, and its
+/// efficiency, the share of the ceiling of its own `path`.
 void report_gemm(options_t const &options, char const *kernel, std::size_t threads, double flops, double wall,
-                 double cpu, double peak) {
+                 double cpu, double peak, product_path_t path, ceilings_t &ceilings) {
+    double const ceiling = ceilings(path);
     record_t("gemm")
         .text("kernel", kernel)
         .number("threads", double(threads))
         .number("gflops_wall", flops / wall * 1e-9)
         .number("gflops_cpu", flops / cpu * 1e-9)
         .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
+        .text("path", product_path_name(path))
+        .number("percent_path", ceiling > 0 ? 100 * flops / wall * 1e-9 / ceiling : 0) // 0: unmeasured
         .print(options.json);
 }
 
-/// Our F32 FMA and AMX GEMMs on each thread count, NumKong's packed f32 and bf16 kernels on one thread.
+/// One product of the GEMM part: its name, the kernels it runs on (none: skipped), int8 blocks or BF16 pairs, its
+/// path.
+struct gemm_path_t {
+    char const *name;
+    kernels_t const *kernels;
+    bool int8;
+    product_path_t path;
+};
+
+/// Our BF16 pair panels where the class has them and the int8 blocks of `Scalar::I8` models, each again in AMX tiles
+/// where the OS grants them, on each thread count.
+void bench_packed_products(options_t const &options, std::vector<float> const &a, std::vector<std::uint16_t> const &w,
+                           std::size_t rows, std::size_t depth, std::size_t columns, std::vector<double> const &peaks,
+                           std::vector<ceilings_t> &ceilings) {
+    kernels_t const &kernels = *kernels_for(uform_cpu_class_auto_k);
+    kernels_t const *tiled = kernels_on_tiles(tiles_t::hardware);
+    product_path_t const vnni =
+        kernels.quantize_i8 != quantize_i8_serial ? product_path_t::i8_vnni : product_path_t::unmeasured;
+    gemm_path_t const paths[] = {
+        {"bf16_pairs", kernels.gemm_micro_pairs != nullptr ? &kernels : nullptr, false, product_path_t::bf16_pairs},
+        {"i8_blocks", &kernels, true, vnni},
+        {"amx_bf16", tiled, false, product_path_t::amx_tiles},
+        {"amx_i8", tiled, true, product_path_t::amx_int8}};
+    double const flops = 2.0 * double(rows) * double(depth) * double(columns);
+    std::vector<float> c(rows * columns);
+    for (gemm_path_t const &path : paths) {
+        if (path.kernels == nullptr) continue;
+        linear_t linear;
+        bool const packed_ok =
+            path.int8 ? linear.blocks.pack({}, reinterpret_cast<std::byte const *>(w.data()), columns, depth)
+                      : linear.pairs.pack(*path.kernels, {}, w.data(), columns, depth);
+        if (!packed_ok) return;
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
+            pool_t pool(options.threads[i]);
+            std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
+            auto [wall, cpu] = time_median(options.repeats, [&] {
+                linear.multiply(*path.kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0,
+                                scratch.data());
+            });
+            report_gemm(options, path.name, options.threads[i], flops, wall, cpu, peaks[i], path.path, ceilings[i]);
+        }
+    }
+}
+
+/// NumKong's packed kernels for reference, on the calling thread: f32 (f64 accumulation) and bf16 (AMX where the OS
+/// allows it, which takes every capability's thread set-up, AMX's tile permission included).
+void bench_numkong(options_t const &options, std::vector<float> const &a, std::vector<std::uint16_t> const &w,
+                   std::size_t rows, std::size_t depth, std::size_t columns, double peak, ceilings_t &ceilings) {
+    double const flops = 2.0 * double(rows) * double(depth) * double(columns);
+    std::size_t const repeats = options.repeats;
+    nk_configure_thread(nk_capabilities());
+    std::vector<char> packed_f32(nk_dots_packed_size_f32(columns, depth));
+    std::vector<float> w32(columns * depth), c(rows * columns);
+    for (std::size_t i = 0; i != w32.size(); ++i) w32[i] = bf16_to_f32(w[i]);
+    nk_dots_pack_f32(w32.data(), columns, depth, depth * sizeof(float), packed_f32.data());
+    std::vector<double> c64(rows * columns);
+    auto [f32_wall, f32_cpu] = time_median(std::max<std::size_t>(repeats / 3, 3), [&] {
+        nk_dots_packed_f32(a.data(), packed_f32.data(), c64.data(), rows, columns, depth, depth * sizeof(float),
+                           columns * sizeof(double));
+    });
+    report_gemm(options, "numkong_f32", 1, flops, f32_wall, f32_cpu, peak, f32_path(), ceilings);
+    std::vector<std::uint16_t> a16(rows * depth);
+    for (std::size_t i = 0; i != a16.size(); ++i) a16[i] = f32_to_bf16(a[i]);
+    std::vector<char> packed_bf16(nk_dots_packed_size_bf16(columns, depth));
+    nk_dots_pack_bf16(reinterpret_cast<nk_bf16_t const *>(w.data()), columns, depth, depth * 2, packed_bf16.data());
+    auto [bf16_wall, bf16_cpu] = time_median(repeats, [&] {
+        nk_dots_packed_bf16(reinterpret_cast<nk_bf16_t const *>(a16.data()), packed_bf16.data(), c.data(), rows,
+                            columns, depth, depth * 2, columns * sizeof(float));
+    });
+    report_gemm(options, "numkong_bf16", 1, flops, bf16_wall, bf16_cpu, peak, product_path(cpu_class_native()),
+                ceilings);
+}
+
+/// Our F32 FMA GEMM on each thread count (also paired with the ceiling), our packed products, NumKong's for reference.
 void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, std::size_t columns,
-                std::vector<double> const &peaks) {
+                std::vector<double> const &peaks, std::vector<ceilings_t> &ceilings) {
     std::mt19937 random(1);
     std::normal_distribution<float> normal;
     std::vector<float> a(rows * depth), c(rows * columns);
@@ -211,73 +311,23 @@ void bench_gemm(options_t const &options, std::size_t rows, std::size_t depth, s
     if (!pack_bf16(w.data(), columns, depth, depth, packed)) return;
     kernels_t const &kernels = *kernels_for(uform_cpu_class_auto_k);
     double const flops = 2.0 * double(rows) * double(depth) * double(columns);
-    std::size_t const repeats = options.repeats;
     for (std::size_t i = 0; i != options.threads.size(); ++i) {
         pool_t pool(options.threads[i]);
         std::vector<float> scratch(options.threads[i] * gemm_scratch_floats(depth));
         auto const call = [&] {
             gemm(kernels, pool.parallel, a.data(), depth, rows, packed.view(), c.data(), columns, 0, scratch.data());
         };
-        auto [wall, cpu] = time_median(repeats, call);
-        report_gemm(options, "f32_fma", options.threads[i], flops, wall, cpu, peaks[i]);
-        double const paired = paired_percent(repeats, pool, flops, call);
+        auto [wall, cpu] = time_median(options.repeats, call);
+        report_gemm(options, "f32_fma", options.threads[i], flops, wall, cpu, peaks[i], f32_path(), ceilings[i]);
+        double const paired = paired_percent(options.repeats, pool, flops, call);
         record_t("gemm_paired")
             .text("kernel", "f32_fma")
             .number("threads", double(options.threads[i]))
             .number("percent_ceiling", paired)
             .print(options.json);
     }
-    // The BF16 pair panels where the class has them and the int8 blocks of `Scalar::I8` models, each again in AMX
-    // tiles where the OS grants them.
-    kernels_t const *tiled = kernels_on_tiles(tiles_t::hardware);
-    struct path_t {
-        char const *name;
-        kernels_t const *kernels;
-        bool int8;
-    };
-    path_t const paths[] = {{"bf16_pairs", kernels.gemm_micro_pairs != nullptr ? &kernels : nullptr, false},
-                            {"i8_blocks", &kernels, true},
-                            {"amx_bf16", tiled, false},
-                            {"amx_i8", tiled, true}};
-    for (path_t const &path : paths) {
-        if (path.kernels == nullptr) continue;
-        linear_t linear;
-        bool const packed_ok =
-            path.int8 ? linear.blocks.pack({}, reinterpret_cast<std::byte const *>(w.data()), columns, depth)
-                      : linear.pairs.pack(*path.kernels, {}, w.data(), columns, depth);
-        if (!packed_ok) return;
-        for (std::size_t i = 0; i != options.threads.size(); ++i) {
-            pool_t pool(options.threads[i]);
-            std::vector<float> scratch(options.threads[i] * linear.scratch_floats());
-            auto [wall, cpu] = time_median(repeats, [&] {
-                linear.multiply(*path.kernels, pool.parallel, a.data(), depth, rows, c.data(), columns, 0,
-                                scratch.data());
-            });
-            report_gemm(options, path.name, options.threads[i], flops, wall, cpu, peaks[i]);
-        }
-    }
-    // NumKong's packed kernels for reference, on the calling thread: f32 (f64 accumulation) and bf16 (AMX where the
-    // OS allows it, which takes every capability's thread set-up, AMX's tile permission included).
-    nk_configure_thread(nk_capabilities());
-    std::vector<char> packed_f32(nk_dots_packed_size_f32(columns, depth));
-    std::vector<float> w32(columns * depth);
-    for (std::size_t i = 0; i != w32.size(); ++i) w32[i] = bf16_to_f32(w[i]);
-    nk_dots_pack_f32(w32.data(), columns, depth, depth * sizeof(float), packed_f32.data());
-    std::vector<double> c64(rows * columns);
-    auto [f32_wall, f32_cpu] = time_median(std::max<std::size_t>(repeats / 3, 3), [&] {
-        nk_dots_packed_f32(a.data(), packed_f32.data(), c64.data(), rows, columns, depth, depth * sizeof(float),
-                           columns * sizeof(double));
-    });
-    report_gemm(options, "numkong_f32", 1, flops, f32_wall, f32_cpu, peaks.front());
-    std::vector<std::uint16_t> a16(rows * depth);
-    for (std::size_t i = 0; i != a16.size(); ++i) a16[i] = f32_to_bf16(a[i]);
-    std::vector<char> packed_bf16(nk_dots_packed_size_bf16(columns, depth));
-    nk_dots_pack_bf16(reinterpret_cast<nk_bf16_t const *>(w.data()), columns, depth, depth * 2, packed_bf16.data());
-    auto [bf16_wall, bf16_cpu] = time_median(repeats, [&] {
-        nk_dots_packed_bf16(reinterpret_cast<nk_bf16_t const *>(a16.data()), packed_bf16.data(), c.data(), rows,
-                            columns, depth, depth * 2, columns * sizeof(float));
-    });
-    report_gemm(options, "numkong_bf16", 1, flops, bf16_wall, bf16_cpu, peaks.front());
+    bench_packed_products(options, a, w, rows, depth, columns, peaks, ceilings);
+    bench_numkong(options, a, w, rows, depth, columns, peaks.front(), ceilings.front());
 }
 
 // region: the read bandwidth
@@ -334,11 +384,25 @@ struct model_t {
     model_weights_t weights;
 };
 
-/// A forward run: its name, its class, the trunk's quantization.
+/// A forward run: its name, its class, the trunk's quantization, the path its linears' products take.
 struct run_t {
     char const *name;
     uform_cpu_class_t cpu_class;
     uform_scalar_t quantization;
+    product_path_t path;
+};
+
+/// What the run measured of the machine, per thread count in `options.threads`' order: the F32 FMA ceiling (CPU-time
+/// rate), the read bandwidth, each path's ceiling.
+struct machine_t {
+    std::vector<double> peaks, bandwidths;
+    std::vector<ceilings_t> ceilings;
+};
+
+/// One forward case: the geometry's name, the texts and their length, the index of the thread count, timed calls.
+struct case_t {
+    char const *geometry;
+    std::size_t count, length, thread_index, repeats;
 };
 
 /// Loads a checkpoint for `run`; false with a message on standard error on failure.
@@ -374,13 +438,63 @@ double worst_cosine(std::vector<float> const &a, std::vector<float> const &b, st
     return worst;
 }
 
-/// Embeddings of `count` texts of `length` bytes on `threads` threads: calls/s, tokens/s, share of peak; and the
-/// smallest cosine against `reference` (the native run's embeddings of the same texts) when it is not empty.
-/// Answers the embeddings.
-std::vector<float> bench_forward(options_t const &options, model_weights_t const &weights, char const *geometry,
-                                 char const *cpu_class, std::size_t count, std::size_t length, std::size_t threads,
-                                 std::size_t repeats, double peak, double bandwidth,
-                                 std::vector<float> const &reference) {
+/// FLOPs of attention's two products over `count` items of `length` tokens (the rest of `trunk_flops` is the
+/// linears').
+double attention_flops(geometry_t const &geometry, std::size_t count, std::size_t length) {
+    return double(geometry.depth) * double(count) * 4.0 * double(length) * double(length) *
+           double(geometry.heads * geometry.head_dim);
+}
+
+/// Where one call's time goes: `repeats` calls with each phase's wall time read (forward_phase_t), in ms per call
+/// and percent of the call, the rest the call's time less the phases'; and the linears' products' own rate as a share
+/// of the run's path ceiling.
+void profile_forward(options_t const &options, model_weights_t const &weights, run_t const &run, case_t const &shape,
+                     token_batch_t const &batch, trunk_outputs_t const &outputs, parallel_t const &parallel,
+                     double ceiling) {
+    constexpr std::size_t phases = static_cast<std::size_t>(forward_phase_t::count);
+    std::array<double, phases> seconds{};
+    forward_hooks_t hooks;
+    hooks.parallel = parallel;
+    hooks.phases = seconds.data();
+    scratch_t scratch;
+    trunk_forward(weights, batch, outputs, scratch, hooks, nullptr); // warm-up: its phases are not counted
+    seconds.fill(0);
+    double const start = wall_now();
+    for (std::size_t i = 0; i != shape.repeats; ++i) trunk_forward(weights, batch, outputs, scratch, hooks, nullptr);
+    double const call = (wall_now() - start) / double(shape.repeats);
+    record_t record("profile");
+    record.text("geometry", shape.geometry)
+        .text("class", run.name)
+        .number("threads", double(std::max<std::size_t>(parallel.threads, 1)))
+        .number("ms_per_call", call * 1e3);
+    std::array<std::string, 2 * phases> keys; // the record keeps pointers to its keys until it prints
+    double accounted = 0;
+    for (std::size_t phase = 0; phase != phases; ++phase) {
+        double const share = seconds[phase] / double(shape.repeats);
+        accounted += share;
+        std::string const name = forward_phase_name(static_cast<forward_phase_t>(phase));
+        keys[2 * phase] = name + "_ms", keys[2 * phase + 1] = name + "_percent";
+        record.number(keys[2 * phase].c_str(), share * 1e3).number(keys[2 * phase + 1].c_str(), 100 * share / call);
+    }
+    record.number("rest_ms", (call - accounted) * 1e3).number("rest_percent", 100 * (call - accounted) / call);
+    double const linear_flops = trunk_flops(weights.geometry, batch) -
+                                attention_flops(weights.geometry, shape.count, shape.length) +
+                                2.0 * double(shape.count * weights.geometry.hidden * weights.geometry.dimensions);
+    double const linear_seconds = seconds[0] / double(shape.repeats);
+    record.number("linears_gflops", linear_flops / linear_seconds * 1e-9)
+        .text("path", product_path_name(run.path))
+        .number("linears_percent_path", ceiling > 0 ? 100 * linear_flops / linear_seconds * 1e-9 / ceiling : 0)
+        .print(options.json);
+}
+
+/// Embeddings of the case's texts on its threads: calls/s, tokens/s, share of the F32 FMA ceiling and efficiency (the
+/// share of the run's path ceiling); and the smallest cosine against `reference` (the native run's embeddings of the
+/// same texts) when it is not empty. With `--profile`, the call's phases after. Answers the embeddings.
+std::vector<float> bench_forward(options_t const &options, model_weights_t const &weights, run_t const &run,
+                                 case_t const &shape, machine_t &machine, std::vector<float> const &reference) {
+    std::size_t const count = shape.count, length = shape.length, threads = options.threads[shape.thread_index];
+    double const peak = machine.peaks[shape.thread_index], bandwidth = machine.bandwidths[shape.thread_index];
+    double const ceiling = machine.ceilings[shape.thread_index](run.path);
     std::vector<std::uint8_t> bytes;
     std::vector<std::size_t> offsets;
     make_texts(count, length, bytes, offsets);
@@ -393,13 +507,14 @@ std::vector<float> bench_forward(options_t const &options, model_weights_t const
     forward_hooks_t hooks;
     hooks.parallel = pool.parallel;
     scratch_t scratch;
-    auto [wall, cpu] = time_median(repeats, [&] { trunk_forward(weights, batch, outputs, scratch, hooks, nullptr); });
+    auto [wall, cpu] =
+        time_median(shape.repeats, [&] { trunk_forward(weights, batch, outputs, scratch, hooks, nullptr); });
     // The trunk's FLOPs (the library's own estimate) and the embedding head's.
     double const flops = trunk_flops(weights.geometry, batch) +
                          2.0 * double(count * weights.geometry.hidden * weights.geometry.dimensions);
     record_t("forward")
-        .text("geometry", geometry)
-        .text("class", cpu_class)
+        .text("geometry", shape.geometry)
+        .text("class", run.name)
         .number("amx", weights.amx)
         .number("texts", double(count))
         .number("bytes", double(length))
@@ -410,6 +525,8 @@ std::vector<float> bench_forward(options_t const &options, model_weights_t const
         .number("cpu_us_per_call", cpu * 1e6)
         .number("gflops", flops / wall * 1e-9)
         .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
+        .text("path", product_path_name(run.path))
+        .number("percent_path", ceiling > 0 ? 100 * flops / wall * 1e-9 / ceiling : 0) // 0: unmeasured
         .number("weights_mib", double(weights.bytes()) / (1 << 20))
         .number("stream_us", bandwidth > 0 ? double(weights.bytes()) / bandwidth * 1e6 : 0) // 0: unmeasured
         .number("over_stream", wall * bandwidth / double(weights.bytes()))
@@ -417,6 +534,7 @@ std::vector<float> bench_forward(options_t const &options, model_weights_t const
         .number("cosine_vs_native",
                 reference.empty() ? 1.0 : worst_cosine(embeddings, reference, weights.geometry.dimensions))
         .print(options.json);
+    if (options.profile) profile_forward(options, weights, run, shape, batch, outputs, pool.parallel, ceiling);
     return embeddings;
 }
 
@@ -430,12 +548,79 @@ bool parse(int argc, char **argv, options_t &options, int &exit_code) {
         .count("--repeats", options.repeats, "calls timed per median")
         .text("--tiny", options.tiny, "the tiny checkpoint")
         .text("--small", options.small, "the small checkpoint")
-        .flag("--json", options.json, "one JSON object per line");
+        .flag("--json", options.json, "one JSON object per line")
+        .flag("--profile", options.profile, "after each forward, where its time goes (a profile record)");
     if (!arguments.parse(argc, argv, exit_code)) return false;
     if (options.threads.empty()) {
         std::fprintf(stderr, "--threads needs at least one count\n");
         exit_code = 2;
         return false;
+    }
+    return true;
+}
+
+/// Measures and prints each thread count's read bandwidth and ceilings: the F32 FMA loop, and the paths the native
+/// class's BF16 and int8 products take.
+machine_t measure_machine(options_t const &options, uform_cpu_class_t native) {
+    machine_t machine;
+    machine.bandwidths = read_bandwidths(options.threads);
+    for (std::size_t i = 0; i != options.threads.size(); ++i) {
+        std::size_t const threads = options.threads[i];
+        record_t("bandwidth")
+            .number("threads", double(threads))
+            .number("gb_per_s", machine.bandwidths[i] * 1e-9)
+            .print(options.json);
+        auto const [cpu, wall] = fma_peak(threads);
+        machine.peaks.push_back(cpu); // a busy machine distorts the CPU-time rate the least
+        ceilings_t &ceilings = machine.ceilings.emplace_back(threads);
+        product_path_t const path = product_path(native), int8 = int8_path(native);
+        record_t("ceiling")
+            .number("threads", double(threads))
+            .number("gflops_wall", wall)
+            .number("gflops_cpu", cpu)
+            .text("path", product_path_name(path))
+            .number("path_gflops_cpu", ceilings(path))
+            .text("i8_path", product_path_name(int8))
+            .number("i8_path_gops_cpu", ceilings(int8))
+            .print(options.json);
+    }
+    return machine;
+}
+
+/// The forward runs `--classes` names: the native class (AMX tiles where the OS grants them), the F32 FMA path where
+/// the machine has AVX-512, and the native class with a quantized trunk.
+std::vector<run_t> forward_runs(options_t const &options, uform_cpu_class_t native) {
+    std::vector<run_t> runs;
+    for (std::string const &name : options.classes)
+        if (name == "native")
+            runs.push_back({"native", uform_cpu_class_auto_k, uform_scalar_bf16_k, product_path(native)});
+        else if (name == "f32" && native != uform_cpu_class_intel_skylake_k &&
+                 cpu_class_available(uform_cpu_class_intel_skylake_k))
+            runs.push_back({"f32", uform_cpu_class_intel_skylake_k, uform_scalar_bf16_k, f32_path()});
+        else if (name == "i8") runs.push_back({"i8", uform_cpu_class_auto_k, uform_scalar_i8_k, int8_path(native)});
+        else if (name == "e4m3")
+            runs.push_back({"e4m3", uform_cpu_class_auto_k, uform_scalar_e4m3_k, product_path(native)});
+    return runs;
+}
+
+/// Every run on one geometry's checkpoint: a batch and one query per thread count, the quantized runs compared with
+/// the native run's embeddings (`natives`, two per thread count, filled by the native run). False when it cannot load.
+bool bench_geometry(options_t const &options, std::string const &path, char const *geometry, case_t batch, case_t query,
+                    std::vector<run_t> const &runs, machine_t &machine, parallel_t const &loader) {
+    std::vector<std::vector<float>> natives(2 * options.threads.size());
+    std::vector<float> const none;
+    for (run_t const &run : runs) {
+        model_t model;
+        if (!load(path, model, loader, run)) return false;
+        bool const quantized = run.quantization != uform_scalar_bf16_k, reference = run.name == std::string("native");
+        for (std::size_t i = 0; i != options.threads.size(); ++i) {
+            batch.geometry = query.geometry = geometry, batch.thread_index = query.thread_index = i;
+            std::vector<float> many =
+                bench_forward(options, model.weights, run, batch, machine, quantized ? natives[2 * i] : none);
+            std::vector<float> one =
+                bench_forward(options, model.weights, run, query, machine, quantized ? natives[2 * i + 1] : none);
+            if (reference) natives[2 * i] = std::move(many), natives[2 * i + 1] = std::move(one);
+        }
     }
     return true;
 }
@@ -451,74 +636,23 @@ int main(int argc, char **argv) {
         .number("hardware_threads", std::thread::hardware_concurrency())
         .number("amx", amx_available())
         .print(options.json);
-    std::vector<double> peaks, bandwidths = read_bandwidths(options.threads);
-    for (std::size_t i = 0; i != options.threads.size(); ++i) {
-        std::size_t const threads = options.threads[i];
-        record_t("bandwidth")
-            .number("threads", double(threads))
-            .number("gb_per_s", bandwidths[i] * 1e-9)
-            .print(options.json);
-        auto const [cpu, wall] = fma_peak(threads);
-        peaks.push_back(cpu); // a busy machine distorts the CPU-time rate the least
-        product_path_t const path = product_path(native);
-        record_t("ceiling")
-            .number("threads", double(threads))
-            .number("gflops_wall", wall)
-            .number("gflops_cpu", cpu)
-            .text("path", product_path_name(path))
-            .number("path_gflops_cpu", path_peak(path, threads))
-            .print(options.json);
-    }
-
-    if (options.runs("gemm")) bench_gemm(options, 2048, 512, 2048, peaks);
+    machine_t machine = measure_machine(options, native);
+    if (options.runs("gemm")) bench_gemm(options, 2048, 512, 2048, machine.peaks, machine.ceilings);
 
     pool_t loader(*std::max_element(options.threads.begin(), options.threads.end()));
-    // The native class (AMX tiles where the OS grants them), where the machine has AVX-512 the F32 FMA path, and the
-    // native class with a quantized trunk.
-    std::vector<run_t> runs;
-    for (std::string const &name : options.classes)
-        if (name == "native") runs.push_back({"native", uform_cpu_class_auto_k, uform_scalar_bf16_k});
-        else if (name == "f32" && native != uform_cpu_class_intel_skylake_k &&
-                 cpu_class_available(uform_cpu_class_intel_skylake_k))
-            runs.push_back({"f32", uform_cpu_class_intel_skylake_k, uform_scalar_bf16_k});
-        else if (name == "i8") runs.push_back({"i8", uform_cpu_class_auto_k, uform_scalar_i8_k});
-        else if (name == "e4m3") runs.push_back({"e4m3", uform_cpu_class_auto_k, uform_scalar_e4m3_k});
-    // The native run's embeddings per forward shape, which the quantized runs after it compare against.
-    std::vector<std::vector<float>> native_tiny(2 * options.threads.size()), native_small(native_tiny.size());
-    std::vector<float> const none;
-    for (run_t const &run : runs) {
-        if (!options.runs("tiny")) break;
-        model_t model;
-        if (!load(options.tiny, model, loader.parallel, run)) return 1;
-        bool const quantized = run.quantization != uform_scalar_bf16_k, reference = run.name == std::string("native");
-        for (std::size_t i = 0; i != options.threads.size(); ++i) {
-            std::vector<float> batch =
-                bench_forward(options, model.weights, "tiny", run.name, 8, 64, options.threads[i], options.repeats * 20,
-                              peaks[i], bandwidths[i], quantized ? native_tiny[2 * i] : none);
-            std::vector<float> one = bench_forward(options, model.weights, "tiny", run.name, 1, 16, options.threads[i],
-                                                   options.repeats * 100, peaks[i], bandwidths[i],
-                                                   quantized ? native_tiny[2 * i + 1] : none);
-            if (reference) native_tiny[2 * i] = std::move(batch), native_tiny[2 * i + 1] = std::move(one);
-        }
-    }
-    for (run_t const &run : runs) {
-        if (!options.runs("small")) break;
+    std::vector<run_t> const runs = forward_runs(options, native);
+    std::size_t const repeats = options.repeats;
+    if (options.runs("tiny") && !bench_geometry(options, options.tiny, "tiny", {nullptr, 8, 64, 0, repeats * 20},
+                                                {nullptr, 1, 16, 0, repeats * 100}, runs, machine, loader.parallel))
+        return 1;
+    if (options.runs("small")) {
         if (options.small.empty()) {
             std::fprintf(stderr, "--only small needs --small PATH\n");
             return 2;
         }
-        model_t model;
-        if (!load(options.small, model, loader.parallel, run)) return 1;
-        bool const quantized = run.quantization != uform_scalar_bf16_k, reference = run.name == std::string("native");
-        for (std::size_t i = 0; i != options.threads.size(); ++i) {
-            std::vector<float> batch =
-                bench_forward(options, model.weights, "small", run.name, 32, 256, options.threads[i], options.repeats,
-                              peaks[i], bandwidths[i], quantized ? native_small[2 * i] : none);
-            std::vector<float> one = bench_forward(options, model.weights, "small", run.name, 1, 16, options.threads[i],
-                                                   options.repeats * 20, peaks[i], bandwidths[i],
-                                                   quantized ? native_small[2 * i + 1] : none);
-            if (reference) native_small[2 * i] = std::move(batch), native_small[2 * i + 1] = std::move(one);
-        }
+        if (!bench_geometry(options, options.small, "small", {nullptr, 32, 256, 0, repeats},
+                            {nullptr, 1, 16, 0, repeats * 20}, runs, machine, loader.parallel))
+            return 1;
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);
