@@ -2,7 +2,7 @@
 // gradients' sums over a mesh through cuda/train/gradient_sums.hpp.
 #include "cuda/train/step_kernels.hpp"
 
-#include <cuda_runtime_api.h>
+#include "cuda/portable.hpp"
 
 #include "common/fail.hpp"
 #include "cuda/train/gradient_sums.hpp"
@@ -16,14 +16,14 @@ class stream_copies_t final : public gradient_copies_t {
     explicit stream_copies_t(cudaStream_t stream) noexcept : stream_(stream) {}
     bool down(float const *device, float *host, std::size_t count) noexcept override {
         return cudaMemcpyAsync(host, device, count * sizeof(float), cudaMemcpyDeviceToHost, stream_) == cudaSuccess ||
-               (cudaGetLastError(), false);
+               ((void)cudaGetLastError(), false);
     }
     bool up(float const *host, float *device, std::size_t count) noexcept override {
         return cudaMemcpyAsync(device, host, count * sizeof(float), cudaMemcpyHostToDevice, stream_) == cudaSuccess ||
-               (cudaGetLastError(), false);
+               ((void)cudaGetLastError(), false);
     }
     bool wait() noexcept override {
-        return cudaStreamSynchronize(stream_) == cudaSuccess || (cudaGetLastError(), false);
+        return cudaStreamSynchronize(stream_) == cudaSuccess || ((void)cudaGetLastError(), false);
     }
 
   private:
@@ -33,7 +33,7 @@ class stream_copies_t final : public gradient_copies_t {
 } // namespace
 
 cuda_kernels_t::~cuda_kernels_t() noexcept {
-    if (staging_) cudaFreeHost(staging_);
+    if (staging_) (void)cudaFreeHost(staging_);
     if (stream_.stream == nullptr) return;
     device_guard_t const guard{stream_.device};
     trunk_.release(), device_.release();
