@@ -36,6 +36,10 @@ function(uform_system_link_flags out)
         # The CUDA residency: the static runtime by path (cuBLASLt is loaded at run time, cuda/blas.cpp).
         list(APPEND flags "${UFORM_CUDA_CUDART}" -ldl -lrt)
     endif()
+    if(UFORM_ROCM)
+        # The AMD residency: HIP's runtime by path (shared: ROCm ships no static one).
+        list(APPEND flags "${UFORM_ROCM_HIP_LIBRARY}")
+    endif()
     if(UFORM_MEDIA_FOUND)
         # The system codecs of the RAM residency, as their pkg-config files name them.
         list(APPEND flags ${UFORM_MEDIA_LDFLAGS})
