@@ -1,11 +1,15 @@
 //! Builds `libuform_static.a` and tells rustc how to link it.
 //!
-//! - Features: none (the RAM residency), `cuda` (the RAM and NVIDIA residencies), `rocm`, `stub`; `stub` refuses
-//!   either GPU feature, and CMake refuses `rocm` until its residency (rocm/) lands.
+//! - Features: none (the RAM residency), `cuda` (the RAM and NVIDIA residencies), `rocm` (the RAM and AMD
+//!   residencies), `stub`; `stub` refuses either GPU feature, and CMake refuses `cuda` beside `rocm`.
 //! - `cuda` needs a CUDA toolkit, which cmake/UformCuda.cmake finds: `UFORM_CUDA_ROOT`, `CUDA_PATH` or `CUDA_HOME`,
 //!   the wheels `scripts/setup-cuda.sh` installs (`UFORM_CUDA_CACHE`), `/usr/local/cuda`, or the `nvcc` on the `PATH`.
 //!   The archive then needs the static CUDA runtime after it, which `uform.pc` names by path; cuBLASLt is loaded at
 //!   run time (cuda/blas.cpp), from the toolkit the build used, else through the loader's search path.
+//! - `rocm` compiles cuda/ as HIP with rocm/ beside it, and needs HIP and the AMDGPU device libraries, which
+//!   cmake/UformRocm.cmake finds: `ROCM_PATH`, `/opt/rocm`, or Debian's packages with the bitcode
+//!   `scripts/setup-rocm.sh` unpacks (`UFORM_ROCM_DEVICE_LIBS`, `UFORM_ROCM_CACHE`). The archive then needs HIP's
+//!   shared runtime, `libamdhip64.so`, which `uform.pc` names by path.
 //! - `UFORM_LIBRARY_DIR=<dir>` links the `libuform_static.a` CMake already built there, and runs no CMake.
 //! - Otherwise CMake builds the `uform_static` target from the crate's sources into `OUT_DIR` through the
 //!   `cmake` crate: Ninja when it is on the `PATH` (unless `CMAKE_GENERATOR` names another), the compilers
@@ -67,6 +71,9 @@ const ENVIRONMENT: &[&str] = &[
     "UFORM_CUDA_CACHE",
     "CUDA_PATH",
     "CUDA_HOME",
+    "ROCM_PATH",
+    "UFORM_ROCM_DEVICE_LIBS",
+    "UFORM_ROCM_CACHE",
 ];
 
 /// The crates whose C and C++ trees the RAM residency compiles, with the CMake variables naming their roots.
@@ -128,7 +135,11 @@ fn main() {
 /// them as always stale.
 fn watch_sources(manifest_dir: &Path, features: &Features) {
     let residency = if features.stub { "stub" } else { "cpp" };
-    let gpu: &[&str] = if features.cuda { &["cuda"] } else { &[] };
+    let gpu: &[&str] = match (features.cuda, features.rocm) {
+        (_, true) => &["cuda", "rocm"], // the AMD residency compiles cuda/ too
+        (true, false) => &["cuda"],
+        (false, false) => &[],
+    };
     for source in SOURCES.iter().chain([&residency]).chain(gpu) {
         if manifest_dir.join(source).exists() {
             println!("cargo:rerun-if-changed={source}");
