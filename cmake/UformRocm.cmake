@@ -17,7 +17,7 @@
 # `unsupported` (rocm/mesh.cpp): no BLAS library and no RCCL is needed.
 include_guard(GLOBAL)
 
-set(UFORM_ROCM_PATH "" CACHE PATH "The ROCm root (include/hip, libamdhip64); empty: found as cmake/UformRocm.cmake says")
+set(UFORM_ROCM_PATH "" CACHE PATH "The ROCm root (include/hip, libamdhip64); empty: found as this module says")
 set(UFORM_ROCM_DEVICE_LIBS "" CACHE PATH
     "The AMDGPU device libraries' bitcode folder (or the folder holding amdgcn/bitcode); empty: found")
 set(UFORM_ROCM_ARCHITECTURES "gfx90a;gfx942" CACHE STRING "AMDGPU architectures to compile code objects for")

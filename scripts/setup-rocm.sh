@@ -66,6 +66,9 @@ for deb in "$cache"/deb/*.deb; do
     dpkg-deb -x "$deb" "$cache/root"
 done
 rm -rf "$cache/apt"
-root="$(bitcode_root)" || { log "$UFORM_ROCM_BITCODE_PACKAGE holds no gfx942 bitcode (oclc_isa_version_942.bc)"; exit 1; }
+if ! root="$(bitcode_root)"; then
+    log "$UFORM_ROCM_BITCODE_PACKAGE holds no gfx942 bitcode (oclc_isa_version_942.bc)"
+    exit 1
+fi
 log "ready: HIP $(dpkg-query -W -f='${Version}' libamdhip64-dev), device libraries in $root"
 printf '%s\n' "$root"
