@@ -8,12 +8,14 @@
 // PyTorch and ONNX Runtime.
 //
 //   uform_bench [--only ceiling,gemm,tiny,small] [--threads 1,2] [--classes native,f32,i8,e4m3] [--repeats 15] [--json]
-//               [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
+//               [--profile] [--tiny tests/data/tiny.safetensors] [--small build/bench/small.safetensors]
 //
 // Every selected part runs once per thread count. The ceiling is always measured, since the other parts report
 // their share of it (of its CPU-time rate, summed over the threads); beside it, `path_gflops_cpu` is the ceiling of
 // the path the native class's BF16 products take (`path`: AMX tiles, `vdpbf16ps` pairs or the F32 FMA; see
-// tools/bench/ceilings.hpp); the GEMM also reports `gemm_paired`, the median
+// tools/bench/ceilings.hpp), and `i8_path_gops_cpu` the int8 products'. Every GEMM and forward record gives its
+// efficiency, `percent_path` (`_cpu`: over CPU time), against the ceiling of the path it runs on; `--profile` adds
+// after each forward where its time goes, by phase. The GEMM also reports `gemm_paired`, the median
 // share with a short ceiling measured just before each call, which a machine whose load drifts distorts less.
 // `--classes` picks the forward runs: `native` (BF16 weights; AMX tiles where the OS grants them), `f32` (the AVX-512
 // F32 FMA path), and the native class with its trunk quantized at load, `i8` (int8 blocks) and `e4m3`. A quantized
@@ -222,6 +224,7 @@ void report_gemm(options_t const &options, char const *kernel, std::size_t threa
         .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
         .text("path", product_path_name(path))
         .number("percent_path", ceiling > 0 ? 100 * flops / wall * 1e-9 / ceiling : 0) // 0: unmeasured
+        .number("percent_path_cpu", ceiling > 0 ? 100 * flops / cpu * 1e-9 / ceiling : 0)
         .print(options.json);
 }
 
@@ -527,6 +530,7 @@ std::vector<float> bench_forward(options_t const &options, model_weights_t const
         .number("percent_ceiling", 100 * flops / wall * 1e-9 / peak)
         .text("path", product_path_name(run.path))
         .number("percent_path", ceiling > 0 ? 100 * flops / wall * 1e-9 / ceiling : 0) // 0: unmeasured
+        .number("percent_path_cpu", ceiling > 0 ? 100 * flops / cpu * 1e-9 / ceiling : 0)
         .number("weights_mib", double(weights.bytes()) / (1 << 20))
         .number("stream_us", bandwidth > 0 ? double(weights.bytes()) / bandwidth * 1e6 : 0) // 0: unmeasured
         .number("over_stream", wall * bandwidth / double(weights.bytes()))
