@@ -180,23 +180,8 @@ uform_status_t bootstrap_ram(uform_executor_s *executor, uform_mesh_options_t co
     }
 }
 
-} // namespace
-
-} // namespace uform
-
-using namespace uform;
-
-extern "C" {
-
-uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
-                                    char const **message) {
-    if (!mesh) return fail(message, uform_status_invalid_argument_k, "the mesh out-pointer is null");
-    if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
-    if (uform_status_t status = check_training_executor(
-            executor, executor->kind == executor_kind_t::ram ? executor_kind_t::ram : executor_kind_t::vram, message))
-        return status;
-    uform_mesh_options_t const o = options ? *options : uform_mesh_options_t{};
-    std::size_t const count = o.host_domain_count ? o.host_domain_count : 1;
+/// Checks the options of a mesh of `count` hosts: the host's index, the directory, the job's name and the hostname.
+uform_status_t check_mesh_options(uform_mesh_options_t const &o, std::size_t count, char const **message) noexcept {
     if (count > max_hosts_k)
         return fail(message, uform_status_invalid_argument_k, "host_domain_count is above the mesh's 4096 hosts");
     if (o.host_domain_index >= count)
@@ -224,7 +209,13 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
         return fail(message, uform_status_invalid_argument_k, "the hostname is longer than 255 bytes");
     if (o.hostname && (!valid_utf8(o.hostname, o.hostname_length) || std::memchr(o.hostname, 0, o.hostname_length)))
         return fail(message, uform_status_invalid_argument_k, "the hostname is not UTF-8 without NUL bytes");
-    if (executor->kind == executor_kind_t::ram) return bootstrap_ram(executor, o, count, mesh, message);
+    return uform_status_ok_k;
+}
+
+/// Joins a VRAM mesh of checked options: the hosts meet in the directory's files (a host alone makes the identity
+/// itself), then the backend joins every device of every host.
+uform_status_t bootstrap_vram(uform_executor_s *executor, uform_mesh_options_t const &o, std::size_t count,
+                              uform_mesh_t *mesh, char const **message) noexcept {
     if (uform_status_t status = executor_acquire(executor, true, message)) return status;
     executor_release_t const release{executor};
 
@@ -273,6 +264,28 @@ uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_option
     } catch (...) {
         return fail(message, uform_status_internal_k, "joining the mesh threw");
     }
+}
+
+} // namespace
+
+} // namespace uform
+
+using namespace uform;
+
+extern "C" {
+
+uform_status_t uform_mesh_bootstrap(uform_executor_t executor, uform_mesh_options_t const *options, uform_mesh_t *mesh,
+                                    char const **message) {
+    if (!mesh) return fail(message, uform_status_invalid_argument_k, "the mesh out-pointer is null");
+    if (!executor_valid(executor)) return fail(message, uform_status_invalid_argument_k, "the executor is null");
+    if (uform_status_t status = check_training_executor(
+            executor, executor->kind == executor_kind_t::ram ? executor_kind_t::ram : executor_kind_t::vram, message))
+        return status;
+    uform_mesh_options_t const o = options ? *options : uform_mesh_options_t{};
+    std::size_t const count = o.host_domain_count ? o.host_domain_count : 1;
+    if (uform_status_t status = check_mesh_options(o, count, message)) return status;
+    if (executor->kind == executor_kind_t::ram) return bootstrap_ram(executor, o, count, mesh, message);
+    return bootstrap_vram(executor, o, count, mesh, message);
 }
 
 uform_status_t uform_mesh_describe(uform_mesh_t mesh, uform_mesh_description_t *description, char const **message) {
