@@ -163,6 +163,84 @@ void print_bandwidth(char const *name, std::size_t buckets, std::size_t floats, 
         .print(false);
 }
 
+/// The seconds of each timed sum of `allreduce`, one per repeat: all gradients by the trainer's buckets, by Gloo's
+/// allreduce, ring and halving-doubling over the same buckets, and one 4 Mi-float bucket by the mesh and by Gloo.
+struct sum_times_t {
+    std::vector<double> trainer_all, gloo_all, ring_all, halving_all, trainer_one, gloo_one;
+};
+
+/// Prints a bandwidth record per timed sum: `buckets` buckets of `total` floats, or the one bucket.
+void print_sum_times(sum_times_t const &times, std::size_t buckets, std::size_t total) {
+    print_bandwidth("uform_step_buckets", buckets, total, times.trainer_all);
+    print_bandwidth("gloo_allreduce_buckets", buckets, total, times.gloo_all);
+    print_bandwidth("gloo_ring_buckets", buckets, total, times.ring_all);
+    print_bandwidth("gloo_halving_doubling_buckets", buckets, total, times.halving_all);
+    print_bandwidth("uform_sum_4Mi", 1, gradient_bucket_floats_k, times.trainer_one);
+    print_bandwidth("gloo_allreduce_4Mi", 1, gradient_bucket_floats_k, times.gloo_one);
+}
+
+/// Gloo's own ways to sum the same buckets, each over a buffer of its own per bucket (filled with `value`): the
+/// allreduce collective, and the ring and halving-doubling algorithms built once.
+struct gloo_paths_t {
+    std::shared_ptr<gloo::Context> context;
+    std::chrono::milliseconds timeout;
+    std::vector<std::vector<float>> direct;
+    std::vector<std::unique_ptr<gloo::Algorithm>> rings, halvings;
+
+    gloo_paths_t(std::shared_ptr<gloo::Context> const &on, std::chrono::milliseconds limit,
+                 std::vector<std::size_t> const &buckets, float value)
+        : context(on), timeout(limit) {
+        for (std::size_t size : buckets) direct.emplace_back(size, value);
+        for (std::vector<float> &values : direct) {
+            rings.push_back(std::make_unique<gloo::AllreduceRing<float>>(context, std::vector<float *>{values.data()},
+                                                                         int(values.size())));
+            halvings.push_back(std::make_unique<gloo::AllreduceHalvingDoubling<float>>(
+                context, std::vector<float *>{values.data()}, int(values.size())));
+        }
+    }
+
+    /// Sums `values` over the ranks by Gloo's allreduce collective.
+    void allreduce(std::vector<float> &values) const {
+        gloo::AllreduceOptions o(context);
+        o.setOutput(values.data(), values.size());
+        o.setReduceFunction(static_cast<void (*)(void *, void const *, void const *, std::size_t)>(&gloo::sum<float>));
+        o.setTimeout(timeout);
+        gloo::allreduce(o);
+    }
+};
+
+/// Times `repeats` rounds of every sum into `times`, the ranks starting each sum together: `trainer_path` (the
+/// trainer's buckets, which clears its own flag on failure), Gloo's three ways, and one bucket both ways. False when a
+/// sum of the mesh failed (`message` says why).
+template <typename trainer_path_t>
+bool time_sums(uform::backend::mesh_t &mesh, std::size_t repeats, trainer_path_t &&trainer_path,
+               gloo_paths_t &gloo_paths, sum_times_t &times, char const **message) {
+    bool ok = true;
+    auto timed = [&](std::vector<double> &into, auto &&work) {
+        float one = 0;
+        ok = ok && mesh.sum(std::span<float>(&one, 1), message) == uform_status_ok_k; // the ranks start together
+        double const start = wall_now();
+        work();
+        into.push_back(wall_now() - start);
+    };
+    std::vector<float> single(gradient_bucket_floats_k, 1.0f);
+    for (std::size_t repeat = 0; ok && repeat != repeats; ++repeat) {
+        timed(times.trainer_all, trainer_path);
+        timed(times.gloo_all, [&] {
+            for (std::vector<float> &values : gloo_paths.direct) gloo_paths.allreduce(values);
+        });
+        timed(times.ring_all, [&] {
+            for (auto &ring : gloo_paths.rings) ring->run();
+        });
+        timed(times.halving_all, [&] {
+            for (auto &halving : gloo_paths.halvings) halving->run();
+        });
+        timed(times.trainer_one, [&] { ok = ok && mesh.sum(std::span<float>(single), message) == uform_status_ok_k; });
+        timed(times.gloo_one, [&] { gloo_paths.allreduce(single); });
+    }
+    return ok;
+}
+
 /// One rank of `allreduce`: times the trainer's bucket path and Gloo's allreduces on the same sizes.
 int rank_allreduce(std::size_t rank, char const *directory, options_t const &options) {
     uform_mesh_t handle = join(directory, "allreduce", rank);
@@ -180,8 +258,7 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
     std::vector<std::vector<float>> grads;
     for (std::size_t size : sizes) grads.emplace_back(size, float(rank + 1));
     std::vector<float> bucket(gradient_bucket_floats_k);
-    std::vector<std::vector<float>> direct;
-    for (std::size_t size : buckets) direct.emplace_back(size, float(rank + 1));
+    gloo_paths_t gloo_paths(context, mesh.timeout, buckets, float(rank + 1));
     char const *message = "";
     bool ok = true;
 
@@ -191,51 +268,16 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
         ok = ok && uform::train::sum_in_buckets(mesh, grads.size(), grad_of, std::span<float>(bucket), &message) ==
                        uform_status_ok_k;
     };
-    auto gloo_allreduce = [&](std::vector<float> &values) {
-        gloo::AllreduceOptions o(context);
-        o.setOutput(values.data(), values.size());
-        o.setReduceFunction(static_cast<void (*)(void *, void const *, void const *, std::size_t)>(&gloo::sum<float>));
-        o.setTimeout(mesh.timeout);
-        gloo::allreduce(o);
-    };
-    std::vector<std::unique_ptr<gloo::Algorithm>> rings, halvings;
-    for (std::vector<float> &values : direct) {
-        rings.push_back(std::make_unique<gloo::AllreduceRing<float>>(context, std::vector<float *>{values.data()},
-                                                                     int(values.size())));
-        halvings.push_back(std::make_unique<gloo::AllreduceHalvingDoubling<float>>(
-            context, std::vector<float *>{values.data()}, int(values.size())));
-    }
     // A check first: every rank's first sum of the values r + 1 is 3.
     trainer_path();
-    gloo_allreduce(direct[0]);
-    ok = ok && grads.front().front() == 3.0f && grads.back().back() == 3.0f && direct[0][0] == 3.0f;
+    gloo_paths.allreduce(gloo_paths.direct[0]);
+    ok = ok && grads.front().front() == 3.0f && grads.back().back() == 3.0f && gloo_paths.direct[0][0] == 3.0f;
     if (!ok) {
         std::fprintf(stderr, "rank %zu: the first sums are wrong or failed: %s\n", rank, message);
         return 1;
     }
-    std::vector<double> trainer_all, gloo_all, ring_all, halving_all, trainer_one, gloo_one;
-    auto timed = [&](std::vector<double> &into, auto &&work) {
-        float one = 0;
-        ok = ok && mesh.sum(std::span<float>(&one, 1), &message) == uform_status_ok_k; // the ranks start together
-        double const start = wall_now();
-        work();
-        into.push_back(wall_now() - start);
-    };
-    std::vector<float> single(gradient_bucket_floats_k, 1.0f);
-    for (std::size_t repeat = 0; ok && repeat != options.repeats; ++repeat) {
-        timed(trainer_all, trainer_path);
-        timed(gloo_all, [&] {
-            for (std::vector<float> &values : direct) gloo_allreduce(values);
-        });
-        timed(ring_all, [&] {
-            for (auto &ring : rings) ring->run();
-        });
-        timed(halving_all, [&] {
-            for (auto &halving : halvings) halving->run();
-        });
-        timed(trainer_one, [&] { ok = ok && mesh.sum(std::span<float>(single), &message) == uform_status_ok_k; });
-        timed(gloo_one, [&] { gloo_allreduce(single); });
-    }
+    sum_times_t times;
+    ok = time_sums(mesh, options.repeats, trainer_path, gloo_paths, times, &message) && ok;
     if (!ok) {
         std::fprintf(stderr, "rank %zu: a sum failed: %s\n", rank, message);
         return 1;
@@ -247,17 +289,29 @@ int rank_allreduce(std::size_t rank, char const *directory, options_t const &opt
             .number("buckets", double(buckets.size()))
             .number("repeats", double(options.repeats))
             .print(false);
-        print_bandwidth("uform_step_buckets", buckets.size(), total, trainer_all);
-        print_bandwidth("gloo_allreduce_buckets", buckets.size(), total, gloo_all);
-        print_bandwidth("gloo_ring_buckets", buckets.size(), total, ring_all);
-        print_bandwidth("gloo_halving_doubling_buckets", buckets.size(), total, halving_all);
-        print_bandwidth("uform_sum_4Mi", 1, gradient_bucket_floats_k, trainer_one);
-        print_bandwidth("gloo_allreduce_4Mi", 1, gradient_bucket_floats_k, gloo_one);
-        write_result(std::string(directory) + "/gradient_sum.seconds", median(trainer_all));
+        print_sum_times(times, buckets.size(), total);
+        write_result(std::string(directory) + "/gradient_sum.seconds", median(times.trainer_all));
     }
     uform_mesh_free(handle);
     return 0;
 }
+
+/// The world's texts `first` to `first + count`, each `bytes` printable bytes drawn by its index, two to a bag.
+struct step_texts_t {
+    std::string contents;
+    std::vector<std::size_t> offsets{0}, bags;
+    std::vector<uform_modality_t> modalities;
+
+    step_texts_t(std::size_t first, std::size_t count, std::size_t bytes) {
+        for (std::size_t i = first; i != first + count; ++i) {
+            for (std::size_t k = i * bytes; k != (i + 1) * bytes; ++k)
+                contents.push_back(char(32 + splitmix64(k) % 95));
+            offsets.push_back(contents.size());
+            bags.push_back(i / 2);
+            modalities.push_back(uform_modality_text_k);
+        }
+    }
+};
 
 /// Times `options.steps` steps after a warm-up over `count` of the world's texts from `first`, on `threads` threads,
 /// over `mesh` (or none); writes the median wall-clock seconds to `result`.
@@ -283,16 +337,8 @@ int run_steps(options_t const &options, uform_mesh_t mesh, std::size_t first, st
     uform_trainer_t trainer = nullptr;
     bool ok = uform_trainer_init_ram(executor, &init, &trainer, &message) == uform_status_ok_k;
     if (!ok) std::fprintf(stderr, "%s: cannot make a trainer: %s\n", name, message);
-    std::string contents;
-    std::vector<std::size_t> offsets{0}, bags;
-    std::vector<uform_modality_t> modalities;
-    for (std::size_t i = first; i != first + count; ++i) {
-        for (std::size_t k = i * options.bytes; k != (i + 1) * options.bytes; ++k)
-            contents.push_back(char(32 + splitmix64(k) % 95));
-        offsets.push_back(contents.size());
-        bags.push_back(i / 2);
-        modalities.push_back(uform_modality_text_k);
-    }
+    step_texts_t const texts(first, count, options.bytes);
+    auto const &[contents, offsets, bags, modalities] = texts;
     uform_trainer_step_stats_t stats{};
     uform_trainer_step_args_t args{};
     args.bags = bags.data();
@@ -364,6 +410,31 @@ bool spawn_ranks(char const *self, char const *directory, char const *mode, int 
     return ok;
 }
 
+/// The `step` part: one process, then two ranks, over the same texts; prints their scaling (and the gradients' share
+/// when the `allreduce` part ran first).
+bool run_step_part(char *self, char *directory, int argc, char **argv) {
+    pid_t pid = -1;
+    std::vector<char *> args = {self, const_cast<char *>("rank"), const_cast<char *>("0"), directory,
+                                const_cast<char *>("single")};
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+    args.push_back(nullptr);
+    int status = 0;
+    bool ok = posix_spawn(&pid, self, nullptr, nullptr, args.data(), environ) == 0 && waitpid(pid, &status, 0) == pid &&
+              WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    ok = spawn_ranks(self, directory, "step", argc, argv) && ok;
+    double const one = read_result(std::string(directory) + "/single.seconds");
+    double const mesh = std::max(read_result(std::string(directory) + "/mesh0.seconds"),
+                                 read_result(std::string(directory) + "/mesh1.seconds"));
+    double const sum = read_result(std::string(directory) + "/gradient_sum.seconds");
+    if (one > 0 && mesh > 0) {
+        record_t scaling("scaling");
+        scaling.number("one_process_s", one).number("two_processes_s", mesh).number("throughput_ratio", one / mesh);
+        if (sum > 0) scaling.number("gradient_sum_s", sum).number("communication_share", sum / mesh);
+        scaling.print(false);
+    }
+    return ok;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -404,25 +475,7 @@ int main(int argc, char **argv) {
     }
     if (options.only.empty() || options.only == "step") {
         std::fflush(stdout);
-        pid_t pid = -1;
-        std::vector<char *> args = {self, const_cast<char *>("rank"), const_cast<char *>("0"), directory,
-                                    const_cast<char *>("single")};
-        for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
-        args.push_back(nullptr);
-        int status = 0;
-        ok = posix_spawn(&pid, self, nullptr, nullptr, args.data(), environ) == 0 && waitpid(pid, &status, 0) == pid &&
-             WIFEXITED(status) && WEXITSTATUS(status) == 0 && ok;
-        ok = spawn_ranks(self, directory, "step", argc, argv) && ok;
-        double const one = read_result(std::string(directory) + "/single.seconds");
-        double const mesh = std::max(read_result(std::string(directory) + "/mesh0.seconds"),
-                                     read_result(std::string(directory) + "/mesh1.seconds"));
-        double const sum = read_result(std::string(directory) + "/gradient_sum.seconds");
-        if (one > 0 && mesh > 0) {
-            record_t scaling("scaling");
-            scaling.number("one_process_s", one).number("two_processes_s", mesh).number("throughput_ratio", one / mesh);
-            if (sum > 0) scaling.number("gradient_sum_s", sum).number("communication_share", sum / mesh);
-            scaling.print(false);
-        }
+        ok = run_step_part(self, directory, argc, argv) && ok;
     }
     std::string const remove = std::string("rm -rf ") + directory;
     if (std::system(remove.c_str()) != 0) ok = false;
