@@ -99,6 +99,35 @@ struct surface_t {
     std::size_t *output_stride = nullptr;
 };
 
+/// Allocates each wanted surface's rows in the call's arena (the token surfaces as tapes with the items' offsets) and
+/// points the forward's outputs at them: F32 rows straight into the arena, other scalars into staging, whose bytes and
+/// entries it counts. False when out of memory.
+bool place_surfaces(call_t &call, token_batch_t const &batch, uform_scalar_t scalar, surface_t (&surfaces)[3],
+                    staged_t (&staged)[3], std::size_t &staged_count, std::size_t &staging) noexcept {
+    bool const direct = scalar == uform_scalar_f32_k;
+    std::size_t const count = batch.count;
+    for (std::size_t s = 0; s != 3; ++s) {
+        surface_t &surface = surfaces[s];
+        if (!surface.wanted) continue;
+        bool const tape = s != 0;
+        if (!call.allocate_rows(*surface.view, surface.rows, count, surface.columns, scalar, tape)) return false;
+        if (tape) {
+            auto *offsets = const_cast<std::size_t *>(surface.view->offsets);
+            offsets[0] = 0;
+            for (std::size_t i = 1; i <= count; ++i) offsets[i] = batch.offsets[i] - batch.offsets[0];
+        }
+        if (direct) {
+            *surface.output = static_cast<float *>(surface.view->data);
+            *surface.output_stride = surface.view->stride / sizeof(float);
+        } else {
+            staged[staged_count++] = {surface.output, staging};
+            *surface.output_stride = surface.columns;
+            staging += scratch_bytes(surface.rows * surface.columns);
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode_job_t const &job,
@@ -135,26 +164,8 @@ uform_status_t encode_tokens(backend::model_t const &model, call_t &call, encode
 
     staged_t staged[3];
     std::size_t staged_count = 0, staging = 0;
-    for (std::size_t s = 0; s != 3; ++s) {
-        surface_t &surface = surfaces[s];
-        if (!surface.wanted) continue;
-        bool const tape = s != 0;
-        if (!call.allocate_rows(*surface.view, surface.rows, count, surface.columns, request.scalar, tape))
-            return fail(message, uform_status_out_of_memory_k, "out of memory for the call's outputs");
-        if (tape) {
-            auto *offsets = const_cast<std::size_t *>(surface.view->offsets);
-            offsets[0] = 0;
-            for (std::size_t i = 1; i <= count; ++i) offsets[i] = batch.offsets[i] - batch.offsets[0];
-        }
-        if (direct) {
-            *surface.output = static_cast<float *>(surface.view->data);
-            *surface.output_stride = surface.view->stride / sizeof(float);
-        } else {
-            staged[staged_count++] = {surface.output, staging};
-            *surface.output_stride = surface.columns;
-            staging += scratch_bytes(surface.rows * surface.columns);
-        }
-    }
+    if (!place_surfaces(call, batch, request.scalar, surfaces, staged, staged_count, staging))
+        return fail(message, uform_status_out_of_memory_k, "out of memory for the call's outputs");
     if (uform_status_t status = run_forward(model, call, job, outputs, staged, staged_count, staging, message))
         return status;
     for (surface_t const &surface : surfaces)
