@@ -12,13 +12,16 @@ namespace uform::ram {
 
 // Probes the CPU and asks the OS for the tile state once.
 bool amx_available() noexcept {
+#if NK_TARGET_SAPPHIREAMX
     static bool const available = [] {
-        if (!NK_TARGET_SAPPHIREAMX) return false;
         nk_capability_t const capabilities = nk_capabilities();
         if ((capabilities & nk_cap_sapphireamx_k) == 0) return false;
         return nk_configure_thread(capabilities) != 0;
     }();
     return available;
+#else
+    return false;
+#endif
 }
 
 } // namespace uform::ram
