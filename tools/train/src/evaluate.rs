@@ -20,6 +20,8 @@ use crate::report::{self, Row, Target, Unit};
 use crate::tasks::{Choices, Limits, Retrieval, Tasks};
 use crate::EvaluateArgs;
 
+/// The distillation teacher, named as a baseline beside the student.
+const TEACHER: &str = "all-MiniLM-L6-v2 teacher";
 /// The bins of the expected calibration error.
 const BINS: usize = 15;
 /// Queries scored against all candidates at once by one thread: their token vectors stay in cache while the
@@ -347,12 +349,12 @@ fn choice_figures(probabilities: &[Vec<f32>], answers: &[usize]) -> (f64, f64) {
 }
 
 /// The rows of one retrieval task: recall@1 and @10 for each scorer (embedding cosine, MaxSim when given), each
-/// beside TF-IDF when given, and chance.
+/// beside the named baseline's ranks when given, and chance.
 fn retrieval_rows(
     task_name: &str,
     task: &Retrieval,
     scored: &[(&str, &[usize])],
-    baseline: Option<&[usize]>,
+    baseline: Option<(&str, &[usize])>,
     target: Target,
 ) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -363,8 +365,7 @@ fn retrieval_rows(
                 scorer: scorer.to_owned(),
                 metric: format!("recall@{k}"),
                 model: metrics::recall(ranks, k),
-                baseline: baseline
-                    .map(|b| ("char-3-gram TF-IDF".to_owned(), metrics::recall(b, k))),
+                baseline: baseline.map(|(name, b)| (name.to_owned(), metrics::recall(b, k))),
                 chance: Some(task.chance(k)),
                 target,
                 items: task.queries.len(),
@@ -450,8 +451,18 @@ impl Evaluation<'_> {
             } else {
                 Target::TenTimesChance
             };
-            self.rows
-                .extend(retrieval_rows(name, task, &scored, Some(&tfidf), target));
+            self.rows.extend(retrieval_rows(
+                name,
+                task,
+                &scored,
+                Some(("char-3-gram TF-IDF", &tfidf)),
+                target,
+            ));
+            if let Some(teacher) = self.teacher_ranks(task) {
+                let baseline = Some((TEACHER, teacher.as_slice()));
+                let rows = retrieval_rows(name, task, &scored[..1], baseline, Target::None);
+                self.rows.extend(rows);
+            }
             self.notes.push(format!(
                 "{name}: {} of {} queries (drawn with seed {}), {} candidates",
                 task.queries.len(),
@@ -468,6 +479,30 @@ impl Evaluation<'_> {
                 .push("the checkpoint has no token head: no MaxSim rows".to_owned());
         }
         Ok(lemma_candidates.expect("the synonyms' candidates were encoded"))
+    }
+
+    /// The teacher's ranks on a text retrieval task, by the cosine of its stored rows of the same texts, when the data
+    /// holds a complete teacher store (the student beside its teacher on the same queries and candidates).
+    fn teacher_ranks(&self, task: &Retrieval) -> Option<Vec<usize>> {
+        let width = self.data.teacher_width()?;
+        let rows = |texts: &[String]| {
+            self.data
+                .teacher_rows_of(texts)
+                .map(|embeddings| Encodings {
+                    embeddings,
+                    dimensions: width,
+                    tokens: Vec::new(),
+                    offsets: Vec::new(),
+                    trunk_tokens: 0,
+                })
+        };
+        let (queries, candidates) = (rows(&task.queries)?, rows(&task.candidates)?);
+        Some(cosine_ranks(
+            task,
+            &queries,
+            &candidates,
+            self.options.threads,
+        ))
     }
 
     /// Spoken lemmas against the lemma texts, whose encodings `lemmas` holds when they are the same candidates.
@@ -745,7 +780,10 @@ fn choice_row(
 pub fn run(arguments: &EvaluateArgs) -> Result<(), Box<dyn Error>> {
     let options = Options::new(arguments);
     let started = Instant::now();
-    let data = Data::load(&options.data, options.columns - 1, [&|_| 1.0, &|_| 1.0])?;
+    let mut data = Data::load(&options.data, options.columns - 1, [&|_| 1.0, &|_| 1.0])?;
+    if options.data.join("teacher/manifest.json").exists() {
+        data.load_teacher(options.columns - 1)?;
+    }
     let tasks = Tasks::new(&data, &options.limits, options.seed)?;
     let model = Model::load_ram(&options.model)
         .map_err(|error| format!("{}: {error}", options.model.display()))?;

@@ -214,6 +214,25 @@ impl Data {
         }
     }
 
+    /// The teacher's rows of `texts` one after another, each text found among the text items that have a row (a
+    /// text's row is its content's, whichever item holds it); `None` without loaded rows or when a text has none.
+    pub fn teacher_rows_of(&self, texts: &[String]) -> Option<Vec<f32>> {
+        let teacher = self.teacher.as_ref()?;
+        let mut row_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for (item, row) in teacher.of_item.iter().enumerate() {
+            if let (Some(row), Modality::Text) = (row, self.items[item].modality) {
+                row_of
+                    .entry(self.items[item].content.as_str())
+                    .or_insert(*row);
+            }
+        }
+        let rows: Option<Vec<Option<usize>>> = texts
+            .iter()
+            .map(|text| row_of.get(text.as_str()).map(|&row| Some(row)))
+            .collect();
+        Some(teacher.gather(&rows?))
+    }
+
     /// The teacher's row width, when its rows are loaded.
     pub fn teacher_width(&self) -> Option<usize> {
         self.teacher.as_ref().map(|teacher| teacher.width)
