@@ -335,10 +335,7 @@ mod tests {
 
     #[test]
     fn stage_y_is_x_on_the_whole_store_for_longer() {
-        let (x, y) = (
-            shipped("distill-pilot-x.toml"),
-            shipped("wordnet-y.toml"),
-        );
+        let (x, y) = (shipped("distill-pilot-x.toml"), shipped("wordnet-y.toml"));
         assert_eq!(
             (y.from_step, y.steps, y.minutes, y.keep, y.batch.extras),
             (Some(17750), 21750, Some(85.0), true, 16)
