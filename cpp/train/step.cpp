@@ -565,6 +565,8 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
             if (grad_tokens) grad_tokens += world_token_offsets_[layout_.first] * g.token_width;
         }
     }
+    if (mesh)
+        if (uform_status_t status = residency().begin_gradient_sums(parameters, *mesh, message)) return status;
     if (uform_status_t status = residency().backward(
             parameters, grad_z, grad_tokens, rows_.empty() ? nullptr : grad_logits_.data(), parallel, poll, message))
         return status;
@@ -577,7 +579,7 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
 uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll_t poll, step_report_t &report,
                                            char const **message) noexcept {
     step_kernels_t &k = residency();
-    double norm = 0;
+    double norm = 0, t = phases ? process_cpu_seconds() : 0;
     if (uform_status_t status = k.gradient_norm(parameters, norm, message)) return status;
     report.gradient_norm = norm;
     if (!std::isfinite(norm))
@@ -588,6 +590,7 @@ uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll
     uform_schedule_t const &schedule = settings.schedule;
     if (uform_status_t status = k.scale_gradients(parameters, clip_factor(norm, schedule.clip_norm), parallel, message))
         return status;
+    t = lap(phases, step_phase_t::clip, t);
     report.learning_rate = learning_rate(schedule, steps);
     bool finite = false;
     if (uform_status_t status = k.update_stays_finite(parameters, steps, report.learning_rate, schedule.weight_decay,
@@ -598,8 +601,11 @@ uform_status_t trainer_core_t::step_update(ram::parallel_t const &parallel, poll
     if (uform_status_t status =
             k.update(parameters, steps, report.learning_rate, schedule.weight_decay, parallel, message))
         return status;
+    t = lap(phases, step_phase_t::adamw, t);
     ++steps;
-    return k.refresh(parameters, parallel, message);
+    uform_status_t const status = k.refresh(parameters, parallel, message);
+    lap(phases, step_phase_t::refresh, t);
+    return status;
 }
 
 uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const &parallel, poll_t poll,
@@ -609,12 +615,19 @@ uform_status_t trainer_core_t::step(batch_t const &batch, ram::parallel_t const 
     if (uform_status_t status = plan_step(batch, plan, message)) return status;
     if (uform_status_t status = step_rows(batch, plan, message)) return status;
     if (uform_status_t status = step_relations(batch, plan, message)) return status;
+    if (!kernels) ram_kernels_.trunk().time_phases(phases);
+    double t = phases ? process_cpu_seconds() : 0;
     if (uform_status_t status = step_forward(batch, parallel, poll, progress, plan, report, message)) return status;
+    t = lap(phases, step_phase_t::forward, t);
     if (uform_status_t status = step_distill_items(batch, plan, message)) return status;
     if (uform_status_t status = step_units(plan, message)) return status;
     if (uform_status_t status = step_losses(batch, plan, report, message)) return status;
+    t = lap(phases, step_phase_t::losses, t);
     if (stop(poll)) return fail(message, uform_status_cancelled_k, "the step was cancelled");
+    double const trunk = phases ? phases[std::size_t(step_phase_t::backward)] : 0;
     if (uform_status_t status = step_backward(plan, parallel, poll, progress, message)) return status;
+    lap(phases, step_phase_t::sums, t); // less the trunk's backward, timed by the trunk
+    if (phases) phases[std::size_t(step_phase_t::sums)] -= phases[std::size_t(step_phase_t::backward)] - trunk;
     return step_update(parallel, poll, report, message);
 }
 

@@ -14,6 +14,7 @@
 #include "cpp/train/losses.hpp"
 #include "cpp/train/optimizer.hpp"
 #include "cpp/train/parameters.hpp"
+#include "cpp/train/phases.hpp"
 #include "cpp/train/relations.hpp"
 #include "cpp/train/trunk.hpp"
 
@@ -132,6 +133,9 @@ class trainer_core_t {
     collectives_t *mesh = nullptr;
     /// The residency's kernels the step runs on (borrowed), or null for the RAM ones the trainer owns.
     step_kernels_t *kernels = nullptr;
+    /// Nullable: `step_phase_t::count` seconds to which each step adds its phases' process CPU time (the trunk's own
+    /// phases on the RAM kernels alone; cpp/train/phases.hpp). For profiles.
+    double *phases = nullptr;
 
     /// The kernels a step runs on: `kernels`, else the trainer's RAM ones.
     step_kernels_t &residency() noexcept { return kernels ? *kernels : ram_kernels_; }

@@ -15,6 +15,7 @@
 #include "common/scalars.hpp"
 #include "cpp/kernels/product.hpp"
 #include "cpp/train/maths.hpp"
+#include "cpp/train/phases.hpp"
 
 namespace uform::train {
 namespace {
@@ -108,6 +109,15 @@ struct pass_t {
     ram::parallel_t const &parallel;
     ram::kernels_t const &k;
     geometry_t const &g;
+    /// Nullable: the step's profile (cpp/train/phases.hpp), and whether this pass is the backward's.
+    double *phases = nullptr;
+    bool backward = false;
+
+    /// The timer of the pass's products (`linears`) or of its attention.
+    phase_timer_t time(bool linears) const noexcept {
+        if (linears) return {phases, backward ? step_phase_t::backward_linears : step_phase_t::forward_linears};
+        return {phases, backward ? step_phase_t::backward_attention : step_phase_t::forward_attention};
+    }
 
     std::size_t hidden() const noexcept { return g.hidden; }
     std::size_t width() const noexcept { return g.heads * g.head_dim; }
@@ -135,11 +145,13 @@ struct pass_t {
     /// C = A W^T (or +=), A rounded as it is packed.
     void linear(ram::operand_t a, std::size_t rows, std::string_view name, float *c, std::size_t ldc,
                 unsigned flags) noexcept {
+        phase_timer_t const timer = time(true);
         ram::product(k, parallel, a, rows, p.panels[index(name)], c, ldc, flags, s.gemm.data());
     }
     /// dX (+)= dY W: the complete `dY` (row-major) rounded as packed, the master row-major as B (rounded as packed:
     /// the copy).
     void input_grad(ram::operand_t dy, std::size_t rows, std::string_view name, float *dx, unsigned flags) noexcept {
+        phase_timer_t const timer = time(true);
         tensor_t const &w = tensor(name);
         ram::panels_t const b =
             ram::pack_panels(k, parallel, {w.master.data(), w.shape[1]}, w.shape[0], w.shape[1], s.panels.data());
@@ -148,6 +160,7 @@ struct pass_t {
     /// dW += dY^T X over `rows` tokens in chunks: dY (row-major) read transposed as A, X's BF16 values packed as B.
     void weight_grad(ram::operand_t dy, ram::operand_t x, std::size_t rows, std::string_view name,
                      parameters_t &target) noexcept {
+        phase_timer_t const timer = time(true);
         tensor_t &w = target.tensors[index(name)];
         std::size_t const out = w.shape[0], in = w.shape[1];
         for (std::size_t row = 0; row < rows; row += weight_chunk_rows_k) {
@@ -282,6 +295,7 @@ struct pass_t {
 
     /// Per (item, head): `ao = bf16(bf16(P) v)` into `wide`, then the slot's `ao` as bits.
     void attention_forward(slot_t const &a) noexcept {
+        phase_timer_t const timer = time(false);
         std::size_t const A = width(), hd = g.head_dim, heads = g.heads;
         ram::parallel_t const serial{};
         float *ao = s.wide.data();
@@ -352,6 +366,7 @@ struct pass_t {
     /// Per (item, head): P recomputed, dP = bf16(dO) v^T, dV = bf16(P)^T bf16(dO), the softmax's backward in F32, then
     /// dq and dk through the scores' product and RoPE's inverse rotation, into `dqkv` [tokens x 3A].
     void attention_backward(slot_t const &a, float const *dao, float *dqkv) noexcept {
+        phase_timer_t const timer = time(false);
         std::size_t const A = width(), hd = g.head_dim, heads = g.heads, half = hd / 2;
         float const scale = static_cast<float>(std::sqrt(static_cast<double>(hd)));
         ram::parallel_t const serial{};
@@ -637,7 +652,7 @@ uform_status_t trunk_t::forward(parameters_t const &p, trunk_request_t const &re
     try {
         if (!state_) state_ = std::make_unique<trunk_state_t>();
         trunk_state_t &s = *state_;
-        pass_t pass{p, s, parallel, *p.kernels, p.geometry};
+        pass_t pass{p, s, parallel, *p.kernels, p.geometry, phases_};
         index_request(request, s);
         size_state(pass, kept_bytes_, s);
         place_inputs(p, request, s);
@@ -753,10 +768,11 @@ void embed_backward(pass_t &pass, parameters_t &p) noexcept {
 uform_status_t trunk_t::backward(parameters_t &p, float const *d_z, float const *d_token_vectors, float const *d_logits,
                                  ram::parallel_t const &parallel, poll_t poll, char const **message) noexcept {
     if (!state_) return fail(message, uform_status_invalid_argument_k, "backward without a forward");
+    phase_timer_t const timer(phases_, step_phase_t::backward);
     trunk_state_t &s = *state_;
     geometry_t const &g = p.geometry;
     std::size_t const N = s.tokens, H = g.hidden;
-    pass_t pass{p, s, parallel, *p.kernels, g};
+    pass_t pass{p, s, parallel, *p.kernels, g, phases_, true};
     float *dh = s.dy.data();
     std::fill(dh, dh + N * H, 0.0f);
     if (d_z != nullptr && s.items != 0) embedding_head_backward(pass, p, d_z, dh);

@@ -90,9 +90,14 @@ class trunk_t {
     /// recomputes them from their inputs, with the same bits. Tests lower it to run that path.
     void bound_kept_bytes(std::size_t bytes) noexcept { kept_bytes_ = bytes; }
 
+    /// Adds each later pass's phases (cpp/train/phases.hpp: the products, attention, the backward) to `phases`, an
+    /// array of `step_phase_t::count` seconds; null (the default) times nothing.
+    void time_phases(double *phases) noexcept { phases_ = phases; }
+
   private:
     std::unique_ptr<trunk_state_t> state_;
     std::size_t kept_bytes_ = kept_bytes_default;
+    double *phases_ = nullptr;
 };
 
 } // namespace uform::train

@@ -95,6 +95,26 @@ void compare_tensor(tensors_t const &t, std::string const &prefix, uform::train:
 /// A poll hook that stops at once.
 bool always(void *) noexcept { return true; }
 
+/// A profiled core's phases over steps of `elapsed` CPU seconds: every phase timed (the sums, with no mesh, near
+/// nothing), each part within its whole, and the wholes within the steps.
+void check_phases(double const *phases, double elapsed) {
+    using uform::train::step_phase_t;
+    auto const at = [&](step_phase_t phase) { return phases[std::size_t(phase)]; };
+    for (std::size_t i = 0; i != std::size_t(step_phase_t::count); ++i)
+        if (step_phase_t(i) != step_phase_t::sums)
+            check(phases[i] > 0, "a profiled step times each phase", double(i), phases[i]);
+    check(at(step_phase_t::sums) >= -1e-9, "the sums' time is the backward phase's less the trunk's");
+    check(at(step_phase_t::forward_linears) + at(step_phase_t::forward_attention) <= at(step_phase_t::forward),
+          "the forward's products within the forward", at(step_phase_t::forward_linears), at(step_phase_t::forward));
+    check(at(step_phase_t::backward_linears) + at(step_phase_t::backward_attention) <= at(step_phase_t::backward),
+          "the backward's products within the backward", at(step_phase_t::backward_linears),
+          at(step_phase_t::backward));
+    double const wholes = at(step_phase_t::forward) + at(step_phase_t::losses) + at(step_phase_t::backward) +
+                          at(step_phase_t::sums) + at(step_phase_t::clip) + at(step_phase_t::adamw) +
+                          at(step_phase_t::refresh);
+    check(wholes <= elapsed, "the phases sum within the steps", wholes, elapsed);
+}
+
 /// Save, then resume: a core loaded from what `core` saved continues its step count and scores the next step with its
 /// bits (the forward reads the BF16 copies the checkpoint holds; only AdamW's moments, which it does not keep, differ).
 void check_resume(json_t const &batch, uform::train::trainer_core_t &core, uform::train::batch_t const &view,
@@ -223,9 +243,14 @@ int main() {
     uform::train::trainer_core_t again;
     if (!make_core(batch, again, parallel)) return 1;
     for (int k = 0; k != 3; ++k) again.step(view, parallel, {}, {}, report, &message);
+    // The third is profiled (cpp/train/phases.hpp): timing its phases leaves its bits.
     uform::train::trainer_core_t third;
     if (!make_core(batch, third, parallel)) return 1;
+    double phases[std::size_t(uform::train::step_phase_t::count)] = {};
+    third.phases = phases;
+    double const start = uform::train::process_cpu_seconds();
     for (int k = 0; k != 3; ++k) third.step(view, parallel, {}, {}, report, &message);
+    check_phases(phases, uform::train::process_cpu_seconds() - start);
     for (std::size_t i = 0; i != again.parameters.tensors.size(); ++i)
         check(again.parameters.tensors[i].master == third.parameters.tensors[i].master,
               "the same seed and threads give the same weights");
