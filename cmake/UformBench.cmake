@@ -1,8 +1,9 @@
 # The RAM residency's benchmarks (not tests: ctest never runs them), both into <build>/bench/:
 # - uform_bench, tools/bench/text_bench.cpp, includes the library's internal headers ("c/...", "cpp/...") and the
 #   crates' (NumKong, ForkUnion), so it builds like a unit test, against libuform_static.a;
-# - uform_media_bench, tools/bench/media_bench.cpp, and uform_train_bench, tools/bench/train_bench.cpp, call the public
-#   C API alone, as an application would;
+# - uform_media_bench, tools/bench/media_bench.cpp, calls the public C API alone, as an application would;
+# - uform_train_bench, tools/bench/train_bench.cpp, steps a trainer through the C API, and with --profile a trainer core
+#   through the internal headers (their crates' too) to time the step's phases;
 # - uform_mesh_bench, tools/bench/mesh_bench.cpp (RAM builds with Gloo), includes the internal mesh to time its sums
 #   beside Gloo's own allreduce, which it calls directly, and steps trainers through the C API;
 # - uform_vram_bench, tools/bench/vram_bench.cpp (CUDA builds), times the GPU text forward through the C API.
@@ -44,7 +45,12 @@ function(uform_add_bench)
 
     add_executable(uform_train_bench "${PROJECT_SOURCE_DIR}/tools/bench/train_bench.cpp")
     target_link_libraries(uform_train_bench PRIVATE uform::uform_static)
-    target_include_directories(uform_train_bench PRIVATE "${PROJECT_SOURCE_DIR}") # tools/bench/report.hpp
+    target_include_directories(uform_train_bench PRIVATE "${PROJECT_SOURCE_DIR}")
+    foreach(crate IN ITEMS uform_numkong uform_forkunion)
+        target_include_directories(uform_train_bench SYSTEM PRIVATE
+            $<TARGET_PROPERTY:${crate},INTERFACE_INCLUDE_DIRECTORIES>)
+        target_compile_definitions(uform_train_bench PRIVATE $<TARGET_PROPERTY:${crate},INTERFACE_COMPILE_DEFINITIONS>)
+    endforeach()
     target_compile_options(uform_train_bench PRIVATE ${UFORM_WARNING_FLAGS})
     set_target_properties(uform_train_bench PROPERTIES
         CXX_STANDARD 23 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF

@@ -46,7 +46,6 @@
 #include <immintrin.h>
 #endif
 
-#include <forkunion.hpp>
 #include <numkong/numkong.h>
 
 #include "common/checkpoint.hpp"
@@ -61,6 +60,7 @@
 #include "cpp/weights.hpp"
 #include "tools/bench/arguments.hpp"
 #include "tools/bench/ceilings.hpp"
+#include "tools/bench/pool.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
@@ -68,7 +68,6 @@ namespace {
 using namespace uform;
 using namespace uform::ram;
 using namespace uform::bench;
-namespace fu = ashvardanian::forkunion;
 
 // region: clocks and medians
 
@@ -85,29 +84,6 @@ std::pair<double, double> time_median(std::size_t repeats, body_t &&body) {
     }
     return {median(wall), median(cpu)};
 }
-
-// region: the two-thread pool
-
-/// A ForkUnion pool behind the core's `parallel_t` hook, as the executor will wire it.
-struct pool_t {
-    fu::flat_pool_t pool;
-    parallel_t parallel;
-
-    explicit pool_t(std::size_t threads) {
-        if (threads > 1 && pool.try_spawn(threads)) {
-            parallel.threads = threads;
-            parallel.context = this;
-            parallel.for_n = &for_n;
-            pool.for_threads([](std::size_t) noexcept { cpu_class_configure_thread(uform_cpu_class_auto_k); });
-        }
-        cpu_class_configure_thread(uform_cpu_class_auto_k);
-    }
-    /// Uneven tasks (attention of varied items), so dynamic scheduling.
-    static void for_n(void *context, std::size_t count, void *fn_context, task_fn_t fn) noexcept {
-        static_cast<pool_t *>(context)->pool.for_n_dynamic(
-            count, [=](fu::prong_t prong) noexcept { fn(fn_context, prong.task, prong.thread); });
-    }
-};
 
 // region: the command line
 

@@ -1,9 +1,11 @@
-// The RAM residency's training step through the public C API alone: one full step of the trainer (forward,
-// contrastive InfoNCE over bags of two, backward, gradient clipping, AdamW) on a batch of texts, timed as the median
-// wall-clock and process CPU time of the steps after one warm-up step, in tokens per second, with the peak resident
-// set. Not a test: tools/bench/train_compare.py runs it beside PyTorch (tools/bench/train_worker.py) on the same step.
+// The RAM residency's training step through the public C API (with `--profile`, also the trainer core behind it):
+// one full step of the trainer (forward, contrastive InfoNCE over bags of two, backward, gradient clipping, AdamW) on
+// a batch of texts, timed as the median wall-clock and process CPU time of the steps after one warm-up step, in tokens
+// per second, with the peak resident set. Not a test: tools/bench/train_compare.py runs it beside PyTorch
+// (tools/bench/train_worker.py) on the same step.
 //
-//   uform_train_bench --model small.safetensors [--texts 32] [--bytes 256] [--threads 2] [--steps 3] [--vram] [--json]
+//   uform_train_bench --model small.safetensors [--texts 32] [--bytes 256] [--threads 2] [--steps 3] [--vram]
+//                     [--profile] [--json]
 //
 // Texts are printable bytes `32 + splitmix64(k) % 95` for the k-th byte of the batch (as uform_bench and the PyTorch
 // workers write them); items 2k and 2k + 1 share bag k, every other item of the step is a negative (`device`). The
@@ -17,14 +19,22 @@
 // tools/bench/ceilings.hpp), measured here before the steps on each of `--threads` threads, per-thread CPU-time rates
 // summed. The `train` record sets the step's product work beside it: `product_flops` counts the
 // trunk's GEMMs (2 flops a multiply-add; the forward once, the backward's input and weight gradients twice) and the
-// attention's score and value products over each text (the backward recomputing the scores: 3.5 times the forward's
-// two products), so `ceiling_seconds` is the shortest step the products alone allow on this machine;
-// `percent_ceiling` is the step's product rate over wall-clock time against the ceiling, `percent_ceiling_cpu` over
-// the process's CPU time against a thread's share of it (less distorted by other tenants of a shared machine).
+// attention's score and value products over each text (the backward recomputing the scores, then the values', the
+// probabilities' and the queries' and keys' gradients: 2.5 times the forward's two products), so `ceiling_seconds` is
+// the shortest step the products alone allow on this machine; `percent_ceiling` is the step's product rate over
+// wall-clock time against the ceiling, `percent_ceiling_cpu` over the process's CPU time against a thread's share of it
+// (less distorted by other tenants of a shared machine).
 //
 // With `--vram` (a CUDA build on a machine with a GPU) the trainer is `uform_trainer_init_vram`'s on a VRAM executor
 // of GPU 0 (the CUDA trainer, cuda/train/), the CPU ceiling is not measured (`ceiling` and the percentages are zero),
 // and scripts/gpu-check.sh --train sets `product_gflops_per_s` beside the GPU's BF16 rate and PyTorch CUDA's step.
+//
+// With `--profile` the `profile` record follows `rss`: the same steps on a trainer core built here (cpp/train/step.hpp,
+// the schedule's documented defaults) with its phases timed (cpp/train/phases.hpp), each phase's process CPU time a
+// step and its share of the step's, and the forward's and backward's products' efficiency against the path's ceiling
+// per thread (`percent_path_cpu`). `forward` holds `forward_linears` and `forward_attention`, `backward` (the trunk's)
+// `backward_linears` (gate and up recomputed included) and `backward_attention`; `other` is the step outside every
+// phase.
 //
 // The small checkpoint comes from `python3 tools/checkpoint/write_checkpoint.py --geometry small --out PATH`.
 #include <algorithm>
@@ -40,13 +50,18 @@
 
 #include <uform/uform.h>
 
+#include "common/checkpoint.hpp"
+#include "cpp/train/step.hpp"
 #include "tools/bench/arguments.hpp"
 #include "tools/bench/ceilings.hpp"
+#include "tools/bench/pool.hpp"
 #include "tools/bench/report.hpp"
 
 namespace {
 
 using namespace uform::bench;
+namespace train = uform::train;
+namespace ram = uform::ram;
 
 /// Seconds of CPU time of the whole process, every thread's.
 double process_cpu_now() {
@@ -75,19 +90,29 @@ double peak_rss_since_reset_mib() {
     return kib / 1024;
 }
 
-/// The product flops of one step of `texts` texts of `bytes` bytes on the checkpoint's geometry (the file comment).
-double product_flops(uform_model_description_t const &d, std::size_t texts, std::size_t bytes) {
-    double const tokens = double(texts * bytes), h = double(d.hidden), f = double(d.ffn_hidden);
-    double const gemms = 2 * tokens * (4 * h * h + 3 * h * f);   // q, k, v and out; gate, up and down
-    double const attention = 2 * 2 * tokens * double(bytes) * h; // scores and values, each token over its text
-    return double(d.depth) * (3 * gemms + 4.5 * attention);
-}
+/// The forward's product flops of one step of `texts` texts of `bytes` bytes on the checkpoint's geometry: the
+/// trunk's linears (q, k, v and out; gate, up and down) and attention's two products, each token over its text.
+struct step_flops_t {
+    double linears = 0, attention = 0;
+
+    step_flops_t(uform_model_description_t const &d, std::size_t texts, std::size_t bytes) {
+        double const tokens = double(texts * bytes), h = double(d.hidden), f = double(d.ffn_hidden);
+        linears = double(d.depth) * 2 * tokens * (4 * h * h + 3 * h * f);
+        attention = double(d.depth) * 2 * 2 * tokens * double(bytes) * h;
+    }
+    /// The backward's: each linear's input and weight gradients; attention's scores recomputed and its four
+    /// gradient products.
+    double backward_linears() const noexcept { return 2 * linears; }
+    double backward_attention() const noexcept { return 2.5 * attention; }
+    /// The whole step's (the file comment).
+    double total() const noexcept { return linears + attention + backward_linears() + backward_attention(); }
+};
 
 /// What the command line chose.
 struct options_t {
     std::string model;
     std::size_t texts = 32, bytes = 256, threads = 2, steps = 3;
-    bool json = false, vram = false;
+    bool json = false, vram = false, profile = false;
 };
 
 /// The step's inputs: the texts as a tape, their modalities and their bags.
@@ -175,6 +200,86 @@ bool bench_steps(options_t const &options, uform_trainer_t trainer, uform_execut
     return true;
 }
 
+/// A trainer core on `options.model` as `trainer_args` makes one (the schedule's documented defaults) with its
+/// phases timed into `phases`, and the step's batch as the trunk reads it; false with a message on standard error.
+bool profiled_core(options_t const &options, ram::parallel_t const &parallel, double *phases,
+                   train::trainer_core_t &core) {
+    char const *message = "";
+    uform::checkpoint_t checkpoint;
+    if (uform::checkpoint_read_file(options.model.data(), options.model.size(), checkpoint, &message) ||
+        train::parameters_load(options.model.data(), options.model.size(), checkpoint, uform_pair_loss_form_info_nce_k,
+                               core.parameters, &message) ||
+        train::parameters_refresh(core.parameters, parallel, &message)) {
+        std::fprintf(stderr, "cannot profile a trainer on %s: %s\n", options.model.c_str(), message);
+        return false;
+    }
+    core.settings.objective = uform_objective_contrastive_k;
+    core.settings.contrastive = {uform_pair_loss_form_info_nce_k, uform_negatives_device_k, 2.0f, 1.0f};
+    core.settings.schedule = {10000, 100, 1e-3f, 1e-5f, 0.01f, 1.0f};
+    core.phases = phases;
+    return true;
+}
+
+/// Where a step's CPU time goes (cpp/train/phases.hpp): `--steps` steps of a trainer core on `--threads` threads after
+/// a warm-up, each phase's CPU ms a step and its share of the step's, the products' phases' efficiency against the
+/// path's ceiling per thread, `other` the step's time outside every phase (the plan, rows and relations).
+bool profile_steps(options_t const &options, step_flops_t const &flops, double ceiling) {
+    constexpr std::size_t count = std::size_t(train::step_phase_t::count);
+    double phases[count] = {};
+    pool_t pool(options.threads);
+    train::trainer_core_t core;
+    if (!profiled_core(options, pool.parallel, phases, core)) return false;
+    batch_t const texts(options.texts, options.bytes);
+    std::vector<std::uint16_t> tokens(texts.contents.begin(), texts.contents.end());
+    std::vector<train::segment_t> segments(options.texts);
+    for (std::size_t i = 0; i != options.texts; ++i)
+        segments[i] = {uform_modality_text_k, tokens.data() + i * options.bytes, nullptr, nullptr, options.bytes};
+    train::batch_t batch;
+    batch.segments = segments;
+    batch.bags = texts.bags;
+    train::step_report_t report;
+    double start = 0;
+    for (std::size_t step = 0; step <= options.steps; ++step) {
+        if (step == 1) std::fill(phases, phases + count, 0.0), start = process_cpu_now(); // the first warms up
+        char const *message = "";
+        if (core.step(batch, pool.parallel, {}, {}, report, &message)) {
+            std::fprintf(stderr, "profiled step %zu failed: %s\n", step, message);
+            return false;
+        }
+    }
+    double const steps = double(options.steps), step_seconds = (process_cpu_now() - start) / steps;
+    record_t record("profile");
+    record.number("threads", double(options.threads)).number("cpu_ms_per_step", step_seconds * 1e3);
+    std::string keys[2 * count]; // the record keeps pointers to its keys until it prints
+    double wholes = 0;
+    for (std::size_t i = 0; i != count; ++i) {
+        auto const phase = train::step_phase_t(i);
+        bool const part =
+            phase == train::step_phase_t::forward_linears || phase == train::step_phase_t::forward_attention ||
+            phase == train::step_phase_t::backward_linears || phase == train::step_phase_t::backward_attention;
+        if (!part) wholes += phases[i];
+        keys[2 * i] = std::string(train::step_phase_name(phase)) + "_ms";
+        keys[2 * i + 1] = std::string(train::step_phase_name(phase)) + "_percent";
+        record.number(keys[2 * i].c_str(), phases[i] / steps * 1e3)
+            .number(keys[2 * i + 1].c_str(), 100 * phases[i] / steps / step_seconds);
+    }
+    record.number("other_percent", 100 * (1 - wholes / steps / step_seconds));
+    double const per_thread = ceiling / double(options.threads);
+    auto const efficiency = [&](train::step_phase_t phase, double work) {
+        double const seconds = phases[std::size_t(phase)] / steps;
+        return per_thread > 0 && seconds > 0 ? 100 * work / seconds * 1e-9 / per_thread : 0;
+    };
+    record.number("forward_linears_percent_path_cpu", efficiency(train::step_phase_t::forward_linears, flops.linears))
+        .number("forward_attention_percent_path_cpu",
+                efficiency(train::step_phase_t::forward_attention, flops.attention))
+        .number("backward_linears_percent_path_cpu",
+                efficiency(train::step_phase_t::backward_linears, flops.backward_linears()))
+        .number("backward_attention_percent_path_cpu",
+                efficiency(train::step_phase_t::backward_attention, flops.backward_attention()))
+        .print(options.json);
+    return true;
+}
+
 /// Reads the command line into `options`; false when the bench should exit with `exit_code` (`--help`, or an error
 /// already on standard error).
 bool parse(int argc, char **argv, options_t &options, int &exit_code) {
@@ -185,6 +290,7 @@ bool parse(int argc, char **argv, options_t &options, int &exit_code) {
         .count("--threads", options.threads, "threads, the caller's included")
         .count("--steps", options.steps, "steps timed")
         .flag("--vram", options.vram, "train on GPU 0 through uform_trainer_init_vram (a CUDA build)")
+        .flag("--profile", options.profile, "after the steps, the step's CPU time by phase (a profile record)")
         .flag("--json", options.json, "one JSON object per line");
     if (!arguments.parse(argc, argv, exit_code)) return false;
     exit_code = 2;
@@ -239,7 +345,8 @@ int main(int argc, char **argv) {
         .text("path", product_path_name(path))
         .number("gflops_per_s", ceiling)
         .print(options.json);
-    double const flops = product_flops(description, options.texts, options.bytes);
+    step_flops_t const step_flops(description, options.texts, options.bytes);
+    double const flops = step_flops.total();
     uform_trainer_init_ram_args_t const args = trainer_args(options);
     uform_trainer_t trainer = nullptr;
     uform_status_t const status = options.vram ? uform_trainer_init_vram(executor, &args, &trainer, &message)
@@ -255,5 +362,7 @@ int main(int argc, char **argv) {
         .number("peak_mib", double(usage.ru_maxrss) / 1024)
         .number("step_peak_mib", peak_rss_since_reset_mib())
         .print(options.json);
+    // The profile's core comes after the trainer is gone, so that neither's memory is the other's peak.
+    ok = ok && (!options.profile || options.vram || profile_steps(options, step_flops, ceiling));
     return ok ? 0 : 1;
 }
