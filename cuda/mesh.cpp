@@ -255,9 +255,8 @@ uform_status_t mesh_identity(unsigned char (&identity)[backend::mesh_identity_by
     return mesh_identity_with(nccl(), identity, message);
 }
 
-uform_status_t mesh_sum_with(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
-                             stream_state_t stream_state, std::chrono::steady_clock::time_point deadline,
-                             char const **message) noexcept {
+uform_status_t mesh_enqueue(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                            char const **message) noexcept {
     if (mesh.comms.empty())
         return fail(message, uform_status_io_k, "the mesh's NCCL communicators were aborted by an earlier failure");
     if (values.empty()) return uform_status_ok_k;
@@ -266,6 +265,13 @@ uform_status_t mesh_sum_with(nccl_mesh_t &mesh, std::span<std::span<float> const
         abort_mesh(mesh);
         return nccl_failure(enqueued, message);
     }
+    return uform_status_ok_k;
+}
+
+uform_status_t mesh_sum_with(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                             stream_state_t stream_state, std::chrono::steady_clock::time_point deadline,
+                             char const **message) noexcept {
+    if (uform_status_t status = mesh_enqueue(mesh, values, stream, message)) return status;
     for (;;) {
         ncclResult_t state = ncclSuccess;
         ncclResult_t const asked = mesh.nccl->get_async_error(mesh.comms[0], &state);
@@ -311,6 +317,10 @@ uform_status_t mesh_join(backend::mesh_join_t const &join, std::unique_ptr<nccl_
 #else // a toolkit without nccl.h: the mesh says so
 
 namespace uform::cuda {
+
+uform_status_t mesh_enqueue(nccl_mesh_t &, std::span<std::span<float> const>, void *, char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "a VRAM mesh sums over NCCL: this build was made without nccl.h");
+}
 
 uform_status_t mesh_sum(nccl_mesh_t &, std::span<std::span<float> const>, void *, std::chrono::milliseconds,
                         char const **message) noexcept {

@@ -61,10 +61,16 @@ uform_status_t mesh_join_with(nccl_t const *nccl, mesh_devices_t const &devices,
 /// device failed.
 using stream_state_t = int (*)(void *stream) noexcept;
 
-/// Sums each array of `values` (floats in the device memory of communicator 0's GPU) over the mesh in place, as one
-/// NCCL group of in-place all-reduces enqueued on `stream`, then polls NCCL's state and `stream_state` until the stream
-/// finished. An error NCCL reports aborts every communicator and answers its status; past `deadline` every communicator
-/// is aborted and the sum answers `timeout`; a mesh aborted so answers `io` to every later sum.
+/// Enqueues each array of `values` (floats in the device memory of communicator 0's GPU) as one NCCL group of in-place
+/// all-reduces on `stream` and returns without waiting for it (`mesh_sum_with` with no arrays waits). An error NCCL
+/// reports aborts every communicator and answers its status; a mesh aborted so answers `io`.
+uform_status_t mesh_enqueue(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
+                            char const **message) noexcept;
+
+/// Sums each array of `values` over the mesh in place (`mesh_enqueue`), then polls NCCL's state and `stream_state`
+/// until the stream finished, every group enqueued on it before included: with no arrays, it waits for those alone. An
+/// error NCCL reports aborts every communicator and answers its status; past `deadline` every communicator is aborted
+/// and the sum answers `timeout`; a mesh aborted so answers `io` to every later sum.
 uform_status_t mesh_sum_with(nccl_mesh_t &mesh, std::span<std::span<float> const> values, void *stream,
                              stream_state_t stream_state, std::chrono::steady_clock::time_point deadline,
                              char const **message) noexcept;

@@ -32,6 +32,10 @@ uform_status_t mesh_join(backend::mesh_join_t const &, std::unique_ptr<nccl_mesh
     return fail(message, uform_status_unsupported_k, unbuilt_k);
 }
 
+uform_status_t mesh_enqueue(nccl_mesh_t &, std::span<std::span<float> const>, void *, char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, unbuilt_k);
+}
+
 uform_status_t mesh_sum(nccl_mesh_t &, std::span<std::span<float> const>, void *, std::chrono::milliseconds,
                         char const **message) noexcept {
     return fail(message, uform_status_unsupported_k, unbuilt_k);

@@ -413,6 +413,12 @@ uform_status_t mesh_t::sum_device(std::span<std::span<float> const> values, void
     if (!gpu) return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
     return cuda::mesh_sum(*gpu, values, stream, timeout, message);
 }
+
+uform_status_t mesh_t::enqueue_sum_device(std::span<std::span<float> const> values, void *stream,
+                                          char const **message) noexcept {
+    if (!gpu) return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
+    return cuda::mesh_enqueue(*gpu, values, stream, message);
+}
 #else
 uform_status_t mesh_identity(unsigned char (&)[mesh_identity_bytes_k], char const **message) noexcept {
     return fail(message, uform_status_unsupported_k, "a VRAM mesh joins GPUs: this build has none");
@@ -424,6 +430,10 @@ uform_status_t mesh_join(mesh_join_t const &, mesh_t *&mesh, uform_multimem_tier
 }
 
 uform_status_t mesh_t::sum_device(std::span<std::span<float> const>, void *, char const **message) noexcept {
+    return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
+}
+
+uform_status_t mesh_t::enqueue_sum_device(std::span<std::span<float> const>, void *, char const **message) noexcept {
     return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
 }
 #endif

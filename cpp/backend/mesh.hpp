@@ -50,6 +50,9 @@ struct mesh_t final : train::collectives_t {
     /// Sums device arrays over NCCL.
     uform_status_t sum_device(std::span<std::span<float> const> values, void *stream,
                               char const **message) noexcept override;
+    /// Enqueues a sum of device arrays over NCCL without waiting.
+    uform_status_t enqueue_sum_device(std::span<std::span<float> const> values, void *stream,
+                                      char const **message) noexcept override;
 };
 
 } // namespace uform::backend

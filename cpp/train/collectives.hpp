@@ -41,10 +41,18 @@ class collectives_t {
     /// live in device memory stages them through host memory and `sum` (the host-staged path).
     virtual bool sums_device_memory() const noexcept { return false; }
     /// Sums each array of `values` (floats in the device memory of this rank's GPU) over the ranks in place, as one
-    /// group enqueued on the CUDA stream `stream`, and waits until they are summed. `unsupported` where
+    /// group enqueued on the CUDA stream `stream`, and waits until the stream finished, the groups `enqueue_sum_device`
+    /// put on it before included (with no arrays, it waits for those alone). `unsupported` where
     /// `sums_device_memory()` is false.
     virtual uform_status_t sum_device(std::span<std::span<float> const> values, void *stream,
                                       char const **message) noexcept {
+        (void)values, (void)stream;
+        return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
+    }
+    /// Enqueues `sum_device`'s group of `values` on `stream` without waiting: the sums are done once the stream reaches
+    /// them (`sum_device` with no arrays waits for that). `unsupported` where `sums_device_memory()` is false.
+    virtual uform_status_t enqueue_sum_device(std::span<std::span<float> const> values, void *stream,
+                                              char const **message) noexcept {
         (void)values, (void)stream;
         return fail(message, uform_status_unsupported_k, "this mesh sums host memory only");
     }

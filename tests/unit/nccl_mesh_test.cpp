@@ -9,7 +9,8 @@
 // the world; without NCCL, `unsupported`. A device sum enqueues one group of in-place float all-reduces on communicator
 // 0 and the caller's stream, array by array in order, then polls NCCL and the stream: finished (ok), an NCCL error or a
 // failed stream (every communicator aborted, its status), a stream still running past the deadline (every communicator
-// aborted, `timeout`); an aborted mesh answers `io` without calling NCCL.
+// aborted, `timeout`); an aborted mesh answers `io` without calling NCCL. An enqueue alone (the overlapped sums') makes
+// the group without polling the stream, and a sum of nothing polls the stream alone.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -295,7 +296,14 @@ void test_sums() {
                 r.stream == reinterpret_cast<cudaStream_t>(0x5eed);
     }
     check(right, "in-place float sums of each array in order, on communicator 0 and the stream, in one group");
-    check(sum(*mesh, {}, &message) == uform_status_ok_k && fake.reduces.empty(), "nothing to sum: no NCCL call");
+    check(sum(*mesh, {}, &message) == uform_status_ok_k && fake.reduces.empty() && stream_queries == stream_polls,
+          "nothing to sum: no NCCL call, the stream awaited");
+    fake.reduces.clear();
+    fake.groups = 0;
+    stream_queries = 0;
+    check(uform::cuda::mesh_enqueue(*mesh, arrays, reinterpret_cast<void *>(0x5eed), &message) == uform_status_ok_k &&
+              fake.reduces.size() == 3 && fake.groups == 1 && stream_queries == 0,
+          "an enqueued group: one group of three sums, the stream not awaited");
 
     stream_polls = 0;
     auto const start = std::chrono::steady_clock::now();
