@@ -25,8 +25,8 @@
 namespace uform::train {
 
 /// The kernels a trainer's step calls, in the order `trainer_core_t::step` calls them: `forward`, `zero_gradients`
-/// (then the host's loss terms), `backward`, `sum_gradients` (in a mesh), `gradient_norm`, `scale_gradients`,
-/// `update_stays_finite`, `update`, `refresh`.
+/// (then the host's loss terms), `begin_gradient_sums` (in a mesh), `backward`, `sum_gradients` (in a mesh),
+/// `gradient_norm`, `scale_gradients`, `update_stays_finite`, `update`, `refresh`.
 class step_kernels_t {
   public:
     virtual ~step_kernels_t() = default;
@@ -44,6 +44,14 @@ class step_kernels_t {
     virtual uform_status_t backward(parameters_t &parameters, float const *d_z, float const *d_token_vectors,
                                     float const *d_logits, ram::parallel_t const &parallel, poll_t poll,
                                     char const **message) noexcept = 0;
+
+    /// Readies the sums of the next `backward`'s gradients over `mesh`, for a residency that starts them while the
+    /// backward runs (in `for_each_bucket`'s buckets still); `sum_gradients` completes them. This default does nothing.
+    virtual uform_status_t begin_gradient_sums(parameters_t &parameters, collectives_t &mesh,
+                                               char const **message) noexcept {
+        (void)parameters, (void)mesh, (void)message;
+        return uform_status_ok_k;
+    }
 
     /// Sums every trained tensor's gradient over `mesh` in place, in `for_each_bucket`'s buckets of
     /// `gradient_bucket_floats_k` floats in tensor order. This default sums the host's arrays through `bucket` (grown

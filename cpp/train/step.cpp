@@ -565,6 +565,8 @@ uform_status_t trainer_core_t::step_backward(step_plan_t const &plan, ram::paral
             if (grad_tokens) grad_tokens += world_token_offsets_[layout_.first] * g.token_width;
         }
     }
+    if (mesh)
+        if (uform_status_t status = residency().begin_gradient_sums(parameters, *mesh, message)) return status;
     if (uform_status_t status = residency().backward(
             parameters, grad_z, grad_tokens, rows_.empty() ? nullptr : grad_logits_.data(), parallel, poll, message))
         return status;

@@ -1,13 +1,17 @@
 // A VRAM trainer's gradients summed over a mesh (docs/decisions.md, "Training over the GPU mesh"), in the buckets every
 // transport shares (cpp/train/collectives.hpp, `for_each_bucket`, tensor order): over NCCL, each bucket's device
-// arrays in one group on the trainer's stream; else staged through a host bucket (pinned memory on a device) and the
-// mesh's host sum over Gloo. The `trainer.*` scalars' gradients, which the host's loss terms write, are host arrays
-// either way. Host code only, so that a host test drives both paths with fake copies and a fake transport.
+// arrays in one group on a communication stream of their own, launched while the backward runs as soon as the
+// backward has finished the bucket's tensors (`overlapped_sums_t`); else, after the backward, staged through a host
+// bucket (pinned memory on a device) and the mesh's host sum over Gloo. The `trainer.*` scalars' gradients, which the
+// host's loss terms write, are host arrays either way. Host code only, so that a host test drives every path with fake
+// copies, streams and transport.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <new>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/fail.hpp"
@@ -70,37 +74,114 @@ uform_status_t staged_gradient_sums(uform::train::collectives_t &mesh, std::size
     });
 }
 
-/// Sums `count` tensors' gradients over `mesh`, whose transport sums device memory: each bucket's device arrays
-/// (`device(t)`) in one `mesh.sum_device` group on `stream`, then the host arrays (`host(t)` where `device(t)` is
-/// empty) packed into `scalars` and summed with `mesh.sum`. `group` holds a bucket's arrays; both keep their capacity.
+/// Sums the host arrays among `count` tensors' gradients (`host(t)` where `device(t)` is empty: the `trainer.*`
+/// scalars) over `mesh`, packed into `scalars` (which keeps its capacity) for one host sum.
 template <typename device_of_, typename host_of_>
-uform_status_t device_gradient_sums(uform::train::collectives_t &mesh, std::size_t count, device_of_ &&device,
-                                    host_of_ &&host, void *stream, std::vector<std::span<float>> &group,
-                                    std::vector<float> &scalars, char const **message) noexcept {
+uform_status_t host_gradient_sums(uform::train::collectives_t &mesh, std::size_t count, device_of_ &&device,
+                                  host_of_ &&host, std::vector<float> &scalars, char const **message) noexcept {
     std::size_t packed = 0;
+    for (std::size_t t = 0; t != count; ++t)
+        if (device(t).empty()) packed += host(t).size();
+    if (packed == 0) return uform_status_ok_k;
     try {
-        group.reserve(count);
-        for (std::size_t t = 0; t != count; ++t)
-            if (device(t).empty()) packed += host(t).size();
         scalars.resize(packed);
     } catch (std::bad_alloc const &) {
         return fail(message, uform_status_out_of_memory_k, "out of memory summing the gradients");
     }
-    auto size_of = [&](std::size_t t) noexcept { return device(t).size(); };
-    uform_status_t status = uform::train::for_each_bucket(
-        count, size_of, uform::train::gradient_bucket_floats_k, [&](std::size_t begin, std::size_t end) noexcept {
-            group.clear();
-            for (std::size_t t = begin; t != end; ++t)
-                if (!device(t).empty()) group.push_back(device(t)); // within the capacity reserved above
-            return group.empty() ? uform_status_ok_k : mesh.sum_device(group, stream, message);
-        });
-    if (status != uform_status_ok_k || packed == 0) return status;
     for (std::size_t t = 0, at = 0; t != count; ++t)
         if (device(t).empty()) std::copy_n(host(t).data(), host(t).size(), scalars.data() + at), at += host(t).size();
-    if ((status = mesh.sum(std::span<float>(scalars), message))) return status;
+    if (uform_status_t status = mesh.sum(std::span<float>(scalars), message)) return status;
     for (std::size_t t = 0, at = 0; t != count; ++t)
         if (device(t).empty()) std::copy_n(scalars.data() + at, host(t).size(), host(t).data()), at += host(t).size();
     return uform_status_ok_k;
 }
+
+/// What overlapped sums ask of a GPU's two streams: the backward's (compute) and the sums' (communication).
+class sum_streams_t {
+  public:
+    virtual ~sum_streams_t() = default;
+    /// Makes the communication stream wait for the work given to the compute stream so far (an event recorded on the
+    /// compute stream); false when the device refused.
+    virtual bool follow() noexcept = 0;
+    /// The communication stream, as the mesh's transport takes it.
+    virtual void *stream() noexcept = 0;
+};
+
+/// The device gradients' sums over a mesh whose transport sums device memory, overlapped with the backward: `arm`
+/// before it, `ready(from)` each time the backward has given the compute stream the last work on every gradient from
+/// tensor `from` on, `finish` after it. Buckets are `for_each_bucket`'s over the device arrays in tensor order; the
+/// backward finishes gradients from the last tensor down, so the buckets launch from the last to the first, each as
+/// soon as its first tensor is ready: the same order on every rank. A launched bucket waits on the communication
+/// stream for the compute stream's work so far, then its group is enqueued there while the backward goes on.
+class overlapped_sums_t {
+  public:
+    /// Takes the device arrays (`arrays[t]`, empty for a host tensor) in buckets of `bucket_floats` floats; nothing is
+    /// launched yet. `out-of-memory` when the buckets do not fit.
+    uform_status_t arm(uform::train::collectives_t &mesh, sum_streams_t &streams,
+                       std::span<std::span<float> const> arrays, std::size_t bucket_floats,
+                       char const **message) noexcept {
+        mesh_ = nullptr, status_ = uform_status_ok_k, message_ = nullptr, launched_ = 0;
+        try {
+            arrays_.assign(arrays.begin(), arrays.end());
+            group_.reserve(arrays.size());
+            buckets_.clear();
+            auto size_of = [&](std::size_t t) noexcept { return arrays_[t].size(); };
+            (void)uform::train::for_each_bucket(arrays_.size(), size_of, bucket_floats,
+                                                [&](std::size_t begin, std::size_t end) {
+                                                    buckets_.emplace_back(begin, end);
+                                                    return uform_status_ok_k;
+                                                });
+        } catch (std::bad_alloc const &) {
+            return fail(message, uform_status_out_of_memory_k, "out of memory summing the gradients");
+        }
+        mesh_ = &mesh, streams_ = &streams, pending_ = buckets_.size();
+        return uform_status_ok_k;
+    }
+
+    /// Whether `arm` came since the last `finish`.
+    bool armed() const noexcept { return mesh_ != nullptr; }
+
+    /// Launches every bucket not launched yet whose tensors are all at `from` or later, the last first; after a failure
+    /// launches nothing (`finish` answers it).
+    void ready(std::size_t from) noexcept {
+        if (!mesh_ || status_ != uform_status_ok_k) return;
+        bool followed = false;
+        for (; pending_ != 0 && buckets_[pending_ - 1].first >= from; --pending_) {
+            auto const [begin, end] = buckets_[pending_ - 1];
+            group_.clear();
+            for (std::size_t t = begin; t != end; ++t)
+                if (!arrays_[t].empty()) group_.push_back(arrays_[t]); // within the capacity `arm` reserved
+            if (group_.empty()) continue;
+            if (!followed && !(followed = streams_->follow())) {
+                status_ = fail(&message_, uform_status_device_k, "the device refused to order the gradients' sums");
+                return;
+            }
+            if ((status_ = mesh_->enqueue_sum_device(group_, streams_->stream(), &message_))) return;
+            ++launched_;
+        }
+    }
+
+    /// Launches what is left (`ready(0)`), waits until the communication stream summed every bucket and disarms;
+    /// answers the first failure.
+    uform_status_t finish(char const **message) noexcept {
+        if (!mesh_) return fail(message, uform_status_internal_k, "the gradients' sums were not armed");
+        ready(0);
+        uform::train::collectives_t &mesh = *std::exchange(mesh_, nullptr);
+        if (status_ != uform_status_ok_k) return fail(message, status_, message_);
+        return mesh.sum_device({}, streams_->stream(), message);
+    }
+
+    /// Groups launched since `arm`.
+    std::size_t launched() const noexcept { return launched_; }
+
+  private:
+    uform::train::collectives_t *mesh_ = nullptr;
+    sum_streams_t *streams_ = nullptr;
+    std::vector<std::span<float>> arrays_, group_;
+    std::vector<std::pair<std::size_t, std::size_t>> buckets_; // [begin, end) in tensor order
+    std::size_t pending_ = 0, launched_ = 0;                   // buckets not launched: the first `pending_`
+    uform_status_t status_ = uform_status_ok_k;
+    char const *message_ = nullptr;
+};
 
 } // namespace uform::cuda::train

@@ -32,10 +32,34 @@ class stream_copies_t final : public gradient_copies_t {
 
 } // namespace
 
+uform_status_t sum_stream_pair_t::open(cudaStream_t compute, char const **message) noexcept {
+    compute_ = compute;
+    if (comm_ != nullptr) return uform_status_ok_k;
+    if (cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaEventCreateWithFlags(&event_, cudaEventDisableTiming) != cudaSuccess) {
+        (void)cudaGetLastError();
+        close();
+        return fail(message, uform_status_internal_k, "the CUDA runtime refused a stream for the gradients' sums");
+    }
+    return uform_status_ok_k;
+}
+
+void sum_stream_pair_t::close() noexcept {
+    if (comm_) (void)cudaStreamSynchronize(comm_), (void)cudaStreamDestroy(comm_);
+    if (event_) (void)cudaEventDestroy(event_);
+    comm_ = nullptr, event_ = nullptr;
+}
+
+bool sum_stream_pair_t::follow() noexcept {
+    return (cudaEventRecord(event_, compute_) == cudaSuccess && cudaStreamWaitEvent(comm_, event_, 0) == cudaSuccess) ||
+           ((void)cudaGetLastError(), false);
+}
+
 cuda_kernels_t::~cuda_kernels_t() noexcept {
     if (staging_) (void)cudaFreeHost(staging_);
     if (stream_.stream == nullptr) return;
     device_guard_t const guard{stream_.device};
+    streams_.close();
     trunk_.release(), device_.release();
     stream_.close();
 }
@@ -68,7 +92,26 @@ uform_status_t cuda_kernels_t::backward(uform::train::parameters_t &parameters, 
                                         uform::train::poll_t poll, char const **message) noexcept {
     device_guard_t const guard{stream_.device};
     if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
-    return trunk_.backward(stream_, device_, parameters, d_z, d_token_vectors, d_logits, poll, message);
+    return trunk_.backward(stream_, device_, parameters, d_z, d_token_vectors, d_logits, poll,
+                           overlap_.armed() ? &overlap_ : nullptr, message);
+}
+
+uform_status_t cuda_kernels_t::begin_gradient_sums(uform::train::parameters_t &parameters,
+                                                   uform::train::collectives_t &mesh, char const **message) noexcept {
+    if (!mesh.sums_device_memory()) return uform_status_ok_k;
+    device_guard_t const guard{stream_.device};
+    if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
+    if (uform_status_t status = streams_.open(stream_.stream, message)) return status;
+    try {
+        arrays_.resize(parameters.tensors.size());
+    } catch (std::bad_alloc const &) {
+        return fail(message, uform_status_out_of_memory_k, "out of memory summing the gradients");
+    }
+    for (std::size_t t = 0; t != arrays_.size(); ++t) {
+        device_tensor_t const &d = device_.tensor(t);
+        arrays_[t] = d.scalar ? std::span<float>() : std::span<float>(d.grad, d.count);
+    }
+    return overlap_.arm(mesh, streams_, arrays_, uform::train::gradient_bucket_floats_k, message);
 }
 
 uform_status_t cuda_kernels_t::sum_gradients(uform::train::parameters_t &parameters, uform::train::collectives_t &mesh,
@@ -83,7 +126,12 @@ uform_status_t cuda_kernels_t::sum_gradients(uform::train::parameters_t &paramet
     };
     auto host = [&](std::size_t t) noexcept { return std::span<float>(parameters.tensors[t].grad); };
     std::size_t const count = parameters.tensors.size();
-    if (on_device) return device_gradient_sums(mesh, count, device, host, stream_.stream, group_, scalars_, message);
+    if (on_device) {
+        if (!overlap_.armed())
+            if (uform_status_t status = begin_gradient_sums(parameters, mesh, message)) return status;
+        if (uform_status_t status = overlap_.finish(message)) return status;
+        return host_gradient_sums(mesh, count, device, host, scalars_, message);
+    }
     if (!staging_ && cudaMallocHost(reinterpret_cast<void **>(&staging_),
                                     uform::train::gradient_bucket_floats_k * sizeof(float)) != cudaSuccess) {
         (void)cudaGetLastError();

@@ -10,10 +10,32 @@
 
 #include "cpp/train/kernels.hpp"
 #include "cuda/device.hpp"
+#include "cuda/train/gradient_sums.hpp"
 #include "cuda/train/parameters.hpp"
 #include "cuda/train/trunk.hpp"
 
 namespace uform::cuda::train {
+
+/// A GPU's compute stream (the trainer's) and the communication stream its gradients' sums run on, ordered by an event.
+class sum_stream_pair_t final : public sum_streams_t {
+  public:
+    sum_stream_pair_t() noexcept = default;
+    ~sum_stream_pair_t() noexcept override { close(); }
+    sum_stream_pair_t(sum_stream_pair_t const &) = delete;
+    sum_stream_pair_t &operator=(sum_stream_pair_t const &) = delete;
+
+    /// Makes the communication stream and the event once (the device current), following `compute`; `internal` when
+    /// the runtime refuses.
+    uform_status_t open(cudaStream_t compute, char const **message) noexcept;
+    /// Waits for the communication stream and frees it and the event (the device current); safe when never opened.
+    void close() noexcept;
+    bool follow() noexcept override;
+    void *stream() noexcept override { return comm_; }
+
+  private:
+    cudaStream_t compute_ = nullptr, comm_ = nullptr;
+    cudaEvent_t event_ = nullptr;
+};
 
 /// One GPU's step kernels. `open` first; every call makes the GPU current on the calling thread for its duration.
 class cuda_kernels_t final : public uform::train::step_kernels_t {
@@ -36,8 +58,13 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
     uform_status_t backward(uform::train::parameters_t &parameters, float const *d_z, float const *d_token_vectors,
                             float const *d_logits, ram::parallel_t const &parallel, uform::train::poll_t poll,
                             char const **message) noexcept override;
-    /// Sums the gradients over `mesh` on the device (NCCL) or staged through a pinned host bucket (Gloo), in
-    /// cuda/train/gradient_sums.hpp's buckets; `bucket` is unused. A one-rank mesh without NCCL sums nothing.
+    /// Over NCCL, arms the overlapped sums the backward launches bucket by bucket on the communication stream; a
+    /// staged mesh sums after the backward (nothing to ready).
+    uform_status_t begin_gradient_sums(uform::train::parameters_t &parameters, uform::train::collectives_t &mesh,
+                                       char const **message) noexcept override;
+    /// Sums the gradients over `mesh` on the device (NCCL: the buckets the backward did not launch, then waiting for
+    /// the communication stream) or staged through a pinned host bucket (Gloo), in cuda/train/gradient_sums.hpp's
+    /// buckets; `bucket` is unused. A one-rank mesh without NCCL sums nothing.
     uform_status_t sum_gradients(uform::train::parameters_t &parameters, uform::train::collectives_t &mesh,
                                  std::vector<float> &bucket, char const **message) noexcept override;
     uform_status_t gradient_norm(uform::train::parameters_t &parameters, double &norm,
@@ -66,9 +93,11 @@ class cuda_kernels_t final : public uform::train::step_kernels_t {
     stream_t stream_;
     device_parameters_t device_;
     device_trunk_t trunk_;
-    float *staging_ = nullptr;            // pinned host memory: the staged sums' bucket, made at the first
-    std::vector<std::span<float>> group_; // a bucket's device arrays (the NCCL path)
-    std::vector<float> scalars_;          // the `trainer.*` gradients, packed (the NCCL path)
+    float *staging_ = nullptr;             // pinned host memory: the staged sums' bucket, made at the first
+    sum_stream_pair_t streams_;            // the NCCL path's communication stream
+    overlapped_sums_t overlap_;            // the NCCL path's buckets, launched during the backward
+    std::vector<std::span<float>> arrays_; // every tensor's device gradient (empty for the host's scalars)
+    std::vector<float> scalars_;           // the `trainer.*` gradients, packed (the NCCL path)
 };
 
 } // namespace uform::cuda::train

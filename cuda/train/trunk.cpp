@@ -196,6 +196,12 @@ struct pass_t {
     }
 };
 
+/// Tells `sums` (when given, and the pass held) that the gradients from tensor `from` on are final once the work the
+/// pass enqueued so far runs: their buckets may start summing.
+void announce(pass_t const &pass, overlapped_sums_t *sums, std::size_t from) noexcept {
+    if (sums && pass.ok) sums->ready(from);
+}
+
 /// Block `l` from `saved[l]` into slot `a`, `gu` and `saved[l + 1]` (cpp/train/trunk.cpp's `block_forward`).
 void block_forward(pass_t &pass, std::size_t l, device_slot_t const &a) noexcept {
     geometry_t const &g = pass.g();
@@ -427,7 +433,8 @@ uform_status_t device_trunk_t::forward(stream_t &stream, device_parameters_t con
 
 uform_status_t device_trunk_t::backward(stream_t &stream, device_parameters_t const &device, parameters_t const &p,
                                         float const *d_z, float const *d_token_vectors, float const *d_logits,
-                                        uform::train::poll_t poll, char const **message) noexcept {
+                                        uform::train::poll_t poll, overlapped_sums_t *sums,
+                                        char const **message) noexcept {
     if (buffers_.saved == nullptr && staged_.tokens != 0)
         return fail(message, uform_status_invalid_argument_k, "backward without a forward");
     geometry_t const &g = p.geometry;
@@ -463,6 +470,7 @@ uform_status_t device_trunk_t::backward(stream_t &stream, device_parameters_t co
         pass.ok = pass.ok && cudaMemsetAsync(b.dx, 0, N * H * sizeof(float), s) == cudaSuccess;
         pass.norm_backward(b.saved + g.depth * N * H, b.dn, "final_norm.weight");
     }
+    announce(pass, sums, pass.index("final_norm.weight"));
     for (std::size_t l = g.depth; l-- != 0 && N != 0;) {
         if (poll.fn != nullptr && poll.fn(poll.context)) {
             (void)finish(stream, true, "", message);
@@ -474,8 +482,10 @@ uform_status_t device_trunk_t::backward(stream_t &stream, device_parameters_t co
         if (gu_holder_ != l) pass.linear(a.n2, N, block_name_t{l}("mlp.gate_up.weight"), b.gu, false);
         holder_[slot] = g.depth, gu_holder_ = g.depth;
         block_backward(pass, l, a);
+        announce(pass, sums, pass.index(block_name_t{l}("attn_norm.weight")));
     }
     if (N != 0) embed_rows_backward(pass);
+    announce(pass, sums, 0);
     return finish(stream, pass.ok, "the GPU refused a step of the trainer's backward", message);
 }
 

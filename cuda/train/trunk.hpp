@@ -14,6 +14,7 @@
 #include "cpp/train/parameters.hpp"
 #include "cpp/train/trunk.hpp"
 #include "cuda/device.hpp"
+#include "cuda/train/gradient_sums.hpp"
 #include "cuda/train/parameters.hpp"
 #include "cuda/train/staging.hpp"
 
@@ -62,11 +63,13 @@ class device_trunk_t {
                            char const **message) noexcept;
 
     /// Adds every device gradient but `trainer.*`'s from the last forward (`trunk_t::backward`'s contract), the
-    /// output gradients given in host memory, and waits.
+    /// output gradients given in host memory, and waits. With `sums` (armed), it tells them each time it has enqueued
+    /// the last work on the gradients from some tensor on: after the heads and the final norm, after each block from
+    /// the last, after the embeddings (from tensor 0).
     uform_status_t backward(stream_t &stream, device_parameters_t const &device,
                             uform::train::parameters_t const &parameters, float const *d_z,
                             float const *d_token_vectors, float const *d_logits, uform::train::poll_t poll,
-                            char const **message) noexcept;
+                            overlapped_sums_t *sums, char const **message) noexcept;
 
     /// Frees the device memory (on its device, which the caller makes current); the next forward allocates again.
     void release() noexcept { memory_.release(), buffers_ = {}; }

@@ -4,8 +4,9 @@
 //   the RAM mesh test's 12 texts (InfoNCE over the mesh's negatives, 10 steps), and their saved weights are equal, and
 //   within the RAM mesh test's bounds of one VRAM process trained on all 12 (compare_weights: 1e-4 over all tensors,
 //   1e-3 per tensor);
-// - one process joins a one-host VRAM mesh (over NCCL where it loaded: the single-rank NCCL path) and trains the 12
-//   texts: its weights within the same bounds of the process without a mesh.
+// - one process joins a one-host VRAM mesh (over NCCL where it loaded: the single-rank NCCL path, its sums on a stream
+//   of their own overlapping the backward) and trains the 12 texts: its weights within the same bounds of the process
+//   without a mesh.
 //
 //   uform_unit_vram_mesh_test                         # the driver
 //   uform_unit_vram_mesh_test rank R DIRECTORY        # one rank of the staged mesh, started by the driver
