@@ -24,7 +24,8 @@
 # 256 bytes (uform_train_bench --vram against tools/bench/train_worker.py --device cuda --bf16 --compile: the same
 # step, InfoNCE over bags of two, AdamW): tokens per second, the ratio, and the share of the GPU's BF16 rate; and
 # tests/unit/vram_mesh_test.cpp (two processes on the one GPU as a VRAM mesh, staged through host memory over Gloo,
-# against one process within the RAM mesh test's bounds; a one-rank mesh over NCCL against no mesh). The pack carries
+# against one process within the RAM mesh test's bounds; a one-rank mesh over NCCL, its sums on a stream of their own
+# overlapping the backward, against no mesh). The pack carries
 # libnccl.so.2, which the library loads at a VRAM mesh's bootstrap.
 # cuBLASLt is not carried (500 MB): the programs load the libcublasLt.so.13 of the machine's PyTorch (its
 # nvidia-cublas wheel) or of its CUDA toolkit. Exits nonzero when a check fails.
@@ -174,7 +175,7 @@ if [ "$train" = 1 ]; then
     fi
     log "the same over 2 steps (under memcheck where it is installed)"
     UFORM_TRAIN_CHECK_STEPS=2 checked uform_unit_vram_train_step_test
-    log "the VRAM trainer over a mesh: 2 processes on one GPU (staged over Gloo) vs 1; a one-rank mesh over NCCL"
+    log "the VRAM trainer over a mesh: 2 processes on one GPU (staged over Gloo) vs 1; a one-rank mesh over NCCL (sums overlapping the backward)"
     if ! UFORM_TEST_DATA="$root/tests/data" ours timeout 300 "$work/bin/uform_unit_vram_mesh_test"; then
         log "FAILED: uform_unit_vram_mesh_test"
         failed=1
