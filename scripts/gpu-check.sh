@@ -175,7 +175,7 @@ if [ "$train" = 1 ]; then
     fi
     log "the same over 2 steps (under memcheck where it is installed)"
     UFORM_TRAIN_CHECK_STEPS=2 checked uform_unit_vram_train_step_test
-    log "the VRAM trainer over a mesh: 2 processes on one GPU (staged over Gloo) vs 1; a one-rank mesh over NCCL (sums overlapping the backward)"
+    log "the VRAM trainer over a mesh: 2 processes on one GPU (staged over Gloo) vs 1; 1 rank over NCCL (overlapped sums)"
     if ! UFORM_TEST_DATA="$root/tests/data" ours timeout 300 "$work/bin/uform_unit_vram_mesh_test"; then
         log "FAILED: uform_unit_vram_mesh_test"
         failed=1
