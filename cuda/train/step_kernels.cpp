@@ -92,8 +92,12 @@ uform_status_t cuda_kernels_t::backward(uform::train::parameters_t &parameters, 
                                         uform::train::poll_t poll, char const **message) noexcept {
     device_guard_t const guard{stream_.device};
     if (!guard.ok()) return fail(message, uform_status_internal_k, "the CUDA runtime refused to select the device");
-    return trunk_.backward(stream_, device_, parameters, d_z, d_token_vectors, d_logits, poll,
-                           overlap_.armed() ? &overlap_ : nullptr, message);
+    uform_status_t const status = trunk_.backward(stream_, device_, parameters, d_z, d_token_vectors, d_logits, poll,
+                                                  overlap_.armed() ? &overlap_ : nullptr, message);
+    // A backward that failed or was cancelled still completes the buckets it began, so that no sum in flight meets
+    // the next step's gradients (and the ranks enqueue the same groups).
+    if (status != uform_status_ok_k && overlap_.armed()) (void)overlap_.finish(nullptr);
+    return status;
 }
 
 uform_status_t cuda_kernels_t::begin_gradient_sums(uform::train::parameters_t &parameters,
