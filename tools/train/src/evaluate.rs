@@ -445,32 +445,8 @@ impl Evaluation<'_> {
                 scored.push(("MaxSim, token vectors", max_sim.as_slice()));
             }
             eprintln!("{name}: scored in {:.1} s", timer.elapsed().as_secs_f64());
-            let synonyms = std::ptr::eq(task, &self.tasks.synonyms);
-            let target = if synonyms {
-                Target::TenTimesChanceAndBaseline
-            } else {
-                Target::TenTimesChance
-            };
-            self.rows.extend(retrieval_rows(
-                name,
-                task,
-                &scored,
-                Some(("char-3-gram TF-IDF", &tfidf)),
-                target,
-            ));
-            if let Some(teacher) = self.teacher_ranks(task) {
-                let baseline = Some((TEACHER, teacher.as_slice()));
-                let rows = retrieval_rows(name, task, &scored[..1], baseline, Target::None);
-                self.rows.extend(rows);
-            }
-            self.notes.push(format!(
-                "{name}: {} of {} queries (drawn with seed {}), {} candidates",
-                task.queries.len(),
-                task.available,
-                self.options.seed,
-                task.candidates.len()
-            ));
-            if synonyms {
+            self.text_retrieval_rows(name, task, &scored, &tfidf);
+            if std::ptr::eq(task, &self.tasks.synonyms) {
                 lemma_candidates = Some(candidates);
             }
         }
@@ -479,6 +455,37 @@ impl Evaluation<'_> {
                 .push("the checkpoint has no token head: no MaxSim rows".to_owned());
         }
         Ok(lemma_candidates.expect("the synonyms' candidates were encoded"))
+    }
+
+    /// A text retrieval task's rows: each scorer beside TF-IDF (synonyms held to it too), the embedding cosine beside
+    /// the teacher when the data holds its rows, and the task's note.
+    fn text_retrieval_rows(
+        &mut self,
+        name: &str,
+        task: &Retrieval,
+        scored: &[(&str, &[usize])],
+        tfidf: &[usize],
+    ) {
+        let target = if std::ptr::eq(task, &self.tasks.synonyms) {
+            Target::TenTimesChanceAndBaseline
+        } else {
+            Target::TenTimesChance
+        };
+        let baseline = Some(("char-3-gram TF-IDF", tfidf));
+        self.rows
+            .extend(retrieval_rows(name, task, scored, baseline, target));
+        if let Some(teacher) = self.teacher_ranks(task) {
+            let baseline = Some((TEACHER, teacher.as_slice()));
+            let rows = retrieval_rows(name, task, &scored[..1], baseline, Target::None);
+            self.rows.extend(rows);
+        }
+        self.notes.push(format!(
+            "{name}: {} of {} queries (drawn with seed {}), {} candidates",
+            task.queries.len(),
+            task.available,
+            self.options.seed,
+            task.candidates.len()
+        ));
     }
 
     /// The teacher's ranks on a text retrieval task, by the cosine of its stored rows of the same texts, when the data
@@ -776,14 +783,20 @@ fn choice_row(
     }
 }
 
-/// Runs `uform-train evaluate`.
-pub fn run(arguments: &EvaluateArgs) -> Result<(), Box<dyn Error>> {
-    let options = Options::new(arguments);
-    let started = Instant::now();
+/// Reads the data as a run does, with the teacher's rows when the data holds them.
+fn load_data(options: &Options) -> Result<Data, Box<dyn Error>> {
     let mut data = Data::load(&options.data, options.columns - 1, [&|_| 1.0, &|_| 1.0])?;
     if options.data.join("teacher/manifest.json").exists() {
         data.load_teacher(options.columns - 1)?;
     }
+    Ok(data)
+}
+
+/// Runs `uform-train evaluate`.
+pub fn run(arguments: &EvaluateArgs) -> Result<(), Box<dyn Error>> {
+    let options = Options::new(arguments);
+    let started = Instant::now();
+    let data = load_data(&options)?;
     let tasks = Tasks::new(&data, &options.limits, options.seed)?;
     let model = Model::load_ram(&options.model)
         .map_err(|error| format!("{}: {error}", options.model.display()))?;

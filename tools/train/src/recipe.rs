@@ -347,7 +347,7 @@ mod tests {
             keep: x.keep,
             batch: BatchRecipe {
                 extras: 0,
-                ..y.batch.clone()
+                ..y.batch
             },
             ..y
         };
