@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the crate `cargo publish` would upload, so that `cargo add uform` builds from the published sources:
-#   1. every tracked file CMake and Cargo read (include/, c/, common/, stub/, cpp/, cuda/, cmake/, the root
+#   1. every tracked file CMake and Cargo read (include/, c/, common/, stub/, cpp/, cuda/, rocm/, cmake/, the root
 #      CMakeLists.txt, build.rs, rust/) is in the package, and nothing else beyond the manifest, the lock and
 #      the README;
 #   2. `cargo package --features stub` builds the packaged crate from its own tarball, with the stub (fast);
@@ -26,14 +26,14 @@ fi
 
 # 1. The file list.
 listed="$(cargo package --list --quiet "${dirty[@]}")"
-shipped_roots='^(include|c|common|stub|cpp|cuda|cmake|rust)/|^(CMakeLists\.txt|build\.rs|Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|README\.md|LICENSE|\.cargo_vcs_info\.json)$'
+shipped_roots='^(include|c|common|stub|cpp|cuda|rocm|cmake|rust)/|^(CMakeLists\.txt|build\.rs|Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|README\.md|LICENSE|\.cargo_vcs_info\.json)$'
 status=0
 while IFS= read -r file; do
     if ! grep -qxF -- "$file" <<< "$listed"; then
         log "$file is not shipped: add it to the include list of Cargo.toml"
         status=1
     fi
-done < <(git ls-files -- include c common stub cpp cuda cmake CMakeLists.txt build.rs rust)
+done < <(git ls-files -- include c common stub cpp cuda rocm cmake CMakeLists.txt build.rs rust)
 while IFS= read -r file; do
     if ! grep -qE -- "$shipped_roots" <<< "$file"; then
         log "$file is shipped but no build reads it: anchor the include pattern that matches it (\"/name\")"
