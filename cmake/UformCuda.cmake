@@ -12,6 +12,7 @@
 # C++ compiler against the toolkit's headers. Both land in libuform_static.a. The kernels carry SASS for every
 # architecture of UFORM_CUDA_ARCHITECTURES and PTX of the last, which newer GPUs compile at load.
 include_guard(GLOBAL)
+include(UformCache)
 
 set(UFORM_CUDA_ROOT "" CACHE PATH "The CUDA toolkit's root (holding bin/nvcc); empty: found as cmake/UformCuda.cmake says")
 set(UFORM_CUDA_ARCHITECTURES "90" CACHE STRING
@@ -77,14 +78,7 @@ endfunction()
 # in the caller's scope, or stops with a message that says how to get one.
 function(uform_locate_cuda)
     set(candidates "${UFORM_CUDA_ROOT}" "$ENV{UFORM_CUDA_ROOT}" "$ENV{CUDA_PATH}" "$ENV{CUDA_HOME}")
-    set(cache "$ENV{UFORM_CUDA_CACHE}")
-    if(NOT cache)
-        if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
-            set(cache "$ENV{XDG_CACHE_HOME}/uform")
-        else()
-            set(cache "$ENV{HOME}/.cache/uform")
-        endif()
-    endif()
+    uform_cache_directory(UFORM_CUDA_CACHE cache)
     file(GLOB wheels "${cache}/cuda-13.0/lib/python3*/site-packages/nvidia/cu13")
     list(APPEND candidates ${wheels} "/usr/local/cuda")
     find_program(_uform_nvcc_on_path nvcc)

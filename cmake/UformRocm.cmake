@@ -16,6 +16,7 @@
 # HIP's headers. The products are the residency's own kernel (rocm/products.cu), and the VRAM mesh answers
 # `unsupported` (rocm/mesh.cpp): no BLAS library and no RCCL is needed.
 include_guard(GLOBAL)
+include(UformCache)
 
 set(UFORM_ROCM_PATH "" CACHE PATH "The ROCm root (include/hip, libamdhip64); empty: found as this module says")
 set(UFORM_ROCM_DEVICE_LIBS "" CACHE PATH
@@ -71,14 +72,7 @@ endfunction()
 function(_uform_rocm_bitcode_candidates root out)
     set(candidates "${UFORM_ROCM_DEVICE_LIBS}" "$ENV{UFORM_ROCM_DEVICE_LIBS}" "${root}/amdgcn/bitcode")
     file(GLOB bundled "${root}/llvm/lib/clang/*/lib/amdgcn/bitcode")
-    set(cache "$ENV{UFORM_ROCM_CACHE}")
-    if(NOT cache)
-        if(DEFINED ENV{XDG_CACHE_HOME} AND NOT "$ENV{XDG_CACHE_HOME}" STREQUAL "")
-            set(cache "$ENV{XDG_CACHE_HOME}/uform")
-        else()
-            set(cache "$ENV{HOME}/.cache/uform")
-        endif()
-    endif()
+    uform_cache_directory(UFORM_ROCM_CACHE cache)
     file(GLOB unpacked "${cache}/rocm-bitcode/root/usr/lib/llvm-*/lib/clang/*/amdgcn/bitcode")
     set(${out} ${candidates} ${bundled} ${unpacked} PARENT_SCOPE)
 endfunction()
