@@ -315,8 +315,8 @@ void gemm_micro_pairs_sve(std::size_t pairs, std::uint32_t const *a, std::size_t
         s##r##1 = svbfdot_f32(s##r##1, value, b1);                                                                     \
     }
             UFORM_SVE_PAIRS_ROW(0)
-            UFORM_SVE_PAIRS_ROW(1) UFORM_SVE_PAIRS_ROW(2) UFORM_SVE_PAIRS_ROW(3) UFORM_SVE_PAIRS_ROW(4)
-                UFORM_SVE_PAIRS_ROW(5)
+            UFORM_SVE_PAIRS_ROW(1)
+            UFORM_SVE_PAIRS_ROW(2) UFORM_SVE_PAIRS_ROW(3) UFORM_SVE_PAIRS_ROW(4) UFORM_SVE_PAIRS_ROW(5)
 #undef UFORM_SVE_PAIRS_ROW
         }
         merge_rows(p0, p1, c + column, ldc, lanes, rows, flags, s00, s01, s10, s11, s20, s21, s30, s31, s40, s41, s50,
