@@ -1,6 +1,7 @@
 //! Encodes texts with a UForm checkpoint and prints their embeddings' shape, a cosine similarity matrix, the
 //! other texts ranked by similarity to the first, and the throughput; or, given a folder, encodes its texts,
-//! images, videos and audio into a USearch index and prints the files nearest a query text.
+//! images, videos and audio into a USearch index and prints the files nearest a query text; or, given probe triples,
+//! prints which of them the model ranks as written.
 //!
 //! ```sh
 //! cargo run --release --example encode                              # the shipped model, built-in texts
@@ -8,6 +9,7 @@
 //! cargo run --release --example encode -- --model model.safetensors "a cat" "a dog"
 //! cargo run --release --example encode -- --lines corpus.txt        # one text per line, with a progress bar
 //! cargo run --release --example encode -- --folder tests/data/media --query "an image of a sneaker"
+//! cargo run --release --example encode -- --probes tests/data/probes/everyday.tsv
 //! ```
 
 use std::io::Write;
@@ -18,6 +20,7 @@ use std::time::Instant;
 use uform::*;
 
 mod folder;
+mod probes;
 
 /// The texts encoded when none are given.
 const BUILT_IN: [&str; 4] = [
@@ -53,6 +56,8 @@ struct Args {
     folder: Option<PathBuf>,
     query: Option<String>,
     top: usize,
+    /// The probe triples to score instead (probes.rs).
+    probes: Option<PathBuf>,
 }
 
 /// Parses the arguments, loads the model, encodes and prints.
@@ -77,6 +82,12 @@ fn run() -> std::result::Result<(), Box<dyn std::error::Error>> {
     if let Some(folder) = args.folder {
         let query = args.query.ok_or("--folder needs a --query")?;
         return search(&model, &executor, &mut arena, &folder, &query, args.top);
+    }
+    if let Some(path) = args.probes {
+        let probes = probes::read(&path)?;
+        println!("probes of {}:", path.display());
+        probes::score(&model, &executor, &mut arena, &probes)?;
+        return Ok(());
     }
 
     let mut stats = TextEncodeStats::default();
@@ -109,6 +120,7 @@ fn parse_args() -> std::result::Result<Option<Args>, Box<dyn std::error::Error>>
     let mut model_path = PathBuf::from(SHIPPED_MODEL);
     let mut texts: Vec<String> = Vec::new();
     let (mut folder, mut query, mut top) = (None::<PathBuf>, None::<String>, 5usize);
+    let mut probes = None::<PathBuf>;
     let mut arguments = std::env::args().skip(1);
     while let Some(argument) = arguments.next() {
         match argument.as_str() {
@@ -120,9 +132,11 @@ fn parse_args() -> std::result::Result<Option<Args>, Box<dyn std::error::Error>>
             "--folder" => folder = Some(arguments.next().ok_or("--folder needs a path")?.into()),
             "--query" => query = Some(arguments.next().ok_or("--query needs a text")?),
             "--top" => top = arguments.next().ok_or("--top needs a count")?.parse()?,
+            "--probes" => probes = Some(arguments.next().ok_or("--probes needs a path")?.into()),
             "--help" | "-h" => {
                 println!("usage: encode [--model PATH] [--lines FILE] [TEXT...]");
                 println!("       encode [--model PATH] --folder DIR --query TEXT [--top N]");
+                println!("       encode [--model PATH] --probes FILE");
                 return Ok(None);
             }
             _ => texts.push(argument),
@@ -137,6 +151,7 @@ fn parse_args() -> std::result::Result<Option<Args>, Box<dyn std::error::Error>>
         folder,
         query,
         top,
+        probes,
     }))
 }
 
