@@ -726,6 +726,9 @@ def parse_args():
                         help="also the teacher's embeddings (tools/data/teacher_data.py; scripts/setup-teacher.sh)")
     parser.add_argument("--teacher-extra", type=int, default=20000,
                         help="other English texts per source for the teacher (default: %(default)s; 0: none)")
+    parser.add_argument("--teacher-families", type=int, default=30000,
+                        help="sentence families (a sentence, a synonym swap, a look-alike swap) for the teacher "
+                             "(default: %(default)s; 0: none)")
     parser.add_argument("--teacher-pairs", type=int, default=2000, help="held-out text pairs with teacher cosines")
     parser.add_argument("--teacher-limit", type=int, default=None,
                         help="embed at most N more texts now and index what the store holds (a partial store: "
@@ -825,7 +828,7 @@ def main():
 
         repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         teacher_data.stage(out, teacher_data.default_command(repo), args.teacher_extra, args.teacher_pairs,
-                           args.teacher_limit)
+                           args.teacher_limit, args.teacher_families)
 
 
 def build(args, out, config, old):

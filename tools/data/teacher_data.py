@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from prepare import Progress, clean, fraction, log, tsv, write_atomic  # noqa: E402
+import teacher_families  # noqa: E402
 
 KEY_DIGITS = 32  # a text's content key: the first 32 hex digits of the SHA-256 of its UTF-8 bytes
 CHUNK = 2048  # texts embedded between two appends to the store (what an interruption loses at most)
@@ -331,9 +332,9 @@ def write_pairs(out, store, info, items, rows, count):
     return {kind: sum(line[1] == kind for line in lines) for kind in PAIR_KINDS}
 
 
-def stage(out, command, extra_limit, pair_count, limit=None):
+def stage(out, command, extra_limit, pair_count, limit=None, family_limit=0):
     """The teacher stage: embeds what is missing (at most `limit` texts now; None: all), then writes
-    teacher/{items,extra,pairs}.tsv and manifest.json over the texts the store holds. The texts go to the teacher
+    teacher/{items,extra,families,pairs}.tsv and manifest.json over the texts the store holds. The texts go to the teacher
     WordNet's first, each part in the order of its content keys, so that the rows of a store stopped early (a
     `limit`, an interruption) are a uniform sample of every role and split; the teacher sorts each chunk by length."""
     start = time.time()
@@ -341,8 +342,11 @@ def stage(out, command, extra_limit, pair_count, limit=None):
     info = teacher_info(command)
     items = text_items(out)
     extras = extra_texts(extra_limit)
-    log(f"teacher: {info['name']} ({info['width']} wide), {len(items)} text items, {len(extras)} other texts")
+    families = teacher_families.families(items, extras, family_limit)
+    log(f"teacher: {info['name']} ({info['width']} wide), {len(items)} text items, {len(extras)} other texts, "
+        f"{len(families)} sentence families")
     ordered = sorted((t for *_, t in items), key=text_key) + sorted((t for _, t in extras), key=text_key)
+    ordered += sorted({t for family in families for t in family[1:]}, key=text_key)
     embedded, seconds = embed_missing(command, store, info, ordered, limit)
     rows = load_keys(store, info["width"])
     absent = [t for t in ordered if text_key(t) not in rows]
@@ -353,16 +357,20 @@ def stage(out, command, extra_limit, pair_count, limit=None):
             "without the teacher); run --teacher again without --teacher-limit to complete it")
         items = [item for item in items if text_key(item[-1]) in rows]
         extras = [extra for extra in extras if text_key(extra[1]) in rows]
+        families = [family for family in families if all(text_key(t) in rows for t in family)]
     write_atomic(os.path.join(store, "items.tsv"),
                  tsv([(item, rows[text_key(t)]) for item, *_, t in items], ["item", "row"]))
     write_atomic(os.path.join(store, "extra.tsv"),
                  tsv([(n, s, "train", rows[text_key(t)], t) for n, (s, t) in enumerate(extras)],
                      ["extra", "source", "split", "row", "content"]))
+    write_atomic(os.path.join(store, "families.tsv"),
+                 tsv([(n, m, "train", rows[text_key(t)], t) for n, family in enumerate(families)
+                      for m, t in enumerate(family)], ["family", "member", "split", "row", "content"]))
     pairs = write_pairs(out, store, info, items, rows, pair_count)
     manifest = {"teacher": info, "rows": len(rows), "row_bytes": 4 * info["width"], "complete": not absent,
-                "counts": {"items": len(items), "extra": len(extras), "pairs": pairs,
+                "counts": {"items": len(items), "extra": len(extras), "families": len(families), "pairs": pairs,
                            "extra_by_source": {s: n for s, n in Counter(s for s, _ in extras).items()}},
-                "config": {"extra_limit": extra_limit, "pairs": pair_count, "chunk": CHUNK, "limit": limit},
+                "config": {"extra_limit": extra_limit, "family_limit": family_limit, "pairs": pair_count, "chunk": CHUNK, "limit": limit},
                 "timings": {"embedded_now": embedded, "embed_s": round(seconds, 1),
                             "texts_per_s": round(embedded / seconds, 1) if seconds else None,
                             "stage_s": round(time.time() - start, 1)}}

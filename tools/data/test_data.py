@@ -227,7 +227,7 @@ class TeacherStage(unittest.TestCase):
         cls.env = dict(os.environ, UFORM_TEACHER=f"{sys.executable} {stand_in}")
         cls.command = [sys.executable, os.path.join(HERE, "prepare.py"), "--out", cls.out, "--synsets", "300",
                        "--images", "30", "--audio", "0", "--outliers", "10", "--jobs", "2", "--teacher",
-                       "--teacher-extra", "5", "--teacher-pairs", "30"]
+                       "--teacher-extra", "5", "--teacher-pairs", "30", "--teacher-families", "20"]
         cls.runs = [subprocess.run(cls.command + more, capture_output=True, text=True, env=cls.env)
                     for more in (["--teacher-limit", "50"], [])]
 
@@ -277,6 +277,51 @@ class TeacherStage(unittest.TestCase):
             self.assertAlmostEqual(float(cosine), expected, places=5)
             if kind == "synset":
                 self.assertEqual(data.items[int(a)][0], data.items[int(b)][0])
+
+    def test_families_are_training_sentences_and_one_word_variants_with_their_rows(self):
+        data = Data(self.out)
+        train = {item[4] for item in data.items if item[1] == "train" and item[2] == "text"}
+        extras = {content for *_, content in self.teacher_file("extra.tsv")}
+        with open(os.path.join(self.out, "teacher", "rows.f32"), "rb") as f:
+            store = f.read()
+        families = {}
+        for family, member, split, row, content in self.teacher_file("families.tsv"):
+            self.assertEqual(split, "train")
+            self.assertEqual(list(struct.unpack_from("<8f", store, 32 * int(row))), stand_in_row(content))
+            families.setdefault(int(family), []).append((int(member), content))
+        self.assertTrue(families)
+        self.assertLessEqual(len(families), 20)
+        for members in families.values():
+            self.assertEqual([m for m, _ in members], list(range(len(members))))
+            self.assertIn(len(members), (2, 3))
+            base = members[0][1].split(" ")
+            self.assertIn(members[0][1], train | extras)
+            for _, variant in members[1:]:
+                words = variant.split(" ")
+                self.assertEqual(len(words), len(base))
+                self.assertEqual(sum(a != b for a, b in zip(base, words)), 1, (base, words))
+
+
+class Families(unittest.TestCase):
+    def test_a_variant_swaps_one_content_word_and_keeps_the_capital(self):
+        import teacher_families
+
+        synonyms = {"soup": ["broth"], "the": ["this"]}
+        lookalikes = {"soup": ["soap"]}
+        self.assertEqual(teacher_families.variant("The soup is hot", synonyms, "synonym"), "The broth is hot")
+        self.assertEqual(teacher_families.variant("Soup is hot", lookalikes, "lookalike"), "Soap is hot")
+        self.assertIsNone(teacher_families.variant("the is a", synonyms, "synonym"), "stop words are kept")
+
+    def test_lookalikes_share_no_synset_and_synonyms_come_from_training_synsets(self):
+        import teacher_families
+
+        items = [(0, 0, "train", "lemma", "soup"), (1, 0, "train", "lemma", "broth"),
+                 (2, 1, "train", "lemma", "soap"), (3, 2, "test", "lemma", "stew"), (4, 2, "test", "lemma", "soup"),
+                 (5, 3, "train", "lemma", "sour"), (6, 3, "train", "lemma", "soup")]
+        synonyms, lookalikes = teacher_families.vocabulary(items)
+        self.assertEqual(synonyms["soup"], ["broth"])
+        self.assertNotIn("stew", synonyms)
+        self.assertEqual(lookalikes["soup"], ["soap"], "sour shares a synset with soup")
 
 
 if __name__ == "__main__":

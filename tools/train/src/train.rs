@@ -138,9 +138,10 @@ pub fn load_data(root: &Path, recipe: &Recipe) -> Result<Data, Box<dyn Error>> {
 /// The data's counts for the opening line.
 fn describe_data(data: &Data, columns: usize) -> String {
     let (groups, items, edges, choices) = data.counts();
-    let teacher = data.teacher_counts().map_or(String::new(), |(rows, texts, extras, dropped)| {
+    let teacher = data.teacher_counts().map_or(String::new(), |(rows, texts, extras, dropped, families)| {
         format!(
-            "; teacher: {rows} rows of {}, {texts} items with one, {extras} other texts ({dropped} longer dropped)",
+            "; teacher: {rows} rows of {}, {texts} items with one, {extras} other texts ({dropped} longer dropped), \
+             {families} sentence families",
             data.teacher_width().unwrap_or(0)
         )
     });

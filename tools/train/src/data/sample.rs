@@ -75,7 +75,14 @@ pub struct BatchRecipe {
     /// fortunes) beside the groups, each in a bag of its own with no edge: they train the distillation term alone
     /// (0: none; more needs the teacher's rows). A split with fewer gives what it has.
     pub extras: usize,
+    /// Sentence families with a teacher row (`teacher/families.tsv`: a sentence, the same with a word swapped for a
+    /// synonym, and with a word swapped for a look-alike of another meaning) beside the groups, each member in a bag of
+    /// its own with no edge: the distillation term alone says how near each variant stays (0: none).
+    pub families: usize,
 }
+
+/// A sentence family's members at most: the sentence and its two variants (`teacher/families.tsv`).
+pub const FAMILY_MEMBERS: usize = 3;
 
 impl Default for BatchRecipe {
     /// 34 bags: 24 WordNet groups (2 of them spoken) and all ten Fashion-MNIST classes, plus 4 choice items.
@@ -102,6 +109,7 @@ impl Default for BatchRecipe {
             lemma_documents: 0.0,
             outliers: 0,
             extras: 0,
+            families: 0,
         }
     }
 }
@@ -123,13 +131,15 @@ impl BatchRecipe {
 
     /// The most items a batch of this recipe can hold: `per_group` from each WordNet group (two from a spoken one,
     /// its canonical lemma and its clip, when `per_group` is one), vocabulary groups included, a caption and
-    /// `class_images` from each class, the outliers, the other texts and the choice items. Partners and hypernyms count among the groups.
+    /// `class_images` from each class, the outliers, the other texts, the sentence families' members and the choice
+    /// items. Partners and hypernyms count among the groups.
     pub fn max_items(&self) -> usize {
         let text_groups = self.groups.saturating_sub(self.images) + self.vocabulary;
         text_groups * self.per_group.max(2)
             + self.images * (1 + self.class_images)
             + self.outliers
             + self.extras
+            + self.families * FAMILY_MEMBERS
             + self.choices
     }
 

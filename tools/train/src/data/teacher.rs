@@ -1,6 +1,7 @@
 //! The distillation teacher's rows (`tools/data/prepare.py --teacher`, docs/data.md "The teacher"):
 //! `teacher/manifest.json` names the row width, `teacher/rows.f32` holds the rows (little-endian F32), and
-//! `teacher/items.tsv` and `teacher/extra.tsv` say which row is each text item's and each other English text's.
+//! `teacher/items.tsv` and `teacher/extra.tsv` say which row is each text item's and each other English text's, and
+//! `teacher/families.tsv` (when present) groups sentences with their one-word variants.
 //! A spoken clip takes the row of the text it speaks (its synset's canonical lemma or gloss); images, outliers and
 //! choice items have none.
 
@@ -10,6 +11,7 @@ use std::path::Path;
 use uform::Modality;
 
 use super::load::{cut, records, Data, Split};
+use super::sample::FAMILY_MEMBERS;
 
 /// The teacher's rows, and which of them each item and each other text takes.
 pub struct Teacher {
@@ -23,6 +25,8 @@ pub struct Teacher {
     pub(super) extras: Vec<(Split, String, usize)>,
     /// Other English texts longer than a row, left out (their row is of the whole text).
     pub dropped_extras: usize,
+    /// The sentence families that fit a row, by split.
+    pub(super) families: Vec<(Split, Family)>,
 }
 
 impl Teacher {
@@ -48,6 +52,9 @@ impl Teacher {
         self.of_item.get(item).copied().flatten()
     }
 }
+
+/// A sentence family: a sentence and its one-word variants, each as (text, its row).
+pub(super) type Family = Vec<(String, usize)>;
 
 /// A held-out pair of test texts (`teacher/pairs.tsv`) and the teacher's cosine between them.
 pub struct TeacherPair {
@@ -131,6 +138,46 @@ fn read_rows(path: &Path, width: usize) -> Result<Vec<f32>, Box<dyn Error>> {
     Ok(rows)
 }
 
+/// The sentence families of `teacher/families.tsv` (`family  member  split  row  content`, a family's members on
+/// consecutive lines), those with a member longer than `max_bytes` left out; none when the file is absent (a store
+/// made before families existed).
+fn read_families(
+    path: &Path,
+    count: usize,
+    max_bytes: usize,
+) -> Result<Vec<(Split, Family)>, Box<dyn Error>> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let mut families: Vec<(usize, Split, Family)> = Vec::new();
+    for record in records(path, 5)? {
+        let family: usize = record[0].parse()?;
+        let member = (
+            record[4].clone(),
+            row_index(&record[3], count, "families.tsv")?,
+        );
+        match families.last_mut() {
+            Some((last, _, members)) if *last == family => members.push(member),
+            _ => families.push((family, Split::parse(&record[2])?, vec![member])),
+        }
+    }
+    if let Some((family, _, members)) = families.iter().find(|(_, _, m)| m.len() > FAMILY_MEMBERS) {
+        return Err(format!(
+            "{}: family {family} has {} members, more than {FAMILY_MEMBERS}",
+            path.display(),
+            members.len()
+        )
+        .into());
+    }
+    Ok(families
+        .into_iter()
+        .filter(|(_, _, members)| {
+            members.len() >= 2 && members.iter().all(|(text, _)| text.len() <= max_bytes)
+        })
+        .map(|(_, split, members)| (split, members))
+        .collect())
+}
+
 /// A row index from a record's field, checked against the store's `count` rows.
 fn row_index(field: &str, count: usize, file: &str) -> Result<usize, Box<dyn Error>> {
     let row: usize = field.parse()?;
@@ -173,6 +220,7 @@ impl Data {
             of_item,
             extras: Vec::new(),
             dropped_extras: 0,
+            families: Vec::new(),
         };
         for record in records(&store.join("extra.tsv"), 5)? {
             let row = row_index(&record[3], count, "extra.tsv")?;
@@ -184,6 +232,7 @@ impl Data {
                 .extras
                 .push((Split::parse(&record[2])?, record[4].clone(), row));
         }
+        teacher.families = read_families(&store.join("families.tsv"), count, max_bytes)?;
         self.teacher = Some(teacher);
         Ok(())
     }
@@ -238,8 +287,9 @@ impl Data {
         self.teacher.as_ref().map(|teacher| teacher.width)
     }
 
-    /// The loaded teacher's counts for the opening line: rows, items with a row, other texts kept and dropped.
-    pub fn teacher_counts(&self) -> Option<(usize, usize, usize, usize)> {
+    /// The loaded teacher's counts for the opening line: rows, items with a row, other texts kept and dropped,
+    /// sentence families kept.
+    pub fn teacher_counts(&self) -> Option<(usize, usize, usize, usize, usize)> {
         self.teacher.as_ref().map(|t| {
             let items = t.of_item.iter().filter(|row| row.is_some()).count();
             (
@@ -247,6 +297,7 @@ impl Data {
                 items,
                 t.extras.len(),
                 t.dropped_extras,
+                t.families.len(),
             )
         })
     }

@@ -96,8 +96,8 @@ fn every_item_carries_its_teachers_row_and_the_others_zeros() {
     let data = load(&directory("rows", true), true).unwrap();
     assert_eq!(
         data.teacher_counts(),
-        Some((6, 5, 2, 1)),
-        "four texts and the clip; the long text dropped"
+        Some((6, 5, 2, 1, 0)),
+        "four texts and the clip; the long text dropped; no families file"
     );
     let batch = data
         .batch(&mut Random::new(13, 0), Split::Train, &recipe())
@@ -219,4 +219,94 @@ fn held_out_pairs_are_read_with_their_texts_cut_as_training_cuts_them() {
     let error = read_pairs(&root, 127).err().unwrap().to_string();
     assert!(error.contains("a cosine of NaN"), "{error}");
     std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// `directory`'s data with `teacher/families.tsv` holding `families`, loaded.
+fn with_families(name: &str, families: &str) -> Result<Data, Box<dyn std::error::Error>> {
+    let root = directory(name, true);
+    std::fs::write(
+        root.join("teacher/families.tsv"),
+        format!("#family\tmember\tsplit\trow\tcontent\n{families}"),
+    )
+    .unwrap();
+    load(&root, true)
+}
+
+#[test]
+fn a_family_comes_whole_into_a_batch_with_its_rows() {
+    let data = with_families(
+        "families",
+        "0\t0\ttrain\t0\tthe soup is hot\n0\t1\ttrain\t2\tthe broth is hot\n0\t2\ttrain\t5\tthe soap is hot\n\
+         1\t0\tvalidation\t3\tkept apart\n1\t1\tvalidation\t4\tkept away\n",
+    )
+    .unwrap();
+    assert_eq!(data.teacher_counts().unwrap().4, 2);
+    let recipe = BatchRecipe {
+        extras: 0,
+        families: 1,
+        ..recipe()
+    };
+    let batch = data
+        .batch(&mut Random::new(13, 0), Split::Train, &recipe)
+        .unwrap();
+    let at = |text: &str| batch.contents.iter().position(|c| c == text).unwrap();
+    for (text, row) in [
+        ("the soup is hot", [1.0, 0.0]),
+        ("the broth is hot", [1.0, 1.0]),
+        ("the soap is hot", [4.0, 4.0]),
+    ] {
+        let i = at(text);
+        assert_eq!(batch.teacher[2 * i..2 * i + 2], row, "{text}");
+        assert!(
+            batch
+                .bags
+                .iter()
+                .filter(|&&bag| bag == batch.bags[i])
+                .count()
+                == 1,
+            "{text} is alone in its bag"
+        );
+    }
+    assert!(batch.contents.iter().all(|c| c != "kept apart"));
+    assert_eq!(
+        batch.contents.len(),
+        6 + 3 + 1,
+        "4 + 2 items, three members, a choice item"
+    );
+    assert!(recipe.max_items() >= batch.contents.len());
+}
+
+#[test]
+fn families_that_do_not_fit_are_refused_or_left_out() {
+    let long = "a sentence far longer than a row of the recipe allows ".repeat(3);
+    let data = with_families(
+        "long",
+        &format!("0\t0\ttrain\t0\tshort\n0\t1\ttrain\t1\t{long}\n1\t0\ttrain\t2\talone\n"),
+    )
+    .unwrap();
+    assert_eq!(
+        data.teacher_counts().unwrap().4,
+        0,
+        "a member longer than a row, a family of one"
+    );
+    let recipe = BatchRecipe {
+        families: 1,
+        ..recipe()
+    };
+    let error = data
+        .batch(&mut Random::new(13, 0), Split::Train, &recipe)
+        .err()
+        .unwrap();
+    assert!(error.to_string().contains("sentence families"), "{error}");
+
+    let members = (0..4)
+        .map(|m| format!("0\t{m}\ttrain\t0\tt{m}\n"))
+        .collect::<String>();
+    let error = with_families("four", &members).err().unwrap().to_string();
+    assert!(error.contains("family 0 has 4 members"), "{error}");
+    let error = with_families("past", "0\t0\ttrain\t9\tx\n0\t1\ttrain\t0\ty\n")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("row 9 past"), "{error}");
 }

@@ -103,6 +103,7 @@ fn recipe(groups: usize) -> BatchRecipe {
         lemma_documents: 0.0,
         outliers: 0,
         extras: 0,
+        families: 0,
     }
 }
 

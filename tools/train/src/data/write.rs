@@ -172,6 +172,16 @@ impl Data {
                 &mut sources,
             )?;
         }
+        if recipe.families > 0 {
+            self.add_families(
+                random,
+                split,
+                recipe.families,
+                &mut batch,
+                &mut lists,
+                &mut sources,
+            )?;
+        }
         self.add_choices(random, split, recipe.choices, &mut batch, &mut lists);
         sources.resize(batch.bags.len(), None);
         if let Some(teacher) = &self.teacher {
@@ -181,6 +191,33 @@ impl Data {
         batch.attract = Rows::from_lists(lists.attract);
         batch.repel = Rows::from_lists(lists.repel);
         Ok(batch)
+    }
+
+    /// Every member of up to `count` of the teacher's sentence families of `split`, each in a bag of its own with no
+    /// edge, their rows in `sources`.
+    fn add_families(
+        &self,
+        random: &mut Random,
+        split: Split,
+        count: usize,
+        batch: &mut Batch,
+        lists: &mut Lists,
+        sources: &mut Vec<Option<usize>>,
+    ) -> Result<(), Box<dyn Error>> {
+        let teacher = self.teacher.as_ref().filter(|t| !t.families.is_empty()).ok_or(
+            "the recipe's [batch] families are the teacher's sentence families: its distill_weight must be positive \
+             and the data needs them (python3 tools/data/prepare.py --teacher)",
+        )?;
+        let pool: Vec<usize> = (0..teacher.families.len())
+            .filter(|&f| teacher.families[f].0 == split)
+            .collect();
+        for f in random.sample(&pool, count) {
+            for (text, row) in &teacher.families[f].1 {
+                push_alone(batch, lists, text);
+                sources.push(Some(*row));
+            }
+        }
+        Ok(())
     }
 
     /// Up to `count` of the teacher's other English texts of `split`, each in a bag of its own with no edge, their
@@ -204,12 +241,7 @@ impl Data {
             .collect();
         for e in random.sample(&pool, count) {
             let (_, text, row) = &teacher.extras[e];
-            batch.modalities.push(Modality::Text);
-            batch.contents.push(text.clone());
-            batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
-            batch.sides.push(LateInteractionSide::None);
-            lists.attract.push(Vec::new());
-            lists.repel.push(Vec::new());
+            push_alone(batch, lists, text);
             sources.push(Some(*row));
         }
         Ok(())
@@ -407,4 +439,14 @@ impl Data {
         };
         format!("{article} {lemma}")
     }
+}
+
+/// Appends a text in a bag of its own, with no edge and no late-interaction side: the distillation term alone trains it.
+fn push_alone(batch: &mut Batch, lists: &mut Lists, text: &str) {
+    batch.modalities.push(Modality::Text);
+    batch.contents.push(text.to_owned());
+    batch.bags.push(batch.bags.last().map_or(0, |bag| bag + 1));
+    batch.sides.push(LateInteractionSide::None);
+    lists.attract.push(Vec::new());
+    lists.repel.push(Vec::new());
 }
