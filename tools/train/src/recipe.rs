@@ -11,6 +11,9 @@ use uform::PairLossForm;
 
 use crate::data::BatchRecipe;
 
+/// Packed rows a step's texts fill at most unless the recipe says otherwise: the trainer's own default.
+pub const DEFAULT_ROWS: usize = 64;
+
 /// One training stage, as a recipe file states it.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -35,6 +38,9 @@ pub struct Recipe {
     /// Tokens per packed row: the longest text (longer ones are cut, longer choice items dropped), and the patches
     /// an image fills.
     pub columns: usize,
+    /// Packed rows of `columns` tokens a step's texts fill at most, which sizes the trainer's buffers; a step whose
+    /// texts need more is refused (`limit-exceeded`), so a recipe that draws more texts raises it.
+    pub rows: usize,
     /// Peak learning rate.
     pub learning_rate: f32,
     /// The masked-byte term's weight in the joint loss (the other terms weigh 1).
@@ -95,6 +101,7 @@ impl Default for Recipe {
             from_step: None,
             validation_batches: 2,
             columns: 128,
+            rows: DEFAULT_ROWS,
             learning_rate: 2e-3,
             masking_weight: 1.0,
             seed: 13,
@@ -161,6 +168,9 @@ impl Recipe {
         }
         if self.columns < 2 {
             return Err("columns needs room for a byte and a choice's CHOOSE token".into());
+        }
+        if self.rows == 0 {
+            return Err("rows takes a count of packed rows of 1 or more".into());
         }
         self.batch.check()
     }
@@ -253,6 +263,7 @@ mod tests {
                 "stop_at takes a step from 1 to steps (100)",
             ),
             ("pair_loss = \"hinge\"", "unknown variant"),
+            ("rows = 0", "rows takes a count of packed rows"),
             (
                 "contrastive_scale = 0.0",
                 "contrastive_scale takes a scale in (0, 100]",

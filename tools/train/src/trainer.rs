@@ -75,10 +75,11 @@ pub fn config<'a>(
     }
 }
 
-/// The batch's shape: the trainer's default segments (64 rows, four items a row) unless the recipe can draw more
-/// items than that, rows of the recipe's columns, and the front-ends' geometry.
+/// The batch's shape: the recipe's packed rows of its columns, the trainer's default segments (four items a row of 64)
+/// unless the recipe can draw more items than that, and the front-ends' geometry.
 fn batch_shape(recipe: &Recipe) -> BatchShape {
     BatchShape {
+        max_rows_per_device: recipe.rows,
         max_segments_per_device: recipe.batch.max_items().max(DEFAULT_SEGMENTS),
         max_columns_per_row: recipe.columns,
         image: ImageShape {
