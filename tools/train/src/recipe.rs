@@ -366,6 +366,53 @@ mod tests {
     }
 
     #[test]
+    fn stage_z_is_y_with_more_pictures_and_speech_and_z2_adds_families() {
+        let (y, z, z2) = (
+            shipped("wordnet-y.toml"),
+            shipped("wordnet-z.toml"),
+            shipped("wordnet-z2.toml"),
+        );
+        assert_eq!(
+            (z.minutes, z.batch.class_images, z.batch.spoken),
+            (Some(60.0), 5, 4)
+        );
+        let as_y = Recipe {
+            description: y.description.clone(),
+            minutes: y.minutes,
+            batch: BatchRecipe {
+                class_images: y.batch.class_images,
+                spoken: y.batch.spoken,
+                ..z.batch
+            },
+            ..z.clone()
+        };
+        assert_eq!(as_y, y, "Z changes nothing else");
+        assert_eq!(
+            (
+                z2.from_step,
+                z2.steps,
+                z2.minutes,
+                z2.rows,
+                z2.batch.families
+            ),
+            (Some(21750), 24750, Some(45.0), 96, 16)
+        );
+        let as_z = Recipe {
+            description: z.description.clone(),
+            from_step: z.from_step,
+            steps: z.steps,
+            minutes: z.minutes,
+            rows: z.rows,
+            batch: BatchRecipe {
+                families: 0,
+                ..z2.batch
+            },
+            ..z2
+        };
+        assert_eq!(as_z, z, "Z2 changes nothing else");
+    }
+
+    #[test]
     fn the_stages_recipes_state_their_documented_flags() {
         // docs/model-card.md, "Reproducing it": each stage's command, its flags over the old defaults.
         let d = shipped("wordnet-d.toml");
