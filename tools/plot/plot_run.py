@@ -15,13 +15,14 @@ import os
 import sys
 from xml.sax.saxutils import escape
 
-TERMS = ["loss", "masking", "contrastive", "late_interaction", "choices"]
+TERMS = ["loss", "masking", "contrastive", "late_interaction", "choices", "distill"]
 TITLES = {
     "loss": "joint loss",
     "masking": "masking",
     "contrastive": "contrastive",
     "late_interaction": "late interaction",
     "choices": "choices",
+    "distill": "distillation",
 }
 # A level worth drawing beside a term: the choice term of uniform answers over four letters.
 REFERENCES = {"choices": (math.log(4), "chance, ln 4")}
@@ -44,7 +45,8 @@ def read_log(path):
                 raise SystemExit(f"{path}:{number}: expected the header's {len(header or [])} fields")
             record = dict(zip(header, fields))
             if record["split"] in rows:
-                rows[record["split"]][int(record["steps"])] = {term: float(record[term]) for term in TERMS}
+                # Logs written before the distillation term have no column for it.
+                rows[record["split"]][int(record["steps"])] = {t: float(record[t]) for t in TERMS if t in record}
     return rows
 
 
@@ -133,7 +135,8 @@ def loss_svg(rows, bucket):
     train, validation = rows["train"], rows["validation"]
     last_step = max(list(train) + list(validation) + [1])
     width, height, columns = 360, 220, 3
-    panels = len(TERMS)
+    logged = [t for t in TERMS if any(t in r for r in list(train.values()) + list(validation.values()))]
+    panels = len(logged)
     total_h = 40 + height * math.ceil(panels / columns)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width * columns}" height="{total_h}" '
              f'viewBox="0 0 {width * columns} {total_h}">',
@@ -141,7 +144,7 @@ def loss_svg(rows, bucket):
              f'<text x="10" y="22" font-size="14" {FONT}>Training terms by step: training loss as means over '
              f'{bucket} steps (<tspan fill="{TRAIN_COLOUR}">blue</tspan>), validation loss '
              f'(<tspan fill="{VALIDATION_COLOUR}">red points</tspan>)</text>']
-    for index, term in enumerate(TERMS):
+    for index, term in enumerate(logged):
         x0, y0 = width * (index % columns), 40 + height * (index // columns)
         series = bucket_means({s: r[term] for s, r in train.items()}, bucket)
         points = sorted((s, r[term]) for s, r in validation.items())

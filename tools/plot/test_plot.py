@@ -15,11 +15,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_run  # noqa: E402
 
 SVG = "{http://www.w3.org/2000/svg}"
-HEADER = "#steps\tsplit\tloss\tmasking\tcontrastive\tlate_interaction\tchoices\ttokens\tseconds\n"
+HEADER = "#steps\tsplit\t" + "\t".join(plot_run.TERMS) + "\ttokens\tseconds\n"
 
 
-def log_line(step, split, value):
-    return f"{step}\t{split}\t" + "\t".join(str(value) for _ in plot_run.TERMS) + "\t100\t0.5\n"
+def log_line(step, split, value, terms=len(plot_run.TERMS)):
+    return f"{step}\t{split}\t" + "\t".join(str(value) for _ in range(terms)) + "\t100\t0.5\n"
 
 
 class PlotTest(unittest.TestCase):
@@ -68,6 +68,16 @@ class PlotTest(unittest.TestCase):
         self.assertEqual(kinds, ["model", "baseline", "chance", "model"])
         widths = [float(r.get("width")) for r in bars.iter(f"{SVG}rect") if r.get("class") == "model"]
         self.assertAlmostEqual(widths[0] / widths[1], 0.25 / 0.04, places=2)
+
+    def test_a_log_from_before_the_distillation_term_draws_the_other_terms(self):
+        older = [t for t in plot_run.TERMS if t != "distill"]
+        with open(os.path.join(self.run, "log.tsv"), "w", encoding="utf-8") as log:
+            log.write("#steps\tsplit\t" + "\t".join(older) + "\ttokens\tseconds\n")
+            log.writelines(log_line(s, "train", 3.0, len(older)) for s in range(1, 5))
+        plot_run.main(["--run", self.run, "--bucket", "2"])
+        loss = ElementTree.parse(os.path.join(self.run, "loss.svg")).getroot()
+        curves = [p.get("class") for p in loss.iter(f"{SVG}polyline")]
+        self.assertEqual(curves.count("train"), len(older))
 
     def test_a_malformed_log_is_refused(self):
         with open(os.path.join(self.run, "log.tsv"), "a", encoding="utf-8") as log:
